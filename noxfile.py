@@ -169,8 +169,7 @@ def minimums(session: nox.Session, package: str) -> None:
     tests_dir = pkg.path.relative_to(ROOT) / "tests"
     if not tests_dir.is_dir():
         session.skip(f"{tests_dir} does not exist yet")
-    install(session, "--resolution", "lowest-direct", *editable(TESTING, pkg))
-    install(session, *group("test"))
+    install(session, "--resolution", "lowest-direct", *group("test"), *editable(TESTING, pkg))
     session.run("pytest", *pytest_args(session, tests_dir), env=NUMBA_ENV)
 
 
@@ -223,7 +222,7 @@ def build(session: nox.Session) -> None:
     dist_dir, venv_dir = tmp / "dist", tmp / "clean-venv"
     shutil.rmtree(dist_dir, ignore_errors=True)
     for pkg in PACKAGES.values():
-        session.run("uv", "build", "--quiet", "--out-dir", str(dist_dir), str(pkg.path))
+        session.run("uv", "build", "--out-dir", str(dist_dir), str(pkg.path))
     wheels = sorted(dist_dir.glob("*.whl"))
     for wheel in wheels:
         check_wheel(session, wheel)
@@ -259,7 +258,8 @@ def check_wheel(session: nox.Session, wheel: Path) -> None:
 def docs(session: nox.Session) -> None:
     """Build the documentation site (mkdocs, strict); posargs replace `build --strict`."""
     install(session, *group("docs"))
-    session.run("mkdocs", *(session.posargs or ["build", "--strict"]))
+    env = {"NO_MKDOCS_2_WARNING": "1"}  # a banner about MkDocs 2, not about our docs
+    session.run("mkdocs", *(session.posargs or ["build", "--strict"]), env=env)
 
 
 @nox.session(default=False)
