@@ -1,0 +1,49 @@
+"""Sporeling core: tensors, autograd and MindSpore's functional ops on NumPy/Numba and CuPy.
+
+>>> from sporeling.core import Tensor, ops, grad
+>>> grad(lambda x: ops.reduce_sum(x * x))(Tensor([3.0])).tolist()
+[6.0]
+"""
+
+from . import _eager  # noqa: F401  (installs the eager interpreter)
+from . import dtype
+from ._version import __version__
+from .autograd import (
+    enable_grad,
+    grad,
+    is_grad_enabled,
+    jvp,
+    no_grad,
+    stop_gradient,
+    value_and_grad,
+    vjp,
+    vmap,
+)
+from .context import GRAPH_MODE, PYNATIVE_MODE, get_context, set_context
+from .dtype import (
+    DType,
+    bfloat16,
+    bool_,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from .tensor import Parameter, Tensor
+from . import ops  # noqa: E402  (attaches Tensor methods)
+
+__all__ = [
+    "__version__", "Tensor", "Parameter", "ops", "dtype", "DType",
+    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "bfloat16",
+    "set_context", "get_context", "GRAPH_MODE", "PYNATIVE_MODE",
+    "grad", "value_and_grad", "vjp", "jvp", "vmap", "stop_gradient", "no_grad",
+    "enable_grad", "is_grad_enabled",
+]

@@ -1,0 +1,126 @@
+"""Python operators and MindSpore-style methods on :class:`Tensor`, attached from ``ops``.
+
+Kept apart from ``tensor.py`` so the Tensor class does not import the op library (which
+imports Tensor). Methods whose op has not been defined are simply not attached; the
+inventory test lists the ones expected.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .tensor import Tensor
+
+#: Tensor method -> ops function; called as ``ops.<fn>(self, *args, **kwargs)``
+METHODS = {
+    "abs": "abs", "add": "add", "sub": "sub", "mul": "mul", "div": "div", "neg": "neg",
+    "exp": "exp", "log": "log", "sqrt": "sqrt", "square": "square", "pow": "pow",
+    "matmul": "matmul", "transpose": "transpose", "broadcast_to": "broadcast_to",
+    "expand_dims": "expand_dims", "squeeze": "squeeze", "flatten": "flatten",
+    "astype": "cast", "cast": "cast", "tile": "tile", "gather": "gather", "argmax": "argmax",
+    "argmin": "argmin", "max": "max", "min": "min", "amax": "amax", "amin": "amin",
+    "mean": "mean", "prod": "prod", "std": "std", "var": "var", "cumsum": "cumsum",
+    "logsumexp": "logsumexp", "norm": "norm", "sin": "sin", "cos": "cos", "tanh": "tanh",
+    "sigmoid": "sigmoid", "relu": "relu", "softmax": "softmax", "clip": "clip_by_value",
+    "isnan": "isnan", "isfinite": "isfinite", "floor": "floor", "ceil": "ceil",
+    "round": "round", "masked_fill": "masked_fill", "nonzero": "nonzero", "all": "all",
+    "any": "any", "diag": "diag", "top_k": "top_k", "fill_diagonal": "fill_diagonal",
+    "expm1": "expm1", "log1p": "log1p", "erf": "erf", "lerp": "lerp", "sign": "sign",
+    "equal": "equal", "maximum": "maximum", "minimum": "minimum", "view": "reshape",
+    "select": "select", "split": "split", "unique": "unique", "sort": "sort",
+    "index_fill": "index_fill", "scatter_add": "tensor_scatter_add", "ravel": "flatten",
+    "swapaxes": "swapaxes", "repeat": "repeat_elements", "narrow": "narrow", "log2": "log2",
+}
+
+_BINARY = {
+    "__add__": ("add", False), "__radd__": ("add", True),
+    "__sub__": ("sub", False), "__rsub__": ("sub", True),
+    "__mul__": ("mul", False), "__rmul__": ("mul", True),
+    "__truediv__": ("div", False), "__rtruediv__": ("div", True),
+    "__floordiv__": ("floor_div", False), "__rfloordiv__": ("floor_div", True),
+    "__mod__": ("floor_mod", False), "__rmod__": ("floor_mod", True),
+    "__pow__": ("pow", False), "__rpow__": ("pow", True),
+    "__matmul__": ("matmul", False), "__rmatmul__": ("matmul", True),
+    "__eq__": ("equal", False), "__ne__": ("not_equal", False),
+    "__lt__": ("less", False), "__le__": ("less_equal", False),
+    "__gt__": ("greater", False), "__ge__": ("greater_equal", False),
+    "__and__": ("bitwise_and_or_logical", False), "__or__": ("bitwise_or_or_logical", False),
+    "__xor__": ("bitwise_xor_or_logical", False),
+}
+
+
+def _method(fn: Any) -> Any:
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        return fn(self, *args, **kwargs)
+
+    method.__doc__ = fn.__doc__
+    method.__name__ = fn.__name__
+    return method
+
+
+def _binary(fn: Any, reflected: bool) -> Any:
+    if reflected:
+        return lambda self, other: fn(other, self)
+    return lambda self, other: fn(self, other)
+
+
+def _logical_or_bitwise(logical: str, bitwise: str, ops: Any) -> Any:
+    def fn(x: Any, y: Any) -> Any:
+        is_bool = getattr(x, "dtype", None) == "bool" or isinstance(x, bool)
+        return getattr(ops, logical if is_bool else bitwise)(x, y)
+
+    return fn
+
+
+def install() -> None:
+    """Attach every operator and method whose op exists in ``sporeling.core.ops``."""
+    from . import ops
+
+    specials = {
+        "bitwise_and_or_logical": _logical_or_bitwise("logical_and", "bitwise_and", ops),
+        "bitwise_or_or_logical": _logical_or_bitwise("logical_or", "bitwise_or", ops),
+        "bitwise_xor_or_logical": _logical_or_bitwise("logical_xor", "bitwise_xor", ops),
+    }
+    for name, (opname, reflected) in _BINARY.items():
+        fn = specials.get(opname) or getattr(ops, opname, None)
+        if fn is not None:
+            setattr(Tensor, name, _binary(fn, reflected))
+    for name, opname in METHODS.items():
+        fn = getattr(ops, opname, None)
+        if fn is not None and not hasattr(Tensor, name):
+            setattr(Tensor, name, _method(fn))
+    Tensor.__neg__ = lambda self: ops.neg(self)  # type: ignore[method-assign]
+    Tensor.__pos__ = lambda self: self  # type: ignore[method-assign]
+    if hasattr(ops, "abs"):
+        Tensor.__abs__ = lambda self: ops.abs(self)  # type: ignore[method-assign]
+    if hasattr(ops, "logical_not"):
+        Tensor.__invert__ = lambda self: (  # type: ignore[method-assign]
+            ops.logical_not(self) if self.dtype == "bool" else ops.invert(self)
+        )
+    Tensor.__getitem__ = lambda self, index: ops.getitem(self, index)  # type: ignore[method-assign]
+
+    def setitem(self: Tensor, index: Any, value: Any) -> None:
+        from .autograd.tape import GradMode
+
+        if self._requires_grad and self._node is None and GradMode.enabled:
+            raise RuntimeError(
+                "setitem: cannot assign into a leaf tensor that requires gradients; "
+                "assign into a copy (y = x * 1) or inside no_grad()"
+            )
+        old = Tensor._wrap(self._data, self._device, self._node, self._index)
+        self._rebind(ops.setitem(old, index, value))
+
+    Tensor.__setitem__ = setitem  # type: ignore[method-assign]
+    Tensor.__hash__ = lambda self: id(self)  # type: ignore[method-assign]
+    Tensor.__iter__ = lambda self: (self[i] for i in range(len(self)))  # type: ignore[method-assign]
+    Tensor.T = property(lambda self: ops.transpose(self))  # type: ignore[attr-defined]
+
+    def reshape(self: Tensor, *shape: Any) -> Tensor:
+        return ops.reshape(self, shape[0] if len(shape) == 1 else shape)
+
+    def sum(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Tensor:
+        out = ops.reduce_sum(self, axis, keepdims)
+        return out if dtype is None else ops.cast(out, dtype)
+
+    Tensor.reshape = reshape  # type: ignore[attr-defined]
+    Tensor.sum = sum  # type: ignore[attr-defined]

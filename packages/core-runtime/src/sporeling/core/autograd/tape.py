@@ -1,0 +1,194 @@
+"""The autograd tape: nodes recorded by eager execution and the reverse sweep over them.
+
+Each recorded op call becomes a :class:`Node` that keeps its input tensors, its
+parameters and its output arrays. The backward sweep calls each primitive's ``vjp`` (made
+of ops) in reverse topological order. With ``create_graph=True`` those ops are recorded
+too, which is how second-order gradients work.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..tensor import Tensor
+
+__all__ = ["Node", "GradMode", "backward", "backward_into_leaves"]
+
+
+class GradMode:
+    """Whether ops record nodes (off inside ``no_grad`` and non-create-graph backward)."""
+
+    enabled = True
+
+
+class Node:
+    """One recorded op call."""
+
+    __slots__ = ("prim", "inputs", "params", "out_data", "needs", "device")
+
+    def __init__(
+        self,
+        prim: Any,
+        inputs: tuple[Tensor, ...],
+        params: dict[str, Any],
+        out_data: list[Any],
+        needs: tuple[bool, ...],
+        device: Any,
+    ) -> None:
+        self.prim = prim
+        self.inputs = inputs
+        self.params = params
+        self.out_data = out_data
+        self.needs = needs
+        self.device = device
+
+    def outputs(self) -> list[Tensor]:
+        """Output tensors linked to this node (rebuilt, so no reference cycle is kept)."""
+        return [Tensor._wrap(d, self.device, self, i) for i, d in enumerate(self.out_data)]
+
+    def __repr__(self) -> str:
+        return f"<node {self.prim.name}>"
+
+
+def _tracked(t: Tensor) -> bool:
+    return t._node is not None or t._requires_grad
+
+
+def _toposort(roots: list[Node]) -> list[Node]:
+    """Nodes reachable from ``roots``, each after every node that consumes it."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        seen.add(id(root))
+        stack: list[tuple[Node, int]] = [(root, 0)]
+        while stack:
+            node, i = stack.pop()
+            inputs = node.inputs
+            while i < len(inputs):
+                parent = inputs[i]._node
+                i += 1
+                if parent is not None and node.needs[i - 1] and id(parent) not in seen:
+                    seen.add(id(parent))
+                    stack.append((node, i))
+                    stack.append((parent, 0))
+                    break
+            else:
+                order.append(node)
+    order.reverse()
+    return order
+
+
+def _leading_to(order: list[Node], target_ids: set[int]) -> set[int]:
+    """Ids of the nodes from which some target tensor can be reached (the rest is skipped)."""
+    relevant: set[int] = set()
+    for node in reversed(order):  # producers before consumers
+        for inp, need in zip(node.inputs, node.needs, strict=True):
+            if need and (
+                id(inp) in target_ids or (inp._node is not None and id(inp._node) in relevant)
+            ):
+                relevant.add(id(node))
+                break
+    return relevant
+
+
+def _zeros_for(data: Any, device: Any) -> Tensor:
+    return Tensor._wrap(device.xp.zeros(data.shape, data.dtype), device)
+
+
+def backward(
+    outputs: list[Tensor],
+    cotangents: list[Tensor],
+    targets: list[Tensor] | None,
+    create_graph: bool,
+) -> dict[int, tuple[Tensor, Tensor]]:
+    """Propagate ``cotangents`` from ``outputs``.
+
+    Returns ``{id(tensor): (tensor, gradient)}`` for each of ``targets`` that received a
+    gradient, or, with ``targets=None``, for every leaf that requires gradients.
+    """
+    target_ids = None if targets is None else {id(t) for t in targets}
+    found: dict[int, tuple[Tensor, Tensor]] = {}
+    node_cts: dict[int, list[Any]] = {}
+
+    def deliver(t: Tensor, g: Tensor) -> None:
+        if g.dtype != t.dtype:
+            from ..ops._core import cast
+
+            g = cast(g, t.dtype)
+        if target_ids is not None and id(t) in target_ids or (
+            target_ids is None and t._node is None and t._requires_grad
+        ):
+            prev = found.get(id(t))
+            found[id(t)] = (t, g if prev is None else prev[1] + g)
+            return
+        node = t._node
+        if node is not None:
+            slots = node_cts.setdefault(id(node), [None] * len(node.out_data))
+            slots[t._index] = g if slots[t._index] is None else slots[t._index] + g
+
+    prev_mode = GradMode.enabled
+    GradMode.enabled = create_graph
+    try:
+        for out, ct in zip(outputs, cotangents, strict=True):
+            deliver(out, ct)
+        roots = [o._node for o in outputs if o._node is not None]
+        order = _toposort(roots)
+        relevant = None if target_ids is None else _leading_to(order, target_ids)
+        for node in order:
+            if relevant is not None and id(node) not in relevant:
+                continue
+            slots = node_cts.pop(id(node), None)
+            if slots is None:
+                continue
+            outs = node.outputs()
+            if node.prim.multiple_results:
+                ct: Any = tuple(
+                    s if s is not None else _zeros_for(d, node.device)
+                    for s, d in zip(slots, node.out_data, strict=True)
+                )
+                out: Any = tuple(outs)
+            else:
+                ct, out = slots[0], outs[0]
+            grads = node.prim.vjp(ct, *node.inputs, out=out, **node.params)
+            if not isinstance(grads, (tuple, list)):
+                grads = (grads,)
+            for inp, need, g in zip(node.inputs, node.needs, grads, strict=True):
+                if not need or g is None:
+                    continue
+                if relevant is not None and id(inp) not in target_ids:  # type: ignore[operator]
+                    if inp._node is None or id(inp._node) not in relevant:
+                        continue
+                if callable(g) and not isinstance(g, Tensor):
+                    g = g()
+                    if g is None:
+                        continue
+                if g.shape != inp.shape:
+                    raise RuntimeError(
+                        f"internal error in the gradient of {node.prim.name}: gradient shape "
+                        f"{g.shape} does not match input shape {inp.shape}"
+                    )
+                deliver(inp, g)
+    finally:
+        GradMode.enabled = prev_mode
+    return found
+
+
+def backward_into_leaves(output: Tensor, gradient: Any = None) -> None:
+    """``Tensor.backward``: accumulate into ``.grad`` of every leaf requiring gradients."""
+    if not _tracked(output):
+        raise RuntimeError(
+            "backward: this tensor does not depend on any tensor with requires_grad=True"
+        )
+    if gradient is None:
+        ct = Tensor._wrap(output._device.xp.ones(output._data.shape, output._data.dtype), output._device)
+    else:
+        ct = gradient if isinstance(gradient, Tensor) else Tensor(gradient, dtype=output.dtype)
+        if ct.shape != output.shape:
+            raise ValueError(
+                f"backward: argument 'gradient' expected shape {output.shape}, got {ct.shape}"
+            )
+    found = backward([output], [ct], None, create_graph=False)
+    for leaf, g in found.values():
+        leaf.grad = g if leaf.grad is None else leaf.grad + g

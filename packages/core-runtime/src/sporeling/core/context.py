@@ -1,0 +1,47 @@
+"""Global execution settings, set with :func:`set_context` as in MindSpore."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["set_context", "get_context", "GRAPH_MODE", "PYNATIVE_MODE"]
+
+GRAPH_MODE = 0
+PYNATIVE_MODE = 1
+
+_SETTINGS: dict[str, Any] = {
+    "device_target": "CPU",
+    "mode": PYNATIVE_MODE,
+    "device_id": 0,
+    "enable_graph_kernel": True,
+    "seed": None,
+}
+
+
+def set_context(**kwargs: Any) -> None:
+    """Change global settings, e.g. ``set_context(device_target="GPU")``.
+
+    ``device_target`` is where new tensors are created; ``mode`` is ``PYNATIVE_MODE``
+    (eager, the default) or ``GRAPH_MODE`` (stored now, used by the graph compiler).
+    """
+    for key, value in kwargs.items():
+        if key not in _SETTINGS:
+            raise ValueError(
+                f"set_context: unknown setting {key!r}; known settings are {sorted(_SETTINGS)}"
+            )
+        if key == "device_target":
+            from ._backend import get_device
+
+            value = get_device(value).name  # validates and, for GPU, imports CuPy
+        if key == "mode" and value not in (GRAPH_MODE, PYNATIVE_MODE):
+            raise ValueError(
+                f"set_context: mode must be GRAPH_MODE (0) or PYNATIVE_MODE (1), got {value!r}"
+            )
+        _SETTINGS[key] = value
+
+
+def get_context(key: str) -> Any:
+    """Read one setting by name."""
+    if key not in _SETTINGS:
+        raise ValueError(f"get_context: unknown setting {key!r}; known settings are {sorted(_SETTINGS)}")
+    return _SETTINGS[key]

@@ -1,0 +1,45 @@
+"""Error helpers: every user-facing error names the op, the argument, what was given
+and what was expected, so nobody has to read a traceback from inside a kernel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["op_error", "check_axis", "check_int", "describe"]
+
+
+def describe(value: Any) -> str:
+    """A short description of a value for error messages (shape and dtype for tensors)."""
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return f"a tensor of shape {tuple(shape)} and dtype {dtype}"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def op_error(
+    op: str, arg: str, got: Any, expected: str, exc: type[Exception] = ValueError
+) -> Exception:
+    """Build ``exc("op: argument 'arg' expected ..., got ...")`` for the caller to raise."""
+    return exc(f"{op}: argument '{arg}' expected {expected}, got {describe(got)}")
+
+
+def check_int(op: str, arg: str, value: Any, minimum: int | None = None) -> int:
+    """Validate an integer argument (bools rejected) and return it as ``int``."""
+    import numpy as np
+
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise op_error(op, arg, value, "an int", TypeError)
+    if minimum is not None and value < minimum:
+        raise op_error(op, arg, value, f"an int >= {minimum}")
+    return int(value)
+
+
+def check_axis(op: str, axis: Any, ndim: int, arg: str = "axis") -> int:
+    """Normalize one axis into ``[0, ndim)`` or raise naming the op and the valid range."""
+    axis = check_int(op, arg, axis)
+    bound = max(ndim, 1)
+    if not -bound <= axis < bound:
+        raise op_error(op, arg, axis, f"an axis in [{-bound}, {bound - 1}] for a {ndim}-d input")
+    return axis % bound

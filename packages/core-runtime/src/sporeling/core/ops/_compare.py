@@ -1,0 +1,121 @@
+"""Comparisons and ``select``: the ops that vjps of max/abs/relu-like functions need."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import dtype as _dt
+from .._primitive import Primitive, ShapedArray
+from ..errors import op_error
+from ..tensor import Tensor
+from ._core import as_tensor, broadcast_shapes, broadcast_to, cast, sum_to, zeros_like
+from ._elementwise import binary_op, promote_args
+
+__all__ = ["equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "select",
+           "maximum", "minimum"]
+
+equal_p = binary_op("equal", family="all", out_dtype=_dt.bool_, scalar="x == y")
+not_equal_p = binary_op("not_equal", family="all", out_dtype=_dt.bool_, scalar="x != y")
+greater_p = binary_op("greater", family="numeric", out_dtype=_dt.bool_, scalar="x > y")
+greater_equal_p = binary_op("greater_equal", family="numeric", out_dtype=_dt.bool_, scalar="x >= y")
+less_p = binary_op("less", family="numeric", out_dtype=_dt.bool_, scalar="x < y")
+less_equal_p = binary_op("less_equal", family="numeric", out_dtype=_dt.bool_, scalar="x <= y")
+
+
+def equal(x: Any, y: Any) -> Tensor:
+    """Elementwise ``x == y`` (bool result)."""
+    return equal_p.bind(*promote_args("equal", x, y))
+
+
+def not_equal(x: Any, y: Any) -> Tensor:
+    """Elementwise ``x != y`` (bool result)."""
+    return not_equal_p.bind(*promote_args("not_equal", x, y))
+
+
+def greater(x: Any, y: Any) -> Tensor:
+    """Elementwise ``x > y`` (bool result)."""
+    return greater_p.bind(*promote_args("greater", x, y))
+
+
+def greater_equal(x: Any, y: Any) -> Tensor:
+    """Elementwise ``x >= y`` (bool result)."""
+    return greater_equal_p.bind(*promote_args("greater_equal", x, y))
+
+
+def less(x: Any, y: Any) -> Tensor:
+    """Elementwise ``x < y`` (bool result)."""
+    return less_p.bind(*promote_args("less", x, y))
+
+
+def less_equal(x: Any, y: Any) -> Tensor:
+    """Elementwise ``x <= y`` (bool result)."""
+    return less_equal_p.bind(*promote_args("less_equal", x, y))
+
+
+def _select_abstract(c: ShapedArray, x: ShapedArray, y: ShapedArray) -> ShapedArray:
+    if c.dtype != _dt.bool_:
+        raise TypeError(f"select: argument 'cond' expected a bool tensor, got {c.dtype}")
+    if x.dtype != y.dtype:
+        raise TypeError(f"select: inputs must share a dtype, got {x.dtype} and {y.dtype}")
+    return ShapedArray(broadcast_shapes("select", c.shape, x.shape, y.shape), x.dtype)
+
+
+def _select_vjp(g: Tensor, c: Tensor, x: Tensor, y: Tensor, *, out: Tensor) -> tuple[Any, ...]:
+    def dx() -> Tensor:
+        return sum_to(select(c, g, zeros_like(g)), x.shape)
+
+    def dy() -> Tensor:
+        return sum_to(select(c, zeros_like(g), g), y.shape)
+
+    return None, dx, dy
+
+
+select_p = Primitive(
+    "select", "elementwise", _select_abstract,
+    impl=lambda xp, c, x, y: xp.where(c, x, y),
+    vjp=_select_vjp, scalar="where(c, x, y)",
+)
+
+
+def select(cond: Any, x: Any, y: Any) -> Tensor:
+    """Pick ``x`` where ``cond`` is True and ``y`` elsewhere (with broadcasting).
+
+    >>> select(Tensor([True, False]), Tensor([1.0, 2.0]), 0.0).tolist()
+    [1.0, 0.0]
+    """
+    c = as_tensor(cond, "select", "cond")
+    if c.dtype != _dt.bool_:
+        raise op_error("select", "cond", c, "a bool tensor", TypeError)
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+        x = as_tensor(x, "select", "x", c)
+    xt, yt = promote_args("select", x, y)
+    if xt._device is not c._device:
+        raise ValueError(f"select: 'cond' is on {c.device} but 'x' is on {xt.device}")
+    return select_p.bind(c, xt, yt)
+
+
+def _minmax_vjp(pick_x_when: str) -> Any:
+    def vjp(g: Tensor, x: Tensor, y: Tensor, *, out: Tensor) -> tuple[Any, Any]:
+        # Ties send half the gradient to each side, so the rule is symmetric.
+        xb = broadcast_to(x, out.shape)
+        yb = broadcast_to(y, out.shape)
+        win = greater(xb, yb) if pick_x_when == "greater" else less(xb, yb)
+        tie = equal(xb, yb)
+        wx = cast(win, g.dtype) + cast(tie, g.dtype) * 0.5
+        return (lambda: sum_to(g * wx, x.shape)), (lambda: sum_to(g * (1 - wx), y.shape))
+
+    return vjp
+
+
+maximum_p = binary_op("maximum", vjp=_minmax_vjp("greater"), scalar="max(x, y)")
+minimum_p = binary_op("minimum", vjp=_minmax_vjp("less"), scalar="min(x, y)")
+
+
+def maximum(x: Any, y: Any) -> Tensor:
+    """Elementwise maximum (ties split the gradient evenly)."""
+    return maximum_p.bind(*promote_args("maximum", x, y))
+
+
+def minimum(x: Any, y: Any) -> Tensor:
+    """Elementwise minimum (ties split the gradient evenly)."""
+    return minimum_p.bind(*promote_args("minimum", x, y))

@@ -1,0 +1,340 @@
+"""Primitives every other op and the autograd tape rely on: dtype casts, device moves,
+reshapes, broadcasting and summation (the reverse of broadcasting), and fills.
+
+Also the small helpers that public op wrappers share: turning Python values into tensors
+on the right device, broadcasting shapes with a clear error, and normalizing axes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import dtype as _dt
+from .._backend import Device, get_device
+from .._primitive import Primitive, ShapedArray
+from ..errors import check_axis, describe, op_error
+from ..tensor import Tensor
+
+__all__ = [
+    "cast",
+    "to_device",
+    "reshape",
+    "broadcast_to",
+    "reduce_sum",
+    "transpose",
+    "full",
+    "zeros_like",
+    "ones_like",
+    "as_tensor",
+    "broadcast_shapes",
+    "sum_to",
+    "normalize_axes",
+]
+
+# ---- helpers shared by public wrappers ------------------------------------------------
+
+
+def as_tensor(value: Any, op: str, arg: str, like: Tensor | None = None, dtype: Any = None) -> Tensor:
+    """``value`` as a Tensor: Tensors pass through; numbers and arrays are converted onto
+    ``like``'s device (weak Python scalars take ``dtype`` when given)."""
+    if isinstance(value, Tensor):
+        return value
+    if value is None or isinstance(value, (str, bytes, dict, set)):
+        raise op_error(op, arg, value, "a Tensor or a number", TypeError)
+    device = like._device if like is not None else None
+    try:
+        if dtype is not None:
+            return Tensor(value, dtype=dtype, device=device)
+        return Tensor(value, device=device)
+    except (TypeError, ValueError) as exc:
+        raise op_error(op, arg, value, "a Tensor or a number", TypeError) from exc
+
+
+def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy broadcasting of shapes, raising a ValueError that names the op and shapes."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for i, d in enumerate(s):
+            j = ndim - len(s) + i
+            if d != 1:
+                if out[j] != 1 and out[j] != d:
+                    raise ValueError(
+                        f"{op}: shapes {' and '.join(str(tuple(x)) for x in shapes)} "
+                        "cannot be broadcast together"
+                    )
+                out[j] = d
+    return tuple(out)
+
+
+def normalize_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
+    """``None`` (all), an int or a sequence of ints -> a sorted tuple of distinct axes."""
+    if axis is None or (isinstance(axis, (tuple, list)) and len(axis) == 0):
+        return tuple(range(ndim))
+    if isinstance(axis, Tensor):
+        axis = axis.tolist()
+    items = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = tuple(sorted(check_axis(op, a, ndim) for a in items))
+    if len(set(axes)) != len(axes):
+        raise op_error(op, "axis", axis, "distinct axes")
+    return axes
+
+
+def _tensor_input(op: str, arg: str, value: Any) -> Tensor:
+    if not isinstance(value, Tensor):
+        raise op_error(op, arg, value, "a Tensor", TypeError)
+    return value
+
+
+# ---- cast -------------------------------------------------------------------------------
+
+
+def _cast_abstract(x: ShapedArray, *, dtype: _dt.DType) -> ShapedArray:
+    return ShapedArray(x.shape, dtype)
+
+
+def _cast_vjp(g: Tensor, x: Tensor, *, out: Tensor, dtype: _dt.DType) -> Any:
+    return cast(g, x.dtype) if x.dtype.category == 2 else None
+
+
+cast_p = Primitive(
+    "cast", "elementwise", _cast_abstract,
+    impl=lambda xp, x, *, dtype: x.astype(dtype.np),
+    vjp=_cast_vjp, scalar="x",
+)
+
+
+def cast(input_x: Tensor, dtype: Any) -> Tensor:
+    """Convert ``input_x`` to ``dtype``; gradients flow back in the input's dtype.
+
+    >>> cast(Tensor([1, 2]), "float32").dtype
+    Float32
+    """
+    x = _tensor_input("cast", "input_x", input_x)
+    dt = _dt.to_dtype(dtype)
+    if x.dtype == dt:
+        return x
+    return cast_p.bind(x, dtype=dt)
+
+
+# ---- device moves ---------------------------------------------------------------------
+
+
+def _to_device_vjp(g: Tensor, x: Tensor, *, out: Tensor, device: Device) -> Tensor:
+    return to_device(g, x._device)
+
+
+to_device_p = Primitive(
+    "to_device", "opaque", lambda x, *, device: x,
+    impl=lambda xp, x, *, device: device.asarray(x),
+    vjp=_to_device_vjp,
+)
+
+
+def to_device(x: Tensor, device: str | Device) -> Tensor:
+    """Copy ``x`` to ``device`` ("CPU" or "GPU"); differentiable.
+
+    The move is the one op whose input and output live on different devices, so it is
+    recorded here rather than through the single-device eager interpreter.
+    """
+    from ..autograd.tape import GradMode, Node
+
+    dev = get_device(device)
+    if x._device is dev:
+        return x
+    data = dev.asarray(x._data)
+    track = GradMode.enabled and (x._node is not None or x._requires_grad) and x.dtype.category == 2
+    node = Node(to_device_p, (x,), {"device": dev}, [data], (True,), dev) if track else None
+    return Tensor._wrap(data, dev, node, 0)
+
+
+# ---- reshape / broadcast / sum / transpose ------------------------------------------------
+
+
+def _reshape_abstract(x: ShapedArray, *, shape: tuple[int, ...]) -> ShapedArray:
+    return ShapedArray(shape, x.dtype)
+
+
+reshape_p = Primitive(
+    "reshape", "movement", _reshape_abstract,
+    impl=lambda xp, x, *, shape: x.reshape(shape),
+    vjp=lambda g, x, *, out, shape: reshape(g, x.shape),
+)
+
+
+def _resolve_shape(op: str, shape: Any, size: int) -> tuple[int, ...]:
+    if isinstance(shape, Tensor):
+        shape = shape.tolist()
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        dims = [int(d) for d in shape]
+    except (TypeError, ValueError):
+        raise op_error(op, "shape", shape, "a tuple of ints", TypeError) from None
+    if sum(d == -1 for d in dims) > 1 or any(d < -1 for d in dims):
+        raise op_error(op, "shape", tuple(dims), "non-negative sizes and at most one -1")
+    known = 1
+    for d in dims:
+        if d != -1:
+            known *= d
+    if -1 in dims:
+        if known == 0 or size % known:
+            raise op_error(op, "shape", tuple(dims), f"a shape compatible with {size} elements")
+        dims[dims.index(-1)] = size // known
+    elif known != size:
+        raise op_error(op, "shape", tuple(dims), f"a shape with {size} elements")
+    return tuple(dims)
+
+
+def reshape(input_x: Tensor, input_shape: Any) -> Tensor:
+    """View ``input_x`` with a new shape (one dimension may be -1).
+
+    >>> reshape(Tensor([1, 2, 3, 4]), (2, -1)).shape
+    (2, 2)
+    """
+    x = _tensor_input("reshape", "input_x", input_x)
+    shape = _resolve_shape("reshape", input_shape, x.size)
+    if shape == x.shape:
+        return x
+    return reshape_p.bind(x, shape=shape)
+
+
+def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Sum a broadcast gradient back down to ``shape`` (the reverse of broadcasting)."""
+    if g.shape == tuple(shape):
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1
+    )
+    out = reduce_sum(g, axes, keep_dims=False) if axes else g
+    return reshape(out, shape)
+
+
+def _broadcast_abstract(x: ShapedArray, *, shape: tuple[int, ...]) -> ShapedArray:
+    if broadcast_shapes("broadcast_to", x.shape, shape) != shape:
+        raise op_error("broadcast_to", "shape", shape, f"a shape that {x.shape} broadcasts to")
+    return ShapedArray(shape, x.dtype)
+
+
+broadcast_to_p = Primitive(
+    "broadcast_to", "movement", _broadcast_abstract,
+    impl=lambda xp, x, *, shape: xp.broadcast_to(x, shape),
+    vjp=lambda g, x, *, out, shape: sum_to(g, x.shape),
+)
+
+
+def broadcast_to(input_x: Tensor, shape: Any) -> Tensor:
+    """Broadcast ``input_x`` to ``shape``; -1 keeps that dimension of the input."""
+    x = _tensor_input("broadcast_to", "input_x", input_x)
+    shape = tuple(int(d) for d in shape)
+    lead = len(shape) - x.ndim
+    if lead < 0:
+        raise op_error("broadcast_to", "shape", shape, f"at least {x.ndim} dimensions")
+    shape = tuple(x.shape[i - lead] if d == -1 and i >= lead else d for i, d in enumerate(shape))
+    if shape == x.shape:
+        return x
+    return broadcast_to_p.bind(x, shape=shape)
+
+
+def _reduce_abstract(x: ShapedArray, *, axis: tuple[int, ...], keep_dims: bool) -> ShapedArray:
+    shape = tuple(
+        (1 if i in axis else d) for i, d in enumerate(x.shape) if keep_dims or i not in axis
+    )
+    dtype = x.dtype if x.dtype.category == 2 else _dt.int64
+    return ShapedArray(shape, dtype)
+
+
+def _sum_impl(xp: Any, x: Any, *, axis: tuple[int, ...], keep_dims: bool) -> Any:
+    dtype = None if x.dtype.kind == "f" else np.int64
+    return xp.sum(x, axis=axis, keepdims=keep_dims, dtype=dtype)
+
+
+def _sum_vjp(g: Tensor, x: Tensor, *, out: Tensor, axis: tuple[int, ...], keep_dims: bool) -> Tensor:
+    if not keep_dims:
+        g = reshape(g, tuple(1 if i in axis else d for i, d in enumerate(x.shape)))
+    return broadcast_to(g, x.shape)
+
+
+reduce_sum_p = Primitive("reduce_sum", "reduce", _reduce_abstract, impl=_sum_impl, vjp=_sum_vjp)
+
+
+def reduce_sum(x: Tensor, axis: Any = (), keep_dims: bool = False) -> Tensor:
+    """Sum over ``axis`` (all axes when empty or None); integers and bools sum as int64.
+
+    >>> reduce_sum(Tensor([[1.0, 2.0], [3.0, 4.0]]), 1).tolist()
+    [3.0, 7.0]
+    """
+    x = _tensor_input("reduce_sum", "x", x)
+    axes = normalize_axes("reduce_sum", axis, x.ndim)
+    return reduce_sum_p.bind(x, axis=axes, keep_dims=bool(keep_dims))
+
+
+def _transpose_abstract(x: ShapedArray, *, perm: tuple[int, ...]) -> ShapedArray:
+    return ShapedArray(tuple(x.shape[p] for p in perm), x.dtype)
+
+
+transpose_p = Primitive(
+    "transpose", "movement", _transpose_abstract,
+    impl=lambda xp, x, *, perm: xp.transpose(x, perm),
+    vjp=lambda g, x, *, out, perm: transpose(g, tuple(int(i) for i in np.argsort(perm))),
+)
+
+
+def transpose(input_x: Tensor, input_perm: Any = None) -> Tensor:
+    """Permute dimensions (reverse them when ``input_perm`` is None)."""
+    x = _tensor_input("transpose", "input_x", input_x)
+    if input_perm is None:
+        perm = tuple(range(x.ndim - 1, -1, -1))
+    else:
+        perm = tuple(check_axis("transpose", p, x.ndim, "input_perm") for p in input_perm)
+        if sorted(perm) != list(range(x.ndim)):
+            raise op_error("transpose", "input_perm", tuple(input_perm), f"a permutation of range({x.ndim})")
+    if perm == tuple(range(x.ndim)):
+        return x
+    return transpose_p.bind(x, perm=perm)
+
+
+# ---- fills ----------------------------------------------------------------------------
+
+
+def _full_abstract(*, shape: tuple[int, ...], value: Any, dtype: _dt.DType, device: Any) -> ShapedArray:
+    return ShapedArray(shape, dtype)
+
+
+full_p = Primitive(
+    "full", "creation", _full_abstract,
+    impl=lambda xp, *, shape, value, dtype, device: xp.full(shape, value, dtype.np),
+)
+
+
+def full(shape: Any, value: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """A new tensor of ``shape`` filled with ``value`` (dtype inferred from the value)."""
+    dt = _dt.result_type(value) if dtype is None else _dt.to_dtype(dtype)
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise op_error("full", "shape", shape, "non-negative sizes")
+    if isinstance(value, Tensor):
+        value = value.item()
+    dev = device if device is None or isinstance(device, Device) else get_device(device)
+    return full_p.bind(shape=shape, value=value, dtype=dt, device=dev)
+
+
+def zeros_like(input_x: Tensor, dtype: Any = None) -> Tensor:
+    """Zeros with ``input_x``'s shape, dtype (unless given) and device."""
+    x = _tensor_input("zeros_like", "input_x", input_x)
+    return full(x.shape, 0, dtype or x.dtype, x._device)
+
+
+def ones_like(input_x: Tensor, dtype: Any = None) -> Tensor:
+    """Ones with ``input_x``'s shape, dtype (unless given) and device."""
+    x = _tensor_input("ones_like", "input_x", input_x)
+    return full(x.shape, 1, dtype or x.dtype, x._device)
+
+
+_ = describe  # re-exported helper for op modules

@@ -1,0 +1,214 @@
+"""Building blocks for elementwise primitives, and the arithmetic every vjp uses.
+
+``unary_op`` / ``binary_op`` register a primitive from: the array-module function name (or
+an ``impl``), the accepted dtype family, the vjp, and the scalar expression the fuser
+inlines. Public wrappers promote their inputs with :func:`promote_args` (weak Python
+scalars, see :mod:`sporeling.core.dtype`), so binary primitives always see one dtype.
+
+Scalar expressions use the names ``x``, ``y`` and the functions ``exp log sqrt tanh sin
+cos abs floor ceil where(c, a, b)`` with Python operators; the fuser maps them onto Numba
+and CUDA math.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .. import dtype as _dt
+from .._primitive import Primitive, ShapedArray
+from ..errors import op_error
+from ..tensor import Tensor
+from ._core import as_tensor, broadcast_shapes, cast, sum_to
+
+__all__ = ["add", "sub", "mul", "div", "neg", "exp", "log", "pow", "sqrt", "square",
+           "unary_op", "binary_op", "promote_args", "float_input"]
+
+#: dtype families an elementwise op accepts
+FAMILIES = {
+    "float": lambda d: d.category == 2,
+    "numeric": lambda d: d.category >= 1,
+    "int": lambda d: d.category == 1,
+    "intbool": lambda d: d.category <= 1,
+    "all": lambda d: True,
+}
+_FAMILY_TEXT = {
+    "float": "a floating dtype (float16, float32, float64)",
+    "numeric": "a numeric dtype (integer or floating)",
+    "int": "an integer dtype",
+    "intbool": "an integer or bool dtype",
+    "all": "any dtype",
+}
+
+
+def _check_family(op: str, arg: str, aval: ShapedArray, family: str) -> None:
+    if not FAMILIES[family](aval.dtype):
+        raise TypeError(f"{op}: argument '{arg}' expected {_FAMILY_TEXT[family]}, got {aval.dtype}")
+
+
+def unary_op(
+    name: str,
+    fn: str | None = None,
+    *,
+    vjp: Callable[..., Any] | None = None,
+    scalar: str | None = None,
+    family: str = "float",
+    out_dtype: _dt.DType | None = None,
+    impl: Callable[..., Any] | None = None,
+) -> Primitive:
+    """Register an elementwise unary primitive ``name`` (``impl`` or ``xp.<fn>``)."""
+
+    def abstract(x: ShapedArray) -> ShapedArray:
+        _check_family(name, "x", x, family)
+        return ShapedArray(x.shape, out_dtype or x.dtype)
+
+    if impl is None:
+        fname = fn or name
+
+        def impl(xp: Any, x: Any) -> Any:
+            return getattr(xp, fname)(x)
+
+    return Primitive(name, "elementwise", abstract, impl=impl, vjp=vjp, scalar=scalar)
+
+
+def binary_op(
+    name: str,
+    fn: str | None = None,
+    *,
+    vjp: Callable[..., Any] | None = None,
+    scalar: str | None = None,
+    family: str = "numeric",
+    out_dtype: _dt.DType | None = None,
+    impl: Callable[..., Any] | None = None,
+) -> Primitive:
+    """Register an elementwise binary primitive with broadcasting."""
+
+    def abstract(x: ShapedArray, y: ShapedArray) -> ShapedArray:
+        _check_family(name, "x", x, family)
+        _check_family(name, "y", y, family)
+        if x.dtype != y.dtype:  # public wrappers promote first
+            raise TypeError(f"{name}: inputs must share a dtype, got {x.dtype} and {y.dtype}")
+        return ShapedArray(broadcast_shapes(name, x.shape, y.shape), out_dtype or x.dtype)
+
+    if impl is None:
+        fname = fn or name
+
+        def impl(xp: Any, x: Any, y: Any) -> Any:
+            return getattr(xp, fname)(x, y)
+
+    return Primitive(name, "elementwise", abstract, impl=impl, vjp=vjp, scalar=scalar)
+
+
+def promote_args(op: str, x: Any, y: Any, names: tuple[str, str] = ("x", "y"), min_category: int = 0) -> tuple[Tensor, Tensor]:
+    """Two Tensors of the promoted dtype on one device (Python scalars are weak).
+
+    ``min_category=2`` promotes integer/bool results to float32 (for true division etc.).
+    """
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+        x = as_tensor(x, op, names[0])
+    try:
+        dt = _dt.result_type(x, y)
+    except TypeError:
+        bad, arg = (x, names[0]) if not isinstance(x, Tensor) else (y, names[1])
+        raise op_error(op, arg, bad, "a Tensor or a number", TypeError) from None
+    if dt.category < min_category:
+        dt = _dt.float32
+    like = x if isinstance(x, Tensor) else y
+    xt = as_tensor(x, op, names[0], like, dt)
+    yt = as_tensor(y, op, names[1], like, dt)
+    return cast(xt, dt), cast(yt, dt)
+
+
+def float_input(op: str, x: Any, arg: str = "x") -> Tensor:
+    """A Tensor for a float-only op: integers and bools are promoted to float32."""
+    t = as_tensor(x, op, arg)
+    return t if t.dtype.category == 2 else cast(t, _dt.float32)
+
+
+def _unb(g: Tensor, t: Tensor) -> Tensor:
+    return sum_to(g, t.shape)
+
+
+add_p = binary_op("add", vjp=lambda g, x, y, *, out: (lambda: _unb(g, x), lambda: _unb(g, y)), scalar="x + y")
+sub_p = binary_op("sub", "subtract", vjp=lambda g, x, y, *, out: (lambda: _unb(g, x), lambda: _unb(neg(g), y)), scalar="x - y")
+mul_p = binary_op("mul", "multiply", vjp=lambda g, x, y, *, out: (lambda: _unb(g * y, x), lambda: _unb(g * x, y)), scalar="x * y")
+div_p = binary_op(
+    "div", "true_divide", family="float",
+    vjp=lambda g, x, y, *, out: (lambda: _unb(g / y, x), lambda: _unb(neg(g) * out / y, y)),
+    scalar="x / y",
+)
+neg_p = unary_op("neg", "negative", family="numeric", vjp=lambda g, x, *, out: neg(g), scalar="-x")
+exp_p = unary_op("exp", vjp=lambda g, x, *, out: g * out, scalar="exp(x)")
+log_p = unary_op("log", vjp=lambda g, x, *, out: g / x, scalar="log(x)")
+sqrt_p = unary_op("sqrt", vjp=lambda g, x, *, out: g / (out * 2), scalar="sqrt(x)")
+square_p = unary_op("square", family="numeric", vjp=lambda g, x, *, out: g * x * 2, scalar="x * x")
+
+
+def _pow_vjp(g: Tensor, x: Tensor, y: Tensor, *, out: Tensor) -> Any:
+    from .. import ops
+
+    def dx() -> Tensor:
+        return _unb(g * y * pow(x, y - 1), x)
+
+    def dy() -> Tensor:
+        safe = ops.select(x > 0, x, ops.ones_like(x))  # d/dy x**y = x**y log x, 0 where x <= 0
+        return _unb(g * out * log(safe), y)
+
+    return dx, dy
+
+
+pow_p = binary_op("pow", "power", vjp=_pow_vjp, scalar="x ** y")
+
+
+def add(x: Any, y: Any) -> Tensor:
+    """Elementwise ``x + y`` with broadcasting and promotion.
+
+    >>> add(Tensor([1.0, 2.0]), 1).tolist()
+    [2.0, 3.0]
+    """
+    return add_p.bind(*promote_args("add", x, y))
+
+
+def sub(x: Any, y: Any) -> Tensor:
+    """Elementwise ``x - y``."""
+    return sub_p.bind(*promote_args("sub", x, y))
+
+
+def mul(x: Any, y: Any) -> Tensor:
+    """Elementwise ``x * y``."""
+    return mul_p.bind(*promote_args("mul", x, y))
+
+
+def div(x: Any, y: Any) -> Tensor:
+    """Elementwise true division ``x / y`` (integers divide as float32)."""
+    return div_p.bind(*promote_args("div", x, y, min_category=2))
+
+
+def neg(x: Any) -> Tensor:
+    """Elementwise ``-x``."""
+    return neg_p.bind(as_tensor(x, "neg", "x"))
+
+
+def exp(x: Any) -> Tensor:
+    """Elementwise e**x."""
+    return exp_p.bind(float_input("exp", x))
+
+
+def log(x: Any) -> Tensor:
+    """Elementwise natural logarithm."""
+    return log_p.bind(float_input("log", x))
+
+
+def sqrt(x: Any) -> Tensor:
+    """Elementwise square root."""
+    return sqrt_p.bind(float_input("sqrt", x))
+
+
+def square(x: Any) -> Tensor:
+    """Elementwise ``x * x``."""
+    return square_p.bind(as_tensor(x, "square", "x"))
+
+
+def pow(x: Any, y: Any) -> Tensor:  # noqa: A001 - MindSpore's name
+    """Elementwise ``x ** y``."""
+    return pow_p.bind(*promote_args("pow", x, y))

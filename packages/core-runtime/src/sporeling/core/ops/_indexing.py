@@ -1,0 +1,175 @@
+"""Tensor indexing (``x[idx]``) and item assignment (``x[idx] = v``), with gradients.
+
+An index is split into a static *template* (ints, slices, None, Ellipsis — part of the op's
+parameters) and the tensors used as advanced indices (op inputs). Boolean masks are turned
+into integer indices first, so every indexing primitive has a shape known from its inputs'
+shapes alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._primitive import Primitive, ShapedArray
+from ..tensor import Tensor
+from ._core import as_tensor, sum_to
+
+__all__ = ["getitem", "setitem"]
+
+Template = tuple[tuple[Any, ...], ...]
+
+
+def _split_index(x: Tensor, index: Any) -> tuple[Template, list[Tensor]]:
+    items = index if isinstance(index, tuple) else (index,)
+    template: list[tuple[Any, ...]] = []
+    tensors: list[Tensor] = []
+    for item in items:
+        if item is None:
+            template.append(("n",))
+        elif item is Ellipsis:
+            template.append(("e",))
+        elif isinstance(item, slice):
+            parts = []
+            for v in (item.start, item.stop, item.step):
+                parts.append(None if v is None else int(v))
+            if parts[2] == 0:
+                raise ValueError("getitem: slice step cannot be zero")
+            template.append(("s", *parts))
+        elif isinstance(item, (bool, np.bool_)):
+            tensors.append(Tensor(np.asarray([0] if item else [], np.int64), device=x._device))
+            template.append(("n",))
+            template.append(("t", len(tensors) - 1))
+        elif isinstance(item, (int, np.integer)):
+            template.append(("i", int(item)))
+        else:
+            t = item if isinstance(item, Tensor) else as_tensor(item, "getitem", "index", x)
+            if t.dtype.category == 0:  # boolean mask -> one integer index per masked axis
+                nz = np.nonzero(t.asnumpy())
+                for axis_index in nz:
+                    tensors.append(Tensor(axis_index.astype(np.int64), device=x._device))
+                    template.append(("t", len(tensors) - 1))
+            elif t.dtype.category == 1:
+                tensors.append(t if t._device is x._device else t.to(x._device))
+                template.append(("t", len(tensors) - 1))
+            else:
+                raise TypeError(
+                    f"getitem: index tensors must be integer or bool, got dtype {t.dtype}"
+                )
+    return tuple(template), tensors
+
+
+def _build(template: Template, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
+    out: list[Any] = []
+    for item in template:
+        tag = item[0]
+        if tag == "i":
+            out.append(item[1])
+        elif tag == "s":
+            out.append(slice(item[1], item[2], item[3]))
+        elif tag == "n":
+            out.append(None)
+        elif tag == "e":
+            out.append(Ellipsis)
+        else:
+            out.append(arrays[item[1]])
+    return tuple(out)
+
+
+def _index_shape(op: str, shape: tuple[int, ...], template: Template, idx: tuple[ShapedArray, ...]) -> tuple[int, ...]:
+    dummies = tuple(np.zeros(a.shape, np.int64) for a in idx)
+    probe = np.broadcast_to(np.zeros((), np.int8), shape)
+    try:
+        return tuple(probe[_build(template, dummies)].shape)
+    except IndexError as exc:
+        raise IndexError(f"{op}: index out of range for a tensor of shape {shape}: {exc}") from None
+
+
+def _run_index(op: str, fn: Any) -> Any:
+    try:
+        return fn()
+    except IndexError as exc:
+        raise IndexError(f"{op}: {exc}") from None
+
+
+def _getitem_abstract(x: ShapedArray, *idx: ShapedArray, template: Template) -> ShapedArray:
+    return ShapedArray(_index_shape("getitem", x.shape, template, idx), x.dtype)
+
+
+def _getitem_impl(xp: Any, x: Any, *idx: Any, template: Template) -> Any:
+    return _run_index("getitem", lambda: x[_build(template, idx)])
+
+
+def _getitem_vjp(g: Tensor, x: Tensor, *idx: Tensor, out: Tensor, template: Template) -> tuple[Any, ...]:
+    return (getitem_grad_p.bind(g, *idx, template=template, shape=x.shape),) + (None,) * len(idx)
+
+
+def _grad_abstract(g: ShapedArray, *idx: ShapedArray, template: Template, shape: tuple[int, ...]) -> ShapedArray:
+    return ShapedArray(shape, g.dtype)
+
+
+def _grad_impl(xp: Any, g: Any, *idx: Any, template: Template, shape: tuple[int, ...]) -> Any:
+    out = xp.zeros(shape, g.dtype)
+    where = _build(template, idx)
+    if idx:  # advanced indices may repeat: accumulate
+        if xp is np:
+            np.add.at(out, where, g)
+        else:
+            xp.add.at(out, where, g)  # cupy provides add.at as well
+    else:
+        out[where] = g
+    return out
+
+
+getitem_p = Primitive("getitem", "movement", _getitem_abstract, impl=_getitem_impl, vjp=_getitem_vjp)
+getitem_grad_p = Primitive(
+    "getitem_grad", "opaque", _grad_abstract, impl=_grad_impl,
+    vjp=lambda gg, g, *idx, out, template, shape: (getitem_p.bind(gg, *idx, template=template),)
+    + (None,) * len(idx),
+)
+
+
+def getitem(x: Tensor, index: Any) -> Tensor:
+    """``x[index]`` with NumPy semantics (basic and advanced indexing, masks)."""
+    template, tensors = _split_index(x, index)
+    return getitem_p.bind(x, *tensors, template=template)
+
+
+def _setitem_abstract(x: ShapedArray, v: ShapedArray, *idx: ShapedArray, template: Template) -> ShapedArray:
+    target = _index_shape("setitem", x.shape, template, idx)
+    from ._core import broadcast_shapes
+
+    if broadcast_shapes("setitem", v.shape, target) != target:
+        raise ValueError(f"setitem: a value of shape {v.shape} cannot be assigned to a selection of shape {target}")
+    return ShapedArray(x.shape, x.dtype)
+
+
+def _setitem_impl(xp: Any, x: Any, v: Any, *idx: Any, template: Template) -> Any:
+    out = x.copy()
+    out[_build(template, idx)] = v
+    return out
+
+
+def _setitem_vjp(g: Tensor, x: Tensor, v: Tensor, *idx: Tensor, out: Tensor, template: Template) -> tuple[Any, ...]:
+    def dx() -> Tensor:
+        from ._core import zeros_like
+
+        return setitem_p.bind(g, zeros_like(v), *idx, template=template)
+
+    def dv() -> Tensor:
+        return sum_to(getitem_p.bind(g, *idx, template=template), v.shape)
+
+    return (dx, dv) + (None,) * len(idx)
+
+
+setitem_p = Primitive("setitem", "opaque", _setitem_abstract, impl=_setitem_impl, vjp=_setitem_vjp)
+
+
+def setitem(x: Tensor, index: Any, value: Any) -> Tensor:
+    """A new tensor equal to ``x`` with ``x[index] = value`` applied (differentiable)."""
+    from ._core import cast
+
+    template, tensors = _split_index(x, index)
+    v = cast(as_tensor(value, "setitem", "value", x, x.dtype), x.dtype)
+    return setitem_p.bind(x, v, *tensors, template=template)

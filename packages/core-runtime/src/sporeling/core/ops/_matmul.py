@@ -1,0 +1,78 @@
+"""Matrix multiplication on BLAS (NumPy/CuPy ``matmul`` is already optimal)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import dtype as _dt
+from .._primitive import Primitive, ShapedArray
+from ..tensor import Tensor
+from ._core import broadcast_shapes, sum_to, transpose
+from ._elementwise import promote_args
+
+__all__ = ["matmul"]
+
+
+def _mT(t: Tensor) -> Tensor:
+    perm = tuple(range(t.ndim - 2)) + (t.ndim - 1, t.ndim - 2)
+    return transpose(t, perm)
+
+
+def _matmul_abstract(x: ShapedArray, y: ShapedArray) -> ShapedArray:
+    if x.ndim == 0 or y.ndim == 0:
+        raise ValueError(f"matmul: inputs must be at least 1-d, got shapes {x.shape} and {y.shape}")
+    if x.dtype.category == 0:
+        raise TypeError(f"matmul: bool inputs are not supported, got {x.dtype}")
+    k1 = x.shape[-1]
+    k2 = y.shape[-2] if y.ndim > 1 else y.shape[0]
+    if k1 != k2:
+        raise ValueError(
+            f"matmul: contracted dimensions differ: x has shape {x.shape} (last dim {k1}) "
+            f"and y has shape {y.shape} (dim {-2 if y.ndim > 1 else 0} is {k2})"
+        )
+    batch = broadcast_shapes("matmul", x.shape[:-2], y.shape[:-2])
+    shape = batch + (x.shape[-2:-1] if x.ndim > 1 else ()) + (y.shape[-1:] if y.ndim > 1 else ())
+    return ShapedArray(shape, x.dtype)
+
+
+def _matmul_vjp(g: Tensor, x: Tensor, y: Tensor, *, out: Tensor) -> tuple[Any, Any]:
+    from ._core import reshape
+
+    # promote 1-d operands to matrices so one rule covers every case
+    x2 = reshape(x, (1, x.shape[0])) if x.ndim == 1 else x
+    y2 = reshape(y, (y.shape[0], 1)) if y.ndim == 1 else y
+    g2 = g
+    if x.ndim == 1:
+        g2 = reshape(g2, g2.shape[:-1] + (1,) + g2.shape[-1:]) if y.ndim > 1 else reshape(g2, g2.shape + (1,))
+    if y.ndim == 1:
+        g2 = reshape(g2, g2.shape + (1,))
+
+    def dx() -> Tensor:
+        d = matmul(g2, _mT(y2))
+        return reshape(sum_to(d, x2.shape), x.shape)
+
+    def dy() -> Tensor:
+        d = matmul(_mT(x2), g2)
+        return reshape(sum_to(d, y2.shape), y.shape)
+
+    return dx, dy
+
+
+matmul_p = Primitive(
+    "matmul", "opaque", _matmul_abstract,
+    impl=lambda xp, x, y: xp.matmul(x, y),
+    vjp=_matmul_vjp,
+)
+
+
+def matmul(input: Any, other: Any) -> Tensor:  # noqa: A002 - MindSpore's argument names
+    """Matrix product with NumPy semantics (1-d operands, batched broadcasting).
+
+    >>> matmul(Tensor([[1.0, 2.0]]), Tensor([[3.0], [4.0]])).tolist()
+    [[11.0]]
+    """
+    x, y = promote_args("matmul", input, other, ("input", "other"))
+    return matmul_p.bind(x, y)
+
+
+_ = _dt

@@ -1,0 +1,3 @@
+"""(being written) activation ops."""
+
+__all__: list[str] = []

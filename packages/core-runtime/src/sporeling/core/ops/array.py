@@ -1,0 +1,3 @@
+"""(being written) array ops."""
+
+__all__: list[str] = []

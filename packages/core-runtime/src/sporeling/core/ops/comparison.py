@@ -1,0 +1,3 @@
+"""(being written) comparison ops."""
+
+__all__: list[str] = []

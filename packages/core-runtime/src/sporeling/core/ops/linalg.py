@@ -1,0 +1,3 @@
+"""(being written) linalg ops."""
+
+__all__: list[str] = []

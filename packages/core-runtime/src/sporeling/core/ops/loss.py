@@ -1,0 +1,3 @@
+"""(being written) loss ops."""
+
+__all__: list[str] = []

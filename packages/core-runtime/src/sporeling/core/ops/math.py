@@ -1,0 +1,3 @@
+"""(being written) math ops."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""(being written) misc ops."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""(being written) nn ops."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""(being written) random ops."""
+
+__all__: list[str] = []

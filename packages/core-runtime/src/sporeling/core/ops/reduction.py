@@ -1,0 +1,3 @@
+"""(being written) reduction ops."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""(being written) scatter ops."""
+
+__all__: list[str] = []

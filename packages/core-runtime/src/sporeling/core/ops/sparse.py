@@ -1,0 +1,3 @@
+"""(being written) sparse ops."""
+
+__all__: list[str] = []

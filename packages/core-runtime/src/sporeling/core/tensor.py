@@ -1,0 +1,318 @@
+"""``Tensor`` and ``Parameter``: a backend array plus what autograd needs to know.
+
+A tensor owns one array (``numpy.ndarray`` on CPU, ``cupy.ndarray`` on GPU). When it was
+produced by a recorded op it points at that op's autograd node (``_node``) and its output
+index (``_index``); leaves that gradients flow to have ``requires_grad`` set. Operators
+and methods (``x + y``, ``x.sum()``...) are attached from :mod:`sporeling.core.ops` by
+:mod:`sporeling.core._tensor_methods`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import dtype as _dt
+from ._backend import CPU, Device, device_of, get_device
+
+__all__ = ["Tensor", "Parameter"]
+
+
+def _infer_numpy(data: Any, dtype: _dt.DType | None) -> np.ndarray:
+    """Host array for Python/NumPy input, with MindSpore's default dtypes."""
+    if dtype is not None:
+        return np.asarray(data, dtype=dtype.np)
+    if isinstance(data, np.ndarray):
+        return data
+    cat = _dt.scalar_category(data)
+    if cat is not None and not isinstance(data, np.generic):
+        return np.asarray(data, dtype=_dt.result_type(data).np)
+    arr = np.asarray(data)
+    if arr.dtype == np.float64 and not isinstance(data, np.generic):
+        arr = arr.astype(np.float32)  # Python floats default to float32 as in MindSpore
+    elif arr.dtype.kind in "iu" and not isinstance(data, np.generic) and arr.dtype != np.int64:
+        arr = arr.astype(np.int64)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(
+            f"Tensor: argument 'input_data' expected numbers, bools or arrays of them, "
+            f"got elements of type {arr.dtype}"
+        )
+    return arr
+
+
+class Tensor:
+    """An n-dimensional array on a device, usable with every Sporeling op.
+
+    ``Tensor(input_data=None, dtype=None, shape=None, init=None, device=None)``: from a
+    scalar, a nested list, a NumPy/CuPy array or another Tensor; or, with ``shape`` and
+    ``init`` (``"zeros"``, ``"ones"`` or a callable ``init(shape, dtype) -> array``),
+    filled by the initializer.
+
+    >>> Tensor([[1.0, 2.0]]).shape
+    (1, 2)
+    """
+
+    __slots__ = ("_data", "_device", "_node", "_index", "_requires_grad", "grad", "__weakref__")
+    __array_priority__ = 100  # NumPy defers to our operators in `ndarray + Tensor`
+
+    def __init__(
+        self,
+        input_data: Any = None,
+        dtype: Any = None,
+        shape: Any = None,
+        init: Any = None,
+        *,
+        device: str | Device | None = None,
+    ) -> None:
+        dt = None if dtype is None else _dt.to_dtype(dtype)
+        dev = get_device(device) if device is not None else None
+        if input_data is None:
+            if shape is None or init is None:
+                raise ValueError("Tensor: give 'input_data', or both 'shape' and 'init'")
+            shape = (shape,) if isinstance(shape, int) else tuple(shape)
+            dt = dt or _dt.float32
+            if init == "zeros":
+                host = np.zeros(shape, dt.np)
+            elif init == "ones":
+                host = np.ones(shape, dt.np)
+            elif callable(init):
+                host = np.asarray(init(shape, dt), dtype=dt.np)
+            else:
+                raise ValueError(
+                    f"Tensor: argument 'init' expected 'zeros', 'ones' or a callable, got {init!r}"
+                )
+            data: Any = host
+        elif isinstance(input_data, Tensor):
+            data = input_data._data if dt is None else input_data._data.astype(dt.np)
+            dev = dev or input_data._device
+        elif hasattr(input_data, "__cuda_array_interface__"):
+            data = input_data if dt is None else input_data.astype(dt.np)
+            dev = dev or device_of(input_data)
+        else:
+            data = _infer_numpy(input_data, dt)
+        if dev is None:
+            dev = get_device(None)
+        if shape is not None and input_data is not None:
+            data = data.reshape(tuple(shape) if not isinstance(shape, int) else (shape,))
+        _dt.from_numpy(data.dtype)  # reject unsupported element types early
+        self._data = dev.asarray(data) if dev is not CPU or not isinstance(data, np.ndarray) else data
+        self._device = dev
+        self._node = None
+        self._index = 0
+        self._requires_grad = False
+        self.grad: Tensor | None = None
+
+    @classmethod
+    def _wrap(cls, data: Any, device: Device, node: Any = None, index: int = 0) -> Tensor:
+        """Fast internal constructor around an array already on ``device``."""
+        t = object.__new__(Tensor)
+        t._data = data
+        t._device = device
+        t._node = node
+        t._index = index
+        t._requires_grad = False
+        t.grad = None
+        return t
+
+    # ---- metadata -----------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._data.shape)
+
+    @property
+    def dtype(self) -> _dt.DType:
+        return _dt.from_numpy(self._data.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return int(self._data.ndim)
+
+    @property
+    def size(self) -> int:
+        return int(self._data.size)
+
+    @property
+    def itemsize(self) -> int:
+        return int(self._data.itemsize)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._data.nbytes)
+
+    @property
+    def device(self) -> str:
+        """``"CPU"`` or ``"GPU"``."""
+        return self._device.name
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, value: bool = True) -> Tensor:
+        self._requires_grad = bool(value)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    def dim(self) -> int:
+        return self.ndim
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return int(self._data.shape[0])
+
+    # ---- conversion ---------------------------------------------------------------
+    def asnumpy(self) -> np.ndarray:
+        """The data as a NumPy array (a copy when the tensor is on the GPU)."""
+        data = self._data
+        return data if isinstance(data, np.ndarray) else data.get()
+
+    numpy = asnumpy
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        arr = self.asnumpy()
+        return arr if dtype is None else arr.astype(dtype)
+
+    def item(self, *index: int) -> Any:
+        return self.asnumpy().item(*index)
+
+    def tolist(self) -> Any:
+        return self.asnumpy().tolist()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.category != 1:
+            raise TypeError(f"only integer tensors can be used as an index, got {self.dtype}")
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(
+                f"the truth value of a tensor with {self.size} elements is ambiguous; "
+                "use .any() or .all()"
+            )
+        return bool(self.item())
+
+    def to(self, device: str | Device) -> Tensor:
+        """This tensor on another device ("CPU" or "GPU"); differentiable."""
+        from .ops._core import to_device
+
+        return to_device(self, device)
+
+    move_to = to
+
+    def cpu(self) -> Tensor:
+        return self.to("CPU")
+
+    def gpu(self) -> Tensor:
+        return self.to("GPU")
+
+    def detach(self) -> Tensor:
+        """Same data, cut from the autograd graph."""
+        return Tensor._wrap(self._data, self._device)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.asnumpy(), separator=", ", prefix="Tensor(")
+        extra = ", device=GPU" if self._device.kind == "gpu" else ""
+        grad = ", requires_grad=True" if self._requires_grad else ""
+        return f"Tensor({body}, dtype={self.dtype}{extra}{grad})"
+
+    __str__ = __repr__
+
+    def __deepcopy__(self, memo: Any) -> Tensor:
+        out = Tensor._wrap(self._data.copy(), self._device)
+        out._requires_grad = self._requires_grad
+        return out
+
+    # ---- autograd -----------------------------------------------------------------
+    def backward(self, gradient: Any = None, retain_graph: bool = True) -> None:
+        """Accumulate d(self)/d(leaf) into ``leaf.grad`` for every leaf needing gradients.
+
+        ``gradient`` defaults to ones (so a non-scalar output is summed, as MindSpore's
+        default sensitivity does).
+        """
+        from .autograd.tape import backward_into_leaves
+
+        backward_into_leaves(self, gradient)
+
+    # In-place updates rebind this tensor to a new value; the old value stays in the graph.
+    def _rebind(self, new: Tensor) -> Tensor:
+        if new._device is not self._device:
+            raise ValueError("in-place update: value is on another device")
+        self._data = new._data
+        self._node = new._node
+        self._index = new._index
+        return self
+
+    def assign_value(self, value: Any) -> Tensor:
+        """Replace the contents (MindSpore's ``Tensor.assign_value``); not differentiable."""
+        value = value if isinstance(value, Tensor) else Tensor(value, dtype=self.dtype)
+        if tuple(value.shape) != self.shape:
+            raise ValueError(
+                f"assign_value: argument 'value' expected shape {self.shape}, got {value.shape}"
+            )
+        self._data = self._device.asarray(value._data).astype(self._data.dtype, copy=False)
+        self._node = None
+        return self
+
+
+class Parameter(Tensor):
+    """A trainable tensor with a name: ``Parameter(default_input, name=None, requires_grad=True)``."""
+
+    __slots__ = ("name", "layerwise_parallel", "__dict__")
+
+    def __init__(
+        self,
+        default_input: Any,
+        name: str | None = None,
+        requires_grad: bool = True,
+        layerwise_parallel: bool = False,
+        *,
+        device: str | Device | None = None,
+    ) -> None:
+        if isinstance(default_input, Tensor):
+            super().__init__(default_input, device=device or default_input._device)
+            self._data = self._data.copy() if self._data is default_input._data else self._data
+        else:
+            super().__init__(default_input, device=device)
+        self.name = name if name is not None else "Parameter"
+        self._requires_grad = bool(requires_grad)
+        self.layerwise_parallel = layerwise_parallel
+
+    @property
+    def data(self) -> Parameter:
+        return self
+
+    def set_data(self, data: Any) -> Parameter:
+        """Replace the value (shape may change, as MindSpore allows); keeps name and flags."""
+        src = data if isinstance(data, Tensor) else Tensor(data, dtype=self.dtype)
+        self._data = self._device.asarray(src._data).astype(src._data.dtype, copy=True)
+        self._node = None
+        return self
+
+    def clone(self, init: str = "same") -> Parameter:
+        return Parameter(Tensor._wrap(self._data.copy(), self._device), self.name, self._requires_grad)
+
+    def __repr__(self) -> str:
+        return (
+            f"Parameter(name={self.name}, shape={self.shape}, dtype={self.dtype}, "
+            f"requires_grad={self._requires_grad})"
+        )
+
+    __str__ = __repr__
