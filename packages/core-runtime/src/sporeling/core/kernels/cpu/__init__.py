@@ -1,0 +1,1 @@
+"""Numba CPU kernels, one module per op family; settings in :mod:`._config`."""

@@ -1,0 +1,10 @@
+"""Numba settings shared by every CPU kernel.
+
+``FASTMATH`` allows reassociation and contraction (SIMD-friendly reductions) but never
+assumes away NaN or infinity, so ``isnan``-style behaviour stays exact. Serial kernels are
+cached on disk (``cache=True``); parallel ones are not (Numba cannot reliably cache them).
+"""
+
+FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
+JIT_SERIAL = {"nopython": True, "cache": True, "fastmath": FASTMATH}
+JIT_PARALLEL = {"nopython": True, "cache": False, "parallel": True, "fastmath": FASTMATH}

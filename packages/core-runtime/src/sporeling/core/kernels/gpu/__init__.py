@@ -1,0 +1,1 @@
+"""CuPy GPU kernels, one module per op family; every module imports without CuPy."""

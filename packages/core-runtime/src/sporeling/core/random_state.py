@@ -1,0 +1,58 @@
+"""The global random state: ``set_seed`` and one generator per device kind.
+
+Random ops (``ops.uniform``, dropout, initializers...) draw from :func:`generator`, so
+``set_seed(n)`` makes a whole run reproducible. ``get_rng_state``/``set_rng_state`` let
+checkpoints save and restore it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["set_seed", "get_seed", "generator", "get_rng_state", "set_rng_state"]
+
+_SEED: list[int | None] = [None]
+_GENERATORS: dict[str, Any] = {}
+
+
+def set_seed(seed: int) -> None:
+    """Seed every device's generator (MindSpore's ``set_seed``)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"set_seed: argument 'seed' expected a non-negative int, got {seed!r}")
+    _SEED[0] = int(seed)
+    _GENERATORS.clear()
+
+
+def get_seed() -> int | None:
+    return _SEED[0]
+
+
+def generator(device: Any) -> Any:
+    """The generator for ``device``: ``numpy.random.Generator`` or CuPy's equivalent."""
+    kind = device.kind if not device.standin else "gpu-standin"
+    gen = _GENERATORS.get(kind)
+    if gen is None:
+        seed = _SEED[0]
+        if device.xp is np:
+            gen = np.random.default_rng(seed)
+        else:  # pragma: no cover - needs a GPU
+            gen = device.xp.random.default_rng(seed)
+        _GENERATORS[kind] = gen
+    return gen
+
+
+def get_rng_state() -> dict[str, Any]:
+    """A JSON-serialisable snapshot of the CPU generator (for checkpoints)."""
+    from ._backend import CPU
+
+    return {"seed": _SEED[0], "cpu": generator(CPU).bit_generator.state}
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore a snapshot taken by :func:`get_rng_state`."""
+    from ._backend import CPU
+
+    _SEED[0] = state.get("seed")
+    generator(CPU).bit_generator.state = state["cpu"]
