@@ -102,7 +102,10 @@ def check_grad(
     """
     from sporeling.core import Tensor, vjp
 
-    arrays = [np.asarray(a, np.float64) if np.asarray(a).dtype.kind == "f" else np.asarray(a) for a in arrays]
+    arrays = [
+        np.asarray(a, np.float64) if np.asarray(a).dtype.kind == "f" else np.asarray(a)
+        for a in arrays
+    ]
     if wrt is None:
         wrt = [i for i, a in enumerate(arrays) if a.dtype.kind == "f"]
     rng = np.random.default_rng(seed)
@@ -123,7 +126,9 @@ def check_grad(
     all_outs = _outputs(out)
     it = iter(us)
     cts = [
-        Tensor(next(it), device=device) if o.dtype.category == 2 else Tensor(np.zeros(o.shape, o.asnumpy().dtype), device=device)
+        Tensor(next(it), device=device)
+        if o.dtype.category == 2
+        else Tensor(np.zeros(o.shape, o.asnumpy().dtype), device=device)
         for o in all_outs
     ]
     analytic = [g.asnumpy().astype(np.float64) for g in pullback(*cts)]
@@ -132,7 +137,10 @@ def check_grad(
         numeric = numerical_vjp(fn, arrays, us, wrt, eps, device)
         for k, i in enumerate(wrt):
             np.testing.assert_allclose(
-                analytic[k], numeric[k], rtol=rtol, atol=atol,
+                analytic[k],
+                numeric[k],
+                rtol=rtol,
+                atol=atol,
                 err_msg=f"gradient of input {i} does not match finite differences",
             )
     else:
@@ -140,8 +148,13 @@ def check_grad(
         numeric = numerical_vjp(fn, arrays, us, wrt, eps, device, directions=dirs)
         for d, num in zip(dirs, numeric):
             ana = float(sum(np.sum(a * v) for a, v in zip(analytic, d)))
-            np.testing.assert_allclose(ana, num, rtol=rtol, atol=atol * np.sqrt(total),
-                                       err_msg="directional derivative does not match")
+            np.testing.assert_allclose(
+                ana,
+                num,
+                rtol=rtol,
+                atol=atol * np.sqrt(total),
+                err_msg="directional derivative does not match",
+            )
 
 
 def check_grad_grad(
@@ -154,7 +167,10 @@ def check_grad_grad(
     from sporeling.core import Tensor, ops, vjp
 
     device = kwargs.get("device", "CPU")
-    arrays = [np.asarray(a, np.float64) if np.asarray(a).dtype.kind == "f" else np.asarray(a) for a in arrays]
+    arrays = [
+        np.asarray(a, np.float64) if np.asarray(a).dtype.kind == "f" else np.asarray(a)
+        for a in arrays
+    ]
     if wrt is None:
         wrt = [i for i, a in enumerate(arrays) if a.dtype.kind == "f"]
     wrt = list(wrt)
@@ -168,7 +184,10 @@ def check_grad_grad(
             for k, i in enumerate(wrt):
                 full[i] = ws[k]
             outs = _float_outputs(fn(*full))
-            return sum((ops.reduce_sum(o * u) for o, u in zip(outs, us)), Tensor(0.0, dtype="float64", device=device))
+            return sum(
+                (ops.reduce_sum(o * u) for o, u in zip(outs, us)),
+                Tensor(0.0, dtype="float64", device=device),
+            )
 
         _, pb = vjp(scalar, *[xs[i] for i in wrt])
         return tuple(pb(Tensor(1.0, dtype="float64", device=device)))

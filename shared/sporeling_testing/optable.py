@@ -88,7 +88,9 @@ class OpRecord:
         return self.name
 
 
-def make_inputs(rec: OpRecord, shapes: tuple[Shape, ...], dtype: str, seed: int = 0) -> list[np.ndarray]:
+def make_inputs(
+    rec: OpRecord, shapes: tuple[Shape, ...], dtype: str, seed: int = 0
+) -> list[np.ndarray]:
     """Inputs for one call of ``rec`` (a different maker per input if ``make`` is a list)."""
     rng = np.random.default_rng(seed)
     makers = rec.make if isinstance(rec.make, (list, tuple)) else [rec.make] * len(shapes)
@@ -122,12 +124,19 @@ def check_forward(rec: OpRecord, dtype: str, device: str = "CPU") -> None:
         for g, w in zip(got, want):
             w = np.asarray(w)
             g_np = g.asnumpy()
-            assert g_np.shape == w.shape, f"{rec.name}{shapes}: shape {g_np.shape} != reference {w.shape}"
+            assert g_np.shape == w.shape, (
+                f"{rec.name}{shapes}: shape {g_np.shape} != reference {w.shape}"
+            )
             if rec.check_dtype and np.dtype(dtype).kind == "f" and w.dtype.kind == "f":
-                assert g_np.dtype == np.dtype(dtype), f"{rec.name}: dtype {g_np.dtype}, expected {dtype}"
+                assert g_np.dtype == np.dtype(dtype), (
+                    f"{rec.name}: dtype {g_np.dtype}, expected {dtype}"
+                )
             np.testing.assert_allclose(
-                g_np.astype(np.float64) if g_np.dtype.kind in "fc" else g_np, w,
-                rtol=rtol, atol=atol, err_msg=f"{rec.name} with shapes {shapes} and dtype {dtype}",
+                g_np.astype(np.float64) if g_np.dtype.kind in "fc" else g_np,
+                w,
+                rtol=rtol,
+                atol=atol,
+                err_msg=f"{rec.name} with shapes {shapes} and dtype {dtype}",
             )
 
 
@@ -138,4 +147,6 @@ def check_backward(rec: OpRecord, device: str = "CPU") -> None:
         arrays = make_inputs(rec, shapes, "float64", seed=k)
         check_grad(rec.fn, arrays, rec.grad_wrt, rtol=rtol, atol=atol, device=device)
         if rec.order >= 2:
-            check_grad_grad(rec.fn, arrays, rec.grad_wrt, rtol=rtol * 10, atol=atol * 10, device=device)
+            check_grad_grad(
+                rec.fn, arrays, rec.grad_wrt, rtol=rtol * 10, atol=atol * 10, device=device
+            )

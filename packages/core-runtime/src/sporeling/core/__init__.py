@@ -5,8 +5,11 @@
 [6.0]
 """
 
-from . import _eager  # noqa: F401  (installs the eager interpreter)
-from . import dtype
+from . import (
+    _eager,  # noqa: F401  (installs the eager interpreter)
+    dtype,
+    ops,  # noqa: E402  (attaches Tensor methods)
+)
 from ._version import __version__
 from .autograd import (
     enable_grad,
@@ -37,13 +40,38 @@ from .dtype import (
     uint64,
 )
 from .tensor import Parameter, Tensor
-from . import ops  # noqa: E402  (attaches Tensor methods)
 
 __all__ = [
-    "__version__", "Tensor", "Parameter", "ops", "dtype", "DType",
-    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64", "bfloat16",
-    "set_context", "get_context", "GRAPH_MODE", "PYNATIVE_MODE",
-    "grad", "value_and_grad", "vjp", "jvp", "vmap", "stop_gradient", "no_grad",
-    "enable_grad", "is_grad_enabled",
+    "__version__",
+    "Tensor",
+    "Parameter",
+    "ops",
+    "dtype",
+    "DType",
+    "bool_",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "bfloat16",
+    "set_context",
+    "get_context",
+    "GRAPH_MODE",
+    "PYNATIVE_MODE",
+    "grad",
+    "value_and_grad",
+    "vjp",
+    "jvp",
+    "vmap",
+    "stop_gradient",
+    "no_grad",
+    "enable_grad",
+    "is_grad_enabled",
 ]

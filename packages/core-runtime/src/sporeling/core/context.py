@@ -43,5 +43,7 @@ def set_context(**kwargs: Any) -> None:
 def get_context(key: str) -> Any:
     """Read one setting by name."""
     if key not in _SETTINGS:
-        raise ValueError(f"get_context: unknown setting {key!r}; known settings are {sorted(_SETTINGS)}")
+        raise ValueError(
+            f"get_context: unknown setting {key!r}; known settings are {sorted(_SETTINGS)}"
+        )
     return _SETTINGS[key]

@@ -107,7 +107,9 @@ INTEGER = tuple(d for d in ALL if d.category == 1)
 
 _BY_NP: dict[np.dtype, DType] = {d.np: d for d in ALL}
 _BY_NAME: dict[str, DType] = {d.name: d for d in ALL}
-_BY_NAME.update({"bool_": bool_, "float": float32, "int": int64, "half": float16, "double": float64})
+_BY_NAME.update(
+    {"bool_": bool_, "float": float32, "int": int64, "half": float16, "double": float64}
+)
 
 
 def from_numpy(np_dtype: np.dtype) -> DType:

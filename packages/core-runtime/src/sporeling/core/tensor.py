@@ -96,7 +96,9 @@ class Tensor:
         if shape is not None and input_data is not None:
             data = data.reshape(tuple(shape) if not isinstance(shape, int) else (shape,))
         _dt.from_numpy(data.dtype)  # reject unsupported element types early
-        self._data = dev.asarray(data) if dev is not CPU or not isinstance(data, np.ndarray) else data
+        self._data = (
+            dev.asarray(data) if dev is not CPU or not isinstance(data, np.ndarray) else data
+        )
         self._device = dev
         self._node = None
         self._index = 0
@@ -273,7 +275,7 @@ class Tensor:
 
 
 class Parameter(Tensor):
-    """A trainable tensor with a name: ``Parameter(default_input, name=None, requires_grad=True)``."""
+    """A trainable, named tensor: ``Parameter(default_input, name=None, requires_grad=True)``."""
 
     __slots__ = ("name", "layerwise_parallel", "__dict__")
 
@@ -307,7 +309,9 @@ class Parameter(Tensor):
         return self
 
     def clone(self, init: str = "same") -> Parameter:
-        return Parameter(Tensor._wrap(self._data.copy(), self._device), self.name, self._requires_grad)
+        return Parameter(
+            Tensor._wrap(self._data.copy(), self._device), self.name, self._requires_grad
+        )
 
     def __repr__(self) -> str:
         return (

@@ -16,8 +16,17 @@ from typing import Any
 from ..tensor import Tensor
 from .tape import GradMode, backward
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "vmap", "stop_gradient", "no_grad",
-           "enable_grad", "is_grad_enabled"]
+__all__ = [
+    "grad",
+    "value_and_grad",
+    "vjp",
+    "jvp",
+    "vmap",
+    "stop_gradient",
+    "no_grad",
+    "enable_grad",
+    "is_grad_enabled",
+]
 
 _DEPTH = [0]  # how many differentiation calls are active (nesting -> create_graph)
 
@@ -138,12 +147,21 @@ def _split_aux(out: Any, has_aux: bool) -> tuple[Any, Any]:
     return out[0], tuple(out[1:])
 
 
-def _differentiate(fn: Callable[..., Any], grad_position: Any, weights: Any, has_aux: bool,
-                   sens: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, Any]:
+def _differentiate(
+    fn: Callable[..., Any],
+    grad_position: Any,
+    weights: Any,
+    has_aux: bool,
+    sens: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> tuple[Any, Any, Any]:
     pos = _positions(grad_position, len(args))
     ws = _as_weights(weights)
     if pos is None and not ws:
-        raise ValueError("grad: grad_position is None and no weights were given: nothing to differentiate")
+        raise ValueError(
+            "grad: grad_position is None and no weights were given: nothing to differentiate"
+        )
     new_args = list(args)
     for p in pos or ():
         new_args[p] = _prepare_input(args[p])
@@ -184,8 +202,9 @@ def _differentiate(fn: Callable[..., Any], grad_position: Any, weights: Any, has
     return out, result, aux
 
 
-def grad(fn: Callable[..., Any], grad_position: Any = 0, weights: Any = None,
-         has_aux: bool = False) -> Callable[..., Any]:
+def grad(
+    fn: Callable[..., Any], grad_position: Any = 0, weights: Any = None, has_aux: bool = False
+) -> Callable[..., Any]:
     """A function computing the gradient of ``fn`` (MindSpore's ``ops.grad``).
 
     Returns the gradients (and, with ``has_aux``, ``(gradients, aux)``).
@@ -203,8 +222,9 @@ def grad(fn: Callable[..., Any], grad_position: Any = 0, weights: Any = None,
     return grad_fn
 
 
-def value_and_grad(fn: Callable[..., Any], grad_position: Any = 0, weights: Any = None,
-                   has_aux: bool = False) -> Callable[..., Any]:
+def value_and_grad(
+    fn: Callable[..., Any], grad_position: Any = 0, weights: Any = None, has_aux: bool = False
+) -> Callable[..., Any]:
     """Like :func:`grad` but returns ``(value, gradients)``; ``value`` is fn's full output."""
 
     @functools.wraps(fn)
@@ -236,8 +256,10 @@ def vjp(fn: Callable[..., Any], *inputs: Any, has_aux: bool = False) -> Any:
         targets = [t for x in prepared for t in _flat_tensors(x)]
         _DEPTH[0] += 1
         try:
-            nested = _DEPTH[0] > 1 or any(t._node is not None for t in targets) or any(
-                c._node is not None or c._requires_grad for c in cts
+            nested = (
+                _DEPTH[0] > 1
+                or any(t._node is not None for t in targets)
+                or any(c._node is not None or c._requires_grad for c in cts)
             )
             found = backward(outs, cts, targets, create_graph=nested)
         finally:
@@ -273,7 +295,9 @@ def jvp(fn: Callable[..., Any], inputs: Any, v: Any) -> tuple[Any, Any]:
             us.append(u)
         gs = pullback(*us)
         pairs = [(g, t) for g, t in zip(gs, vs, strict=True) if g._node is not None]
-        found = backward([g for g, _ in pairs], [t for _, t in pairs], us, create_graph=_DEPTH[0] > 1)
+        found = backward(
+            [g for g, _ in pairs], [t for _, t in pairs], us, create_graph=_DEPTH[0] > 1
+        )
     finally:
         _DEPTH[0] -= 1
     tangents = tuple(found[id(u)][1] if id(u) in found else _zeros_like(u) for u in us)
@@ -299,11 +323,14 @@ def vmap(fn: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callabl
         if len(axes) != len(args):
             raise ValueError(f"vmap: in_axes has {len(axes)} entries for {len(args)} arguments")
         sizes = {
-            a.shape[ax] for a, ax in zip(args, axes, strict=True)
+            a.shape[ax]
+            for a, ax in zip(args, axes, strict=True)
             if ax is not None and isinstance(a, Tensor)
         }
         if len(sizes) != 1:
-            raise ValueError(f"vmap: mapped inputs must share one batch size, got sizes {sorted(sizes)}")
+            raise ValueError(
+                f"vmap: mapped inputs must share one batch size, got sizes {sorted(sizes)}"
+            )
         n = sizes.pop()
 
         def take(a: Any, ax: Any, i: int) -> Any:
@@ -312,7 +339,9 @@ def vmap(fn: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callabl
             idx = (slice(None),) * (ax % a.ndim) + (i,)
             return a[idx]
 
-        results = [fn(*(take(a, ax, i) for a, ax in zip(args, axes, strict=True))) for i in range(n)]
+        results = [
+            fn(*(take(a, ax, i) for a, ax in zip(args, axes, strict=True))) for i in range(n)
+        ]
         first = results[0]
         if isinstance(first, Tensor):
             oa = out_axes[0] if isinstance(out_axes, (tuple, list)) else out_axes

@@ -117,8 +117,10 @@ def backward(
             from ..ops._core import cast
 
             g = cast(g, t.dtype)
-        if target_ids is not None and id(t) in target_ids or (
-            target_ids is None and t._node is None and t._requires_grad
+        if (
+            target_ids is not None
+            and id(t) in target_ids
+            or (target_ids is None and t._node is None and t._requires_grad)
         ):
             prev = found.get(id(t))
             found[id(t)] = (t, g if prev is None else prev[1] + g)
@@ -157,9 +159,12 @@ def backward(
             for inp, need, g in zip(node.inputs, node.needs, grads, strict=True):
                 if not need or g is None:
                     continue
-                if relevant is not None and id(inp) not in target_ids:  # type: ignore[operator]
-                    if inp._node is None or id(inp._node) not in relevant:
-                        continue
+                if (
+                    relevant is not None
+                    and id(inp) not in target_ids  # type: ignore[operator]
+                    and (inp._node is None or id(inp._node) not in relevant)
+                ):
+                    continue
                 if callable(g) and not isinstance(g, Tensor):
                     g = g()
                     if g is None:
@@ -182,7 +187,9 @@ def backward_into_leaves(output: Tensor, gradient: Any = None) -> None:
             "backward: this tensor does not depend on any tensor with requires_grad=True"
         )
     if gradient is None:
-        ct = Tensor._wrap(output._device.xp.ones(output._data.shape, output._data.dtype), output._device)
+        ct = Tensor._wrap(
+            output._device.xp.ones(output._data.shape, output._data.dtype), output._device
+        )
     else:
         ct = gradient if isinstance(gradient, Tensor) else Tensor(gradient, dtype=output.dtype)
         if ct.shape != output.shape:

@@ -5,25 +5,28 @@ module's ``__all__``). Private modules (``_core``, ``_elementwise``...) hold the
 the rest are built on.
 """
 
+from .._tensor_methods import install as _install_tensor_methods
+from ..autograd import grad, jvp, stop_gradient, value_and_grad, vjp, vmap  # noqa: F401
+from ._compare import *  # noqa: F403
 from ._core import *  # noqa: F403
 from ._elementwise import *  # noqa: F403
-from ._compare import *  # noqa: F403
+from ._indexing import *  # noqa: F403
 from ._join import *  # noqa: F403
 from ._matmul import *  # noqa: F403
-from ._indexing import *  # noqa: F403
-from .math import *  # noqa: F403
-from .reduction import *  # noqa: F403
-from .comparison import *  # noqa: F403
-from .linalg import *  # noqa: F403
-from .array import *  # noqa: F403
-from .scatter import *  # noqa: F403
-from .nn import *  # noqa: F403
 from .activation import *  # noqa: F403
+from .array import *  # noqa: F403
+from .comparison import *  # noqa: F403
+from .deprecated import ALIASES as _ALIASES
+from .linalg import *  # noqa: F403
 from .loss import *  # noqa: F403
-from .random import *  # noqa: F403
-from .sparse import *  # noqa: F403
+from .math import *  # noqa: F403
 from .misc import *  # noqa: F403
-from ..autograd import grad, value_and_grad, vjp, jvp, vmap, stop_gradient  # noqa: F401
-from .._tensor_methods import install as _install_tensor_methods
+from .nn import *  # noqa: F403
+from .random import *  # noqa: F403
+from .reduction import *  # noqa: F403
+from .scatter import *  # noqa: F403
+from .sparse import *  # noqa: F403
 
+for _old, _fn in _ALIASES.items():
+    globals().setdefault(_old, _fn)
 _install_tensor_methods()

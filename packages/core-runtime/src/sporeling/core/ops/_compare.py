@@ -11,8 +11,17 @@ from ..tensor import Tensor
 from ._core import as_tensor, broadcast_shapes, broadcast_to, cast, sum_to, zeros_like
 from ._elementwise import binary_op, promote_args
 
-__all__ = ["equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "select",
-           "maximum", "minimum"]
+__all__ = [
+    "equal",
+    "not_equal",
+    "greater",
+    "greater_equal",
+    "less",
+    "less_equal",
+    "select",
+    "maximum",
+    "minimum",
+]
 
 equal_p = binary_op("equal", family="all", out_dtype=_dt.bool_, scalar="x == y")
 not_equal_p = binary_op("not_equal", family="all", out_dtype=_dt.bool_, scalar="x != y")
@@ -71,9 +80,12 @@ def _select_vjp(g: Tensor, c: Tensor, x: Tensor, y: Tensor, *, out: Tensor) -> t
 
 
 select_p = Primitive(
-    "select", "elementwise", _select_abstract,
+    "select",
+    "elementwise",
+    _select_abstract,
     impl=lambda xp, c, x, y: xp.where(c, x, y),
-    vjp=_select_vjp, scalar="where(c, x, y)",
+    vjp=_select_vjp,
+    scalar="where(c, x, y)",
 )
 
 

@@ -7,7 +7,6 @@ on the right device, broadcasting shapes with a clear error, and normalizing axe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -37,7 +36,9 @@ __all__ = [
 # ---- helpers shared by public wrappers ------------------------------------------------
 
 
-def as_tensor(value: Any, op: str, arg: str, like: Tensor | None = None, dtype: Any = None) -> Tensor:
+def as_tensor(
+    value: Any, op: str, arg: str, like: Tensor | None = None, dtype: Any = None
+) -> Tensor:
     """``value`` as a Tensor: Tensors pass through; numbers and arrays are converted onto
     ``like``'s device (weak Python scalars take ``dtype`` when given)."""
     if isinstance(value, Tensor):
@@ -101,9 +102,12 @@ def _cast_vjp(g: Tensor, x: Tensor, *, out: Tensor, dtype: _dt.DType) -> Any:
 
 
 cast_p = Primitive(
-    "cast", "elementwise", _cast_abstract,
+    "cast",
+    "elementwise",
+    _cast_abstract,
     impl=lambda xp, x, *, dtype: x.astype(dtype.np),
-    vjp=_cast_vjp, scalar="x",
+    vjp=_cast_vjp,
+    scalar="x",
 )
 
 
@@ -128,7 +132,9 @@ def _to_device_vjp(g: Tensor, x: Tensor, *, out: Tensor, device: Device) -> Tens
 
 
 to_device_p = Primitive(
-    "to_device", "opaque", lambda x, *, device: x,
+    "to_device",
+    "opaque",
+    lambda x, *, device: x,
     impl=lambda xp, x, *, device: device.asarray(x),
     vjp=_to_device_vjp,
 )
@@ -159,7 +165,9 @@ def _reshape_abstract(x: ShapedArray, *, shape: tuple[int, ...]) -> ShapedArray:
 
 
 reshape_p = Primitive(
-    "reshape", "movement", _reshape_abstract,
+    "reshape",
+    "movement",
+    _reshape_abstract,
     impl=lambda xp, x, *, shape: x.reshape(shape),
     vjp=lambda g, x, *, out, shape: reshape(g, x.shape),
 )
@@ -221,7 +229,9 @@ def _broadcast_abstract(x: ShapedArray, *, shape: tuple[int, ...]) -> ShapedArra
 
 
 broadcast_to_p = Primitive(
-    "broadcast_to", "movement", _broadcast_abstract,
+    "broadcast_to",
+    "movement",
+    _broadcast_abstract,
     impl=lambda xp, x, *, shape: xp.broadcast_to(x, shape),
     vjp=lambda g, x, *, out, shape: sum_to(g, x.shape),
 )
@@ -253,7 +263,9 @@ def _sum_impl(xp: Any, x: Any, *, axis: tuple[int, ...], keep_dims: bool) -> Any
     return xp.sum(x, axis=axis, keepdims=keep_dims, dtype=dtype)
 
 
-def _sum_vjp(g: Tensor, x: Tensor, *, out: Tensor, axis: tuple[int, ...], keep_dims: bool) -> Tensor:
+def _sum_vjp(
+    g: Tensor, x: Tensor, *, out: Tensor, axis: tuple[int, ...], keep_dims: bool
+) -> Tensor:
     if not keep_dims:
         g = reshape(g, tuple(1 if i in axis else d for i, d in enumerate(x.shape)))
     return broadcast_to(g, x.shape)
@@ -278,7 +290,9 @@ def _transpose_abstract(x: ShapedArray, *, perm: tuple[int, ...]) -> ShapedArray
 
 
 transpose_p = Primitive(
-    "transpose", "movement", _transpose_abstract,
+    "transpose",
+    "movement",
+    _transpose_abstract,
     impl=lambda xp, x, *, perm: xp.transpose(x, perm),
     vjp=lambda g, x, *, out, perm: transpose(g, tuple(int(i) for i in np.argsort(perm))),
 )
@@ -292,7 +306,9 @@ def transpose(input_x: Tensor, input_perm: Any = None) -> Tensor:
     else:
         perm = tuple(check_axis("transpose", p, x.ndim, "input_perm") for p in input_perm)
         if sorted(perm) != list(range(x.ndim)):
-            raise op_error("transpose", "input_perm", tuple(input_perm), f"a permutation of range({x.ndim})")
+            raise op_error(
+                "transpose", "input_perm", tuple(input_perm), f"a permutation of range({x.ndim})"
+            )
     if perm == tuple(range(x.ndim)):
         return x
     return transpose_p.bind(x, perm=perm)
@@ -301,12 +317,16 @@ def transpose(input_x: Tensor, input_perm: Any = None) -> Tensor:
 # ---- fills ----------------------------------------------------------------------------
 
 
-def _full_abstract(*, shape: tuple[int, ...], value: Any, dtype: _dt.DType, device: Any) -> ShapedArray:
+def _full_abstract(
+    *, shape: tuple[int, ...], value: Any, dtype: _dt.DType, device: Any
+) -> ShapedArray:
     return ShapedArray(shape, dtype)
 
 
 full_p = Primitive(
-    "full", "creation", _full_abstract,
+    "full",
+    "creation",
+    _full_abstract,
     impl=lambda xp, *, shape, value, dtype, device: xp.full(shape, value, dtype.np),
 )
 

@@ -21,8 +21,22 @@ from ..errors import op_error
 from ..tensor import Tensor
 from ._core import as_tensor, broadcast_shapes, cast, sum_to
 
-__all__ = ["add", "sub", "mul", "div", "neg", "exp", "log", "pow", "sqrt", "square",
-           "unary_op", "binary_op", "promote_args", "float_input"]
+__all__ = [
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "neg",
+    "exp",
+    "log",
+    "pow",
+    "sqrt",
+    "square",
+    "unary_op",
+    "binary_op",
+    "promote_args",
+    "float_input",
+]
 
 #: dtype families an elementwise op accepts
 FAMILIES = {
@@ -99,7 +113,9 @@ def binary_op(
     return Primitive(name, "elementwise", abstract, impl=impl, vjp=vjp, scalar=scalar)
 
 
-def promote_args(op: str, x: Any, y: Any, names: tuple[str, str] = ("x", "y"), min_category: int = 0) -> tuple[Tensor, Tensor]:
+def promote_args(
+    op: str, x: Any, y: Any, names: tuple[str, str] = ("x", "y"), min_category: int = 0
+) -> tuple[Tensor, Tensor]:
     """Two Tensors of the promoted dtype on one device (Python scalars are weak).
 
     ``min_category=2`` promotes integer/bool results to float32 (for true division etc.).
@@ -129,11 +145,25 @@ def _unb(g: Tensor, t: Tensor) -> Tensor:
     return sum_to(g, t.shape)
 
 
-add_p = binary_op("add", vjp=lambda g, x, y, *, out: (lambda: _unb(g, x), lambda: _unb(g, y)), scalar="x + y")
-sub_p = binary_op("sub", "subtract", vjp=lambda g, x, y, *, out: (lambda: _unb(g, x), lambda: _unb(neg(g), y)), scalar="x - y")
-mul_p = binary_op("mul", "multiply", vjp=lambda g, x, y, *, out: (lambda: _unb(g * y, x), lambda: _unb(g * x, y)), scalar="x * y")
+add_p = binary_op(
+    "add", vjp=lambda g, x, y, *, out: (lambda: _unb(g, x), lambda: _unb(g, y)), scalar="x + y"
+)
+sub_p = binary_op(
+    "sub",
+    "subtract",
+    vjp=lambda g, x, y, *, out: (lambda: _unb(g, x), lambda: _unb(neg(g), y)),
+    scalar="x - y",
+)
+mul_p = binary_op(
+    "mul",
+    "multiply",
+    vjp=lambda g, x, y, *, out: (lambda: _unb(g * y, x), lambda: _unb(g * x, y)),
+    scalar="x * y",
+)
 div_p = binary_op(
-    "div", "true_divide", family="float",
+    "div",
+    "true_divide",
+    family="float",
     vjp=lambda g, x, y, *, out: (lambda: _unb(g / y, x), lambda: _unb(neg(g) * out / y, y)),
     scalar="x / y",
 )

@@ -77,7 +77,9 @@ def _build(template: Template, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _index_shape(op: str, shape: tuple[int, ...], template: Template, idx: tuple[ShapedArray, ...]) -> tuple[int, ...]:
+def _index_shape(
+    op: str, shape: tuple[int, ...], template: Template, idx: tuple[ShapedArray, ...]
+) -> tuple[int, ...]:
     dummies = tuple(np.zeros(a.shape, np.int64) for a in idx)
     probe = np.broadcast_to(np.zeros((), np.int8), shape)
     try:
@@ -101,11 +103,15 @@ def _getitem_impl(xp: Any, x: Any, *idx: Any, template: Template) -> Any:
     return _run_index("getitem", lambda: x[_build(template, idx)])
 
 
-def _getitem_vjp(g: Tensor, x: Tensor, *idx: Tensor, out: Tensor, template: Template) -> tuple[Any, ...]:
+def _getitem_vjp(
+    g: Tensor, x: Tensor, *idx: Tensor, out: Tensor, template: Template
+) -> tuple[Any, ...]:
     return (getitem_grad_p.bind(g, *idx, template=template, shape=x.shape),) + (None,) * len(idx)
 
 
-def _grad_abstract(g: ShapedArray, *idx: ShapedArray, template: Template, shape: tuple[int, ...]) -> ShapedArray:
+def _grad_abstract(
+    g: ShapedArray, *idx: ShapedArray, template: Template, shape: tuple[int, ...]
+) -> ShapedArray:
     return ShapedArray(shape, g.dtype)
 
 
@@ -122,11 +128,17 @@ def _grad_impl(xp: Any, g: Any, *idx: Any, template: Template, shape: tuple[int,
     return out
 
 
-getitem_p = Primitive("getitem", "movement", _getitem_abstract, impl=_getitem_impl, vjp=_getitem_vjp)
+getitem_p = Primitive(
+    "getitem", "movement", _getitem_abstract, impl=_getitem_impl, vjp=_getitem_vjp
+)
 getitem_grad_p = Primitive(
-    "getitem_grad", "opaque", _grad_abstract, impl=_grad_impl,
-    vjp=lambda gg, g, *idx, out, template, shape: (getitem_p.bind(gg, *idx, template=template),)
-    + (None,) * len(idx),
+    "getitem_grad",
+    "opaque",
+    _grad_abstract,
+    impl=_grad_impl,
+    vjp=lambda gg, g, *idx, out, template, shape: (
+        (getitem_p.bind(gg, *idx, template=template),) + (None,) * len(idx)
+    ),
 )
 
 
@@ -136,12 +148,17 @@ def getitem(x: Tensor, index: Any) -> Tensor:
     return getitem_p.bind(x, *tensors, template=template)
 
 
-def _setitem_abstract(x: ShapedArray, v: ShapedArray, *idx: ShapedArray, template: Template) -> ShapedArray:
+def _setitem_abstract(
+    x: ShapedArray, v: ShapedArray, *idx: ShapedArray, template: Template
+) -> ShapedArray:
     target = _index_shape("setitem", x.shape, template, idx)
     from ._core import broadcast_shapes
 
     if broadcast_shapes("setitem", v.shape, target) != target:
-        raise ValueError(f"setitem: a value of shape {v.shape} cannot be assigned to a selection of shape {target}")
+        raise ValueError(
+            f"setitem: a value of shape {v.shape} cannot be assigned to a selection "
+            f"of shape {target}"
+        )
     return ShapedArray(x.shape, x.dtype)
 
 
@@ -151,7 +168,9 @@ def _setitem_impl(xp: Any, x: Any, v: Any, *idx: Any, template: Template) -> Any
     return out
 
 
-def _setitem_vjp(g: Tensor, x: Tensor, v: Tensor, *idx: Tensor, out: Tensor, template: Template) -> tuple[Any, ...]:
+def _setitem_vjp(
+    g: Tensor, x: Tensor, v: Tensor, *idx: Tensor, out: Tensor, template: Template
+) -> tuple[Any, ...]:
     def dx() -> Tensor:
         from ._core import zeros_like
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import dtype as _dt
 from .._primitive import Primitive, ShapedArray
 from ..errors import check_axis, op_error
 from ..tensor import Tensor
 from ._core import as_tensor, cast, reshape
-from .. import dtype as _dt
 
 __all__ = ["concat", "stack", "split"]
 
@@ -34,15 +34,21 @@ def _concat_vjp(g: Tensor, *xs: Tensor, out: Tensor, axis: int) -> tuple[Tensor,
 
 
 concat_p = Primitive(
-    "concat", "movement", _concat_abstract,
+    "concat",
+    "movement",
+    _concat_abstract,
     impl=lambda xp, *xs, axis: xp.concatenate(xs, axis=axis),
     vjp=_concat_vjp,
 )
 
 
-def _split_abstract(x: ShapedArray, *, axis: int, sizes: tuple[int, ...]) -> tuple[ShapedArray, ...]:
+def _split_abstract(
+    x: ShapedArray, *, axis: int, sizes: tuple[int, ...]
+) -> tuple[ShapedArray, ...]:
     if sum(sizes) != x.shape[axis]:
-        raise ValueError(f"split: sizes {sizes} do not add up to dimension {axis} of size {x.shape[axis]}")
+        raise ValueError(
+            f"split: sizes {sizes} do not add up to dimension {axis} of size {x.shape[axis]}"
+        )
     outs = []
     for s in sizes:
         shape = list(x.shape)
@@ -61,7 +67,10 @@ def _split_impl(xp: Any, x: Any, *, axis: int, sizes: tuple[int, ...]) -> tuple[
 
 
 split_p = Primitive(
-    "split", "movement", _split_abstract, impl=_split_impl,
+    "split",
+    "movement",
+    _split_abstract,
+    impl=_split_impl,
     vjp=lambda gs, x, *, out, axis, sizes: concat_p.bind(*gs, axis=axis),
     multiple_results=True,
 )
@@ -108,7 +117,11 @@ def split(input_x: Tensor, axis: int = 0, output_num: int = 1) -> tuple[Tensor, 
     x = as_tensor(input_x, "split", "input_x")
     ax = check_axis("split", axis, x.ndim)
     if not isinstance(output_num, int) or output_num < 1 or x.shape[ax] % output_num:
-        raise op_error("split", "output_num", output_num,
-                       f"a positive divisor of dimension {ax} (size {x.shape[ax]})")
+        raise op_error(
+            "split",
+            "output_num",
+            output_num,
+            f"a positive divisor of dimension {ax} (size {x.shape[ax]})",
+        )
     size = x.shape[ax] // output_num
     return split_p.bind(x, axis=ax, sizes=(size,) * output_num)

@@ -43,7 +43,11 @@ def _matmul_vjp(g: Tensor, x: Tensor, y: Tensor, *, out: Tensor) -> tuple[Any, A
     y2 = reshape(y, (y.shape[0], 1)) if y.ndim == 1 else y
     g2 = g
     if x.ndim == 1:
-        g2 = reshape(g2, g2.shape[:-1] + (1,) + g2.shape[-1:]) if y.ndim > 1 else reshape(g2, g2.shape + (1,))
+        g2 = (
+            reshape(g2, g2.shape[:-1] + (1,) + g2.shape[-1:])
+            if y.ndim > 1
+            else reshape(g2, g2.shape + (1,))
+        )
     if y.ndim == 1:
         g2 = reshape(g2, g2.shape + (1,))
 
@@ -59,7 +63,9 @@ def _matmul_vjp(g: Tensor, x: Tensor, y: Tensor, *, out: Tensor) -> tuple[Any, A
 
 
 matmul_p = Primitive(
-    "matmul", "opaque", _matmul_abstract,
+    "matmul",
+    "opaque",
+    _matmul_abstract,
     impl=lambda xp, x, y: xp.matmul(x, y),
     vjp=_matmul_vjp,
 )

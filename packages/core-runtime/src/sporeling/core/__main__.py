@@ -1,0 +1,3 @@
+from sporeling.core.cli import main
+
+raise SystemExit(main())

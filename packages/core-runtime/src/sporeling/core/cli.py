@@ -1,0 +1,47 @@
+"""The ``sporeling`` command: ``sporeling demo``, ``sporeling --version``.
+
+Subcommands live in a lazy registry of (module, function, summary) so ``--help`` stays fast;
+each takes its own argument list and returns an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+SUCCESS = 0
+ERROR = 1
+USAGE_ERROR = 2
+
+#: name -> (module, function, one-line summary)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "demo": ("sporeling.core.demo", "main", "train a small network on the embedded digits data"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``sporeling`` console script."""
+    from ._version import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="sporeling",
+        description="Sporeling core runtime: MindSpore's feature set on NumPy + Numba / CuPy.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"sporeling-core-runtime {__version__}"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_, _, summary) in COMMANDS.items():
+        sub.add_parser(name, help=summary, add_help=False)
+    args, rest = parser.parse_known_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return USAGE_ERROR
+    module, func, _ = COMMANDS[args.command]
+    try:
+        return int(getattr(importlib.import_module(module), func)(rest))
+    except (ValueError, TypeError, OSError, RuntimeError) as exc:
+        print(f"sporeling {args.command}: error: {exc}", file=sys.stderr)
+        return ERROR
