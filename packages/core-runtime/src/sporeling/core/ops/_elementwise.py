@@ -120,6 +120,10 @@ def promote_args(
 
     ``min_category=2`` promotes integer/bool results to float32 (for true division etc.).
     """
+    if not isinstance(x, Tensor) and _dt.scalar_category(x) is None:
+        x = as_tensor(x, op, names[0], y if isinstance(y, Tensor) else None)  # arrays, lists
+    if not isinstance(y, Tensor) and _dt.scalar_category(y) is None:
+        y = as_tensor(y, op, names[1], x if isinstance(x, Tensor) else None)
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
         x = as_tensor(x, op, names[0])
     try:
