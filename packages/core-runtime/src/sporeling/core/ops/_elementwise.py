@@ -113,6 +113,17 @@ def binary_op(
     return Primitive(name, "elementwise", abstract, impl=impl, vjp=vjp, scalar=scalar)
 
 
+def _weak_scalar(t: Tensor, value: Any, min_category: int) -> Tensor | None:
+    """``value`` as a 0-d tensor of ``t``'s dtype when the promotion rules keep that dtype."""
+    kind = t._data.dtype.kind
+    if kind == "f" or (kind in "iu" and type(value) is int and min_category < 2):
+        try:
+            return Tensor._wrap(t._device.xp.asarray(value, dtype=t._data.dtype), t._device)
+        except OverflowError:
+            return None
+    return None
+
+
 def promote_args(
     op: str, x: Any, y: Any, names: tuple[str, str] = ("x", "y"), min_category: int = 0
 ) -> tuple[Tensor, Tensor]:
@@ -120,6 +131,21 @@ def promote_args(
 
     ``min_category=2`` promotes integer/bool results to float32 (for true division etc.).
     """
+    if (  # fast path: two tensors of one dtype (the common case on the hot path)
+        type(x) is Tensor
+        and type(y) is Tensor
+        and x._data.dtype == y._data.dtype
+        and (min_category == 0 or x._data.dtype.kind == "f")
+    ):
+        return x, y
+    if type(x) is Tensor and type(y) in (int, float):
+        fast = _weak_scalar(x, y, min_category)
+        if fast is not None:
+            return x, fast
+    elif type(y) is Tensor and type(x) in (int, float):
+        fast = _weak_scalar(y, x, min_category)
+        if fast is not None:
+            return fast, y
     if not isinstance(x, Tensor) and _dt.scalar_category(x) is None:
         x = as_tensor(x, op, names[0], y if isinstance(y, Tensor) else None)  # arrays, lists
     if not isinstance(y, Tensor) and _dt.scalar_category(y) is None:
