@@ -1,0 +1,260 @@
+"""``Cell``: MindSpore's module class — parameters by attribute, children, train/eval mode.
+
+A Cell's ``construct`` holds the computation; calling the cell runs the forward pre-hooks,
+``construct`` and the forward hooks. Assigning a :class:`Parameter` or a Cell to an
+attribute registers it; with ``auto_prefix`` (the default) a child's parameter names get the
+attribute path as prefix (``"conv1.weight"``), as in MindSpore.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..tensor import Parameter, Tensor
+
+__all__ = ["Cell"]
+
+_DEFAULT_PARAM_NAME = "Parameter"
+
+
+class Cell:
+    """Base class of every network (``construct`` defines the forward computation)."""
+
+    def __init__(self, auto_prefix: bool = True, flags: dict[str, Any] | None = None) -> None:
+        object.__setattr__(self, "_params", OrderedDict())
+        object.__setattr__(self, "_cells", OrderedDict())
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
+        object.__setattr__(self, "_hook_id", 0)
+        self._auto_prefix = auto_prefix
+        self.training = False
+        self.requires_grad = False
+        self.param_prefix = ""
+        if flags:
+            for key, value in flags.items():
+                setattr(self, key, value)
+
+    # ---- attributes -----------------------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        params = self.__dict__.get("_params")
+        cells = self.__dict__.get("_cells")
+        if params is None or cells is None:
+            if isinstance(value, (Parameter, Cell)):
+                raise RuntimeError(
+                    f"{type(self).__name__}: call super().__init__() before assigning "
+                    f"parameters or cells (while setting '{name}')"
+                )
+            object.__setattr__(self, name, value)
+            return
+        if isinstance(value, Parameter):
+            self.insert_param_to_cell(name, value, check_name_contain_dot=False)
+        elif isinstance(value, Cell):
+            self.insert_child_to_cell(name, value)
+        elif value is None and (name in params or name in cells):
+            (params if name in params else cells)[name] = None
+        else:
+            if name in params or name in cells:
+                kind = "Parameter" if name in params else "Cell"
+                raise TypeError(
+                    f"{type(self).__name__}: attribute '{name}' holds a {kind}; assign a "
+                    f"{kind} (or None), not {type(value).__name__}"
+                )
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        if name in d.get("_params", ()):
+            return d["_params"][name]
+        if name in d.get("_cells", ()):
+            return d["_cells"][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._params:
+            del self._params[name]
+        elif name in self._cells:
+            del self._cells[name]
+        else:
+            object.__delattr__(self, name)
+
+    def insert_param_to_cell(
+        self, param_name: str, param: Parameter, check_name_contain_dot: bool = True
+    ) -> None:
+        """Register ``param`` under ``param_name`` (its name defaults to the attribute name)."""
+        if not isinstance(param_name, str) or not param_name:
+            raise KeyError(
+                f"insert_param_to_cell: argument 'param_name' must be a non-empty str, got {param_name!r}"
+            )
+        if check_name_contain_dot and "." in param_name:
+            raise KeyError(
+                f"insert_param_to_cell: argument 'param_name' must not contain '.', got {param_name!r}"
+            )
+        if not isinstance(param, Parameter):
+            raise TypeError(
+                f"insert_param_to_cell: argument 'param' expected a Parameter, got {type(param).__name__}"
+            )
+        if param.name == _DEFAULT_PARAM_NAME:
+            param.name = param_name
+        self._params[param_name] = param
+
+    def insert_child_to_cell(self, child_name: str, child_cell: Cell) -> None:
+        """Register ``child_cell`` under ``child_name``; prefixes its parameter names."""
+        if not isinstance(child_name, str) or not child_name or "." in child_name:
+            raise KeyError(
+                f"insert_child_to_cell: argument 'child_name' must be a non-empty str without '.', "
+                f"got {child_name!r}"
+            )
+        if not isinstance(child_cell, Cell) and child_cell is not None:
+            raise TypeError(
+                f"insert_child_to_cell: argument 'child_cell' expected a Cell, got {type(child_cell).__name__}"
+            )
+        if child_cell is not None and self._auto_prefix:
+            child_cell.update_parameters_name(child_name + ".")
+        self._cells[child_name] = child_cell
+
+    def update_parameters_name(self, prefix: str = "", recurse: bool = True) -> None:
+        """Prepend ``prefix`` to the names of this cell's parameters (and its children's)."""
+        for _, param in self.parameters_and_names(expand=recurse):
+            if not param.name.startswith(prefix):
+                param.name = prefix + param.name
+
+    # ---- calling --------------------------------------------------------------------
+    def construct(self, *inputs: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"{type(self).__name__} must define construct(self, ...)")
+
+    def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
+        for hook in list(self._forward_pre_hooks.values()):
+            result = hook(self, inputs)
+            if result is not None:
+                inputs = result if isinstance(result, tuple) else (result,)
+        output = self.construct(*inputs, **kwargs)
+        for hook in list(self._forward_hooks.values()):
+            result = hook(self, inputs, output)
+            if result is not None:
+                output = result
+        return output
+
+    def _add_hook(self, table: OrderedDict[int, Callable[..., Any]], fn: Callable[..., Any]) -> Any:
+        if not callable(fn):
+            raise TypeError(f"hook must be callable, got {type(fn).__name__}")
+        hid = self._hook_id
+        object.__setattr__(self, "_hook_id", hid + 1)
+        table[hid] = fn
+        return _HookHandle(table, hid)
+
+    def register_forward_pre_hook(self, hook_fn: Callable[..., Any]) -> Any:
+        """``hook_fn(cell, inputs)`` runs before construct; it may return new inputs."""
+        return self._add_hook(self._forward_pre_hooks, hook_fn)
+
+    def register_forward_hook(self, hook_fn: Callable[..., Any]) -> Any:
+        """``hook_fn(cell, inputs, output)`` runs after construct; it may return a new output."""
+        return self._add_hook(self._forward_hooks, hook_fn)
+
+    # ---- traversal ------------------------------------------------------------------
+    def cells_and_names(
+        self, cells: Any = None, name_prefix: str = ""
+    ) -> Iterator[tuple[str, Cell]]:
+        """Every cell in the tree (this one first, named ``name_prefix``), each once."""
+        seen: set[int] = set() if cells is None else cells
+        if id(self) in seen:
+            return
+        seen.add(id(self))
+        yield name_prefix, self
+        for name, child in self._cells.items():
+            if child is not None:
+                prefix = f"{name_prefix}.{name}" if name_prefix else name
+                yield from child.cells_and_names(seen, prefix)
+
+    def cells(self) -> list[Cell]:
+        return [c for c in self._cells.values() if c is not None]
+
+    def name_cells(self) -> OrderedDict[str, Cell]:
+        return OrderedDict((n, c) for n, c in self._cells.items() if c is not None)
+
+    def parameters_and_names(
+        self, name_prefix: str = "", expand: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
+        """``(attribute path, parameter)`` for every distinct parameter in the tree."""
+        seen: set[int] = set()
+        cells = self.cells_and_names(name_prefix=name_prefix) if expand else [(name_prefix, self)]
+        for prefix, cell in cells:
+            for name, param in cell._params.items():
+                if param is not None and id(param) not in seen:
+                    seen.add(id(param))
+                    yield (f"{prefix}.{name}" if prefix else name), param
+
+    def get_parameters(self, expand: bool = True) -> Iterator[Parameter]:
+        for _, p in self.parameters_and_names(expand=expand):
+            yield p
+
+    def trainable_params(self, recurse: bool = True) -> list[Parameter]:
+        """Parameters with ``requires_grad=True`` (what optimizers update)."""
+        return [p for p in self.get_parameters(expand=recurse) if p.requires_grad]
+
+    def untrainable_params(self, recurse: bool = True) -> list[Parameter]:
+        return [p for p in self.get_parameters(expand=recurse) if not p.requires_grad]
+
+    def parameters_dict(self, recurse: bool = True) -> OrderedDict[str, Parameter]:
+        """Parameters keyed by their (prefixed) names, as checkpoints store them."""
+        return OrderedDict((p.name, p) for p in self.get_parameters(expand=recurse))
+
+    def apply(self, fn: Callable[[Cell], None]) -> Cell:
+        """Call ``fn`` on every cell of the tree (e.g. to initialise weights)."""
+        for _, cell in self.cells_and_names():
+            fn(cell)
+        return self
+
+    # ---- modes ----------------------------------------------------------------------
+    def set_train(self, mode: bool = True) -> Cell:
+        """Training (``True``) or evaluation mode, for this cell and its children."""
+        for _, cell in self.cells_and_names():
+            object.__setattr__(cell, "training", bool(mode))
+        return self
+
+    def set_grad(self, requires_grad: bool = True) -> Cell:
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def to_float(self, dst_type: Any) -> Cell:
+        """Cast every floating parameter to ``dst_type`` (e.g. float16 for mixed precision)."""
+        from .. import dtype as _dt
+
+        dt = _dt.to_dtype(dst_type)
+        for p in self.get_parameters():
+            if p.dtype.category == 2:
+                p.set_data(Tensor._wrap(p._data.astype(dt.np), p._device))
+        return self
+
+    # ---- display --------------------------------------------------------------------
+    @property
+    def cls_name(self) -> str:
+        return type(self).__name__
+
+    def extend_repr(self) -> str:
+        """Extra text inside ``repr`` (layers show their sizes here)."""
+        return ""
+
+    def __repr__(self) -> str:
+        extra = self.extend_repr()
+        children = [(n, c) for n, c in self._cells.items() if c is not None]
+        if not children:
+            return f"{self.cls_name}<{extra}>"
+        lines = [f"{self.cls_name}<{extra}"] if extra else [f"{self.cls_name}<"]
+        for name, child in children:
+            body = repr(child).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {body}")
+        lines.append("  >")
+        return "\n".join(lines)
+
+
+class _HookHandle:
+    """Returned by ``register_*_hook``; ``remove()`` unregisters the hook."""
+
+    def __init__(self, table: OrderedDict[int, Any], hid: int) -> None:
+        self._table = table
+        self._hid = hid
+
+    def remove(self) -> None:
+        self._table.pop(self._hid, None)
