@@ -85,15 +85,18 @@ class Cell:
         """Register ``param`` under ``param_name`` (its name defaults to the attribute name)."""
         if not isinstance(param_name, str) or not param_name:
             raise KeyError(
-                f"insert_param_to_cell: argument 'param_name' must be a non-empty str, got {param_name!r}"
+                "insert_param_to_cell: argument 'param_name' must be a non-empty str, "
+                f"got {param_name!r}"
             )
         if check_name_contain_dot and "." in param_name:
             raise KeyError(
-                f"insert_param_to_cell: argument 'param_name' must not contain '.', got {param_name!r}"
+                "insert_param_to_cell: argument 'param_name' must not contain '.', "
+                f"got {param_name!r}"
             )
         if not isinstance(param, Parameter):
             raise TypeError(
-                f"insert_param_to_cell: argument 'param' expected a Parameter, got {type(param).__name__}"
+                "insert_param_to_cell: argument 'param' expected a Parameter, "
+                f"got {type(param).__name__}"
             )
         if param.name == _DEFAULT_PARAM_NAME:
             param.name = param_name
@@ -108,7 +111,8 @@ class Cell:
             )
         if not isinstance(child_cell, Cell) and child_cell is not None:
             raise TypeError(
-                f"insert_child_to_cell: argument 'child_cell' expected a Cell, got {type(child_cell).__name__}"
+                "insert_child_to_cell: argument 'child_cell' expected a Cell, "
+                f"got {type(child_cell).__name__}"
             )
         if child_cell is not None and self._auto_prefix:
             child_cell.update_parameters_name(child_name + ".")
