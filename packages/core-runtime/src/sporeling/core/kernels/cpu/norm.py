@@ -1,0 +1,197 @@
+"""Numba kernels for layer normalization and batch normalization, forward and backward.
+
+Layer norm works on rows: ``x`` viewed as ``(M, N)`` with the normalized axes flattened
+last, ``gamma``/``beta`` as ``(1, N)`` rows. Batch norm works on ``(B, C, L)`` views and
+normalizes each channel over ``B * L`` values. Statistics are accumulated in float64 with
+two passes (mean, then squared deviations), so inputs with a large common offset keep
+their variance (``test_activation.py::test_norm_kernels_large_offset``). The backward
+kernels also take the cotangents of the mean and variance outputs, so a single kernel
+serves every use of the forward outputs.
+
+Inputs are float32 or float64 and C-contiguous (callers convert float16 to float32).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ._config import JIT_SERIAL
+
+__all__ = ["layer_norm_forward", "layer_norm_backward", "batch_norm_forward", "batch_norm_backward"]
+
+
+# ---- layer norm ---------------------------------------------------------------------
+
+
+@numba.jit(**JIT_SERIAL)
+def _ln_row_stats(x):  # pragma: no cover - compiled
+    n = x.shape[0]
+    s = 0.0
+    for j in range(n):
+        s += x[j]
+    mean = s / n
+    v = 0.0
+    for j in range(n):
+        d = x[j] - mean
+        v += d * d
+    return mean, v / n
+
+
+@numba.jit(**JIT_SERIAL)
+def _layer_norm_fwd_kernel(x2, gamma, beta, eps, y2, mean, var):  # pragma: no cover
+    for i in range(x2.shape[0]):
+        x = x2[i]
+        mu, v = _ln_row_stats(x)
+        rstd = 1.0 / math.sqrt(v + eps)
+        for j in range(x.shape[0]):
+            y2[i, j] = (x[j] - mu) * rstd * gamma[j] + beta[j]
+        mean[i] = mu
+        var[i] = v
+
+
+@numba.jit(**JIT_SERIAL)
+def _layer_norm_bwd_kernel(
+    gy2, gmean, gvar, x2, gamma, mean, var, eps, dx2, dgamma, dbeta
+):  # pragma: no cover - compiled
+    n = x2.shape[1]
+    for i in range(x2.shape[0]):
+        mu = mean[i]
+        rstd = 1.0 / math.sqrt(var[i] + eps)
+        a = 0.0  # sum(dxhat)
+        b = 0.0  # sum(dxhat * xhat)
+        for j in range(n):
+            xhat = (x2[i, j] - mu) * rstd
+            g = gy2[i, j]
+            dxh = g * gamma[j]
+            a += dxh
+            b += dxh * xhat
+            dgamma[j] += g * xhat
+            dbeta[j] += g
+        a /= n
+        b /= n
+        gm = gmean[i] / n
+        gv = 2.0 * gvar[i] / n
+        for j in range(n):
+            d = x2[i, j] - mu
+            xhat = d * rstd
+            dxh = gy2[i, j] * gamma[j]
+            dx2[i, j] = rstd * (dxh - a - xhat * b) + gm + gv * d
+
+
+def layer_norm_forward(
+    x2: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Normalize each row of ``x2`` (M, N); returns ``(y, mean, var)`` (biased variance)."""
+    y = np.empty_like(x2)
+    mean = np.empty(x2.shape[0], x2.dtype)
+    var = np.empty(x2.shape[0], x2.dtype)
+    _layer_norm_fwd_kernel(x2, gamma, beta, eps, y, mean, var)
+    return y, mean, var
+
+
+def layer_norm_backward(
+    gy2: np.ndarray,
+    gmean: np.ndarray,
+    gvar: np.ndarray,
+    x2: np.ndarray,
+    gamma: np.ndarray,
+    mean: np.ndarray,
+    var: np.ndarray,
+    eps: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gradients ``(dx, dgamma, dbeta)`` of a row layer norm (rows of length N)."""
+    dx = np.empty_like(x2)
+    acc = np.float64 if x2.dtype == np.float32 else x2.dtype
+    dgamma = np.zeros(x2.shape[1], acc)
+    dbeta = np.zeros(x2.shape[1], acc)
+    _layer_norm_bwd_kernel(gy2, gmean, gvar, x2, gamma, mean, var, eps, dx, dgamma, dbeta)
+    return dx, dgamma, dbeta
+
+
+# ---- batch norm ---------------------------------------------------------------------
+
+
+@numba.jit(**JIT_SERIAL)
+def _batch_norm_fwd_kernel(x3, w, b, eps, y3, mean, var):  # pragma: no cover - compiled
+    nb, nc, nl = x3.shape
+    cnt = nb * nl
+    for c in range(nc):
+        s = 0.0
+        for i in range(nb):
+            for k in range(nl):
+                s += x3[i, c, k]
+        mu = s / cnt
+        v = 0.0
+        for i in range(nb):
+            for k in range(nl):
+                d = x3[i, c, k] - mu
+                v += d * d
+        v /= cnt
+        scale = w[c] / math.sqrt(v + eps)
+        shift = b[c] - mu * scale
+        for i in range(nb):
+            for k in range(nl):
+                y3[i, c, k] = x3[i, c, k] * scale + shift
+        mean[c] = mu
+        var[c] = v
+
+
+@numba.jit(**JIT_SERIAL)
+def _batch_norm_bwd_kernel(
+    gy3, gmean, gvar, x3, w, mean, var, eps, dx3, dw, db
+):  # pragma: no cover - compiled
+    nb, nc, nl = x3.shape
+    cnt = nb * nl
+    for c in range(nc):
+        mu = mean[c]
+        rstd = 1.0 / math.sqrt(var[c] + eps)
+        sg = 0.0  # sum(gy)
+        sgx = 0.0  # sum(gy * xhat)
+        for i in range(nb):
+            for k in range(nl):
+                g = gy3[i, c, k]
+                sg += g
+                sgx += g * (x3[i, c, k] - mu) * rstd
+        dw[c] = sgx
+        db[c] = sg
+        a = sg / cnt
+        bq = sgx / cnt
+        wr = w[c] * rstd
+        gm = gmean[c] / cnt
+        gv = 2.0 * gvar[c] / cnt
+        for i in range(nb):
+            for k in range(nl):
+                d = x3[i, c, k] - mu
+                dx3[i, c, k] = wr * (gy3[i, c, k] - a - d * rstd * bq) + gm + gv * d
+
+
+def batch_norm_forward(
+    x3: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Normalize each channel of ``x3`` (B, C, L); returns ``(y, mean, var)`` (biased)."""
+    y = np.empty_like(x3)
+    mean = np.empty(x3.shape[1], x3.dtype)
+    var = np.empty(x3.shape[1], x3.dtype)
+    _batch_norm_fwd_kernel(x3, w, b, eps, y, mean, var)
+    return y, mean, var
+
+
+def batch_norm_backward(
+    gy3: np.ndarray,
+    gmean: np.ndarray,
+    gvar: np.ndarray,
+    x3: np.ndarray,
+    w: np.ndarray,
+    mean: np.ndarray,
+    var: np.ndarray,
+    eps: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gradients ``(dx, dweight, dbias)`` of training-mode batch norm over (B, C, L)."""
+    dx = np.empty_like(x3)
+    dw = np.empty(x3.shape[1], x3.dtype)
+    db = np.empty(x3.shape[1], x3.dtype)
+    _batch_norm_bwd_kernel(gy3, gmean, gvar, x3, w, mean, var, eps, dx, dw, db)
+    return dx, dw, db

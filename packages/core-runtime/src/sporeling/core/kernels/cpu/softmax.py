@@ -1,0 +1,109 @@
+"""Numba kernels for softmax, log-softmax and the fused softmax cross-entropy (last axis).
+
+Each row is reduced in two passes: its maximum, then ``sum(exp(x - max))`` accumulated in
+float64, so large-magnitude rows neither overflow nor lose the small terms
+(``test_activation.py::test_softmax_kernel_large_inputs``). Rows run in parallel once an
+input holds ``PARALLEL_MIN`` elements and has several rows; smaller inputs stay serial,
+where threading costs more than it saves.
+
+Inputs are float32 or float64 (callers compute float16 in float32). Callers pass
+C-contiguous arrays and move the reduced axis last.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ._config import JIT_PARALLEL, JIT_SERIAL
+
+__all__ = ["softmax_lastaxis", "softmax_xent_lastaxis", "PARALLEL_MIN"]
+
+#: inputs with at least this many elements (and 8 rows) use the parallel kernel
+PARALLEL_MIN = 1 << 17
+
+
+@numba.jit(**JIT_SERIAL)
+def _softmax_row(x, out, log):  # pragma: no cover - compiled
+    n = x.shape[0]
+    m = -np.inf
+    for j in range(n):
+        if x[j] > m:
+            m = x[j]
+    # all -inf rows (or rows holding +inf) give NaN, as the xp impl does
+    s = 0.0
+    for j in range(n):
+        e = math.exp(x[j] - m)
+        if not log:
+            out[j] = e
+        s += e
+    if log:
+        ls = m + math.log(s)
+        for j in range(n):
+            out[j] = x[j] - ls
+    else:
+        inv = 1.0 / s
+        for j in range(n):
+            out[j] = out[j] * inv
+
+
+@numba.jit(**JIT_SERIAL)
+def _softmax_kernel(x2, out2, log):  # pragma: no cover - compiled
+    for i in range(x2.shape[0]):
+        _softmax_row(x2[i], out2[i], log)
+
+
+@numba.jit(**JIT_PARALLEL)
+def _softmax_kernel_parallel(x2, out2, log):  # pragma: no cover - compiled
+    for i in numba.prange(x2.shape[0]):
+        _softmax_row(x2[i], out2[i], log)
+
+
+def softmax_lastaxis(x: np.ndarray, log: bool = False) -> np.ndarray:
+    """Softmax (or log-softmax) of a float32/float64 array over its last axis."""
+    x = np.ascontiguousarray(x)
+    n = x.shape[-1] if x.ndim else 1
+    x2 = x.reshape(-1, n)
+    out = np.empty_like(x2)
+    if x2.size >= PARALLEL_MIN and x2.shape[0] >= 8:
+        _softmax_kernel_parallel(x2, out, log)
+    else:
+        _softmax_kernel(x2, out, log)
+    return out.reshape(x.shape)
+
+
+@numba.jit(**JIT_SERIAL)
+def _xent_kernel(x2, lab2, loss, backprop):  # pragma: no cover - compiled
+    # loss_i = sum_j lab_ij * (lse_i - x_ij); backprop = softmax - labels (MindSpore's output)
+    for i in range(x2.shape[0]):
+        x = x2[i]
+        n = x.shape[0]
+        m = -np.inf
+        for j in range(n):
+            if x[j] > m:
+                m = x[j]
+        s = 0.0
+        for j in range(n):
+            s += math.exp(x[j] - m)
+        lse = m + math.log(s)
+        acc = 0.0
+        for j in range(n):
+            lab = lab2[i, j]
+            if lab != 0.0:
+                acc += lab * (lse - x[j])
+            backprop[i, j] = math.exp(x[j] - lse) - lab
+        loss[i] = acc
+
+
+def softmax_xent_lastaxis(x: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(loss, softmax(x) - labels)`` over the last axis of same-shape float arrays."""
+    x = np.ascontiguousarray(x)
+    labels = np.ascontiguousarray(labels, dtype=x.dtype)
+    n = x.shape[-1]
+    x2 = x.reshape(-1, n)
+    loss = np.empty(x2.shape[0], x.dtype)
+    backprop = np.empty_like(x2)
+    _xent_kernel(x2, labels.reshape(-1, n), loss, backprop)
+    return loss.reshape(x.shape[:-1]), backprop.reshape(x.shape)
