@@ -140,7 +140,7 @@ def _check_values(op: str, arg: str, t: Tensor, ok: Any, expected: str) -> None:
     """A data check on a parameter tensor (``ok(array) -> bool array``)."""
     data = t.asnumpy()
     if data.size and not bool(np.all(ok(data))):
-        bad = data[~ok(data)].reshape(-1)[0]
+        bad = data[~ok(data)].reshape(-1)[0].item()
         raise ValueError(f"{op}: argument '{arg}' expected {expected}, got a value {bad!r}")
 
 
@@ -576,7 +576,7 @@ def bernoulli(x: Any, p: Any = 0.5, seed: int = -1) -> Tensor:
     else:
         raise op_error(op, "p", p, "a float or a float Tensor", TypeError)
     _check_values(op, "p", p_t, lambda a: (a >= 0) & (a <= 1), "probabilities in [0, 1]")
-    if broadcast_shapes(op, p_t.shape, x.shape) != x.shape:
+    if p_t.ndim > x.ndim or any(d not in (1, s) for d, s in zip(p_t.shape[::-1], x.shape[::-1])):
         raise op_error(op, "p", p_t, f"a shape that broadcasts to x's shape {x.shape}")
     u = _noise(uniform_noise_p, x.shape, p_t.dtype, x._device, key)
     return cast(u < _no_grad_value(p_t), x.dtype)
