@@ -35,14 +35,17 @@ def _softmax_row(x, out, log):  # pragma: no cover - compiled
     # all -inf rows (or rows holding +inf) give NaN, as the xp impl does
     s = 0.0
     for j in range(n):
-        e = math.exp(x[j] - m)
-        if not log:
-            out[j] = e
+        d = x[j] - m
+        e = math.exp(d)
+        # log: keep x - m in out, then subtract log(s) in a second pass; x - (m + log(s))
+        # (which fastmath's reassociation may produce from one expression) drops log(s)
+        # when |m| is huge (test_softmax_kernel_large_inputs)
+        out[j] = d if log else e
         s += e
     if log:
-        ls = m + math.log(s)
+        ls = math.log(s)
         for j in range(n):
-            out[j] = x[j] - ls
+            out[j] = out[j] - ls
     else:
         inv = 1.0 / s
         for j in range(n):
@@ -86,14 +89,17 @@ def _xent_kernel(x2, lab2, loss, backprop):  # pragma: no cover - compiled
                 m = x[j]
         s = 0.0
         for j in range(n):
-            s += math.exp(x[j] - m)
-        lse = m + math.log(s)
+            d = x[j] - m
+            backprop[i, j] = d  # shifted logits, kept in memory as in _softmax_row
+            s += math.exp(d)
+        ls = math.log(s)
         acc = 0.0
         for j in range(n):
             lab = lab2[i, j]
+            lsm = backprop[i, j] - ls
             if lab != 0.0:
-                acc += lab * (lse - x[j])
-            backprop[i, j] = math.exp(x[j] - lse) - lab
+                acc -= lab * lsm
+            backprop[i, j] = math.exp(lsm) - lab
         loss[i] = acc
 
 
