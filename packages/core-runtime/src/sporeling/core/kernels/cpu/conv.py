@@ -13,34 +13,48 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._config import JIT_PARALLEL
+from ._config import JIT_PARALLEL, JIT_SERIAL
 
 __all__ = ["im2col2d", "col2im2d"]
+
+
+@numba.jit(**JIT_SERIAL)
+def _valid_range(n_out, stride, offset, size):  # pragma: no cover - compiled
+    """Output positions o in [lo, hi) whose input o * stride + offset lies in [0, size)."""
+    lo = 0
+    if offset < 0:
+        lo = (-offset + stride - 1) // stride
+    hi = 0
+    if size - offset > 0:
+        hi = (size - offset + stride - 1) // stride
+    return min(lo, n_out), max(min(hi, n_out), min(lo, n_out))
 
 
 @numba.jit(**JIT_PARALLEL)
 def _im2col_kernel(x, cols, sh, sw, ph, pw, dh, dw):  # pragma: no cover - compiled
     n_img, n_ch, h, w = x.shape
     _, kh, kw, _, oh, ow = cols.shape
-    tasks = n_ch * kh * kw * n_img
-    for t in numba.prange(tasks):
+    for t in numba.prange(n_ch * kh * kw * n_img):
         n = t % n_img
         r = t // n_img
         j = r % kw
         i = (r // kw) % kh
         c = r // (kw * kh)
+        src = x[n, c]
+        dst = cols[c, i, j, n]
+        y0, y1 = _valid_range(oh, sh, i * dh - ph, h)
+        x0, x1 = _valid_range(ow, sw, j * dw - pw, w)
         for y in range(oh):
-            iy = y * sh - ph + i * dh
-            if iy < 0 or iy >= h:
-                for xo in range(ow):
-                    cols[c, i, j, n, y, xo] = 0
+            row = dst[y]
+            if y < y0 or y >= y1:
+                row[:] = 0
                 continue
-            for xo in range(ow):
-                ix = xo * sw - pw + j * dw
-                if 0 <= ix < w:
-                    cols[c, i, j, n, y, xo] = x[n, c, iy, ix]
-                else:
-                    cols[c, i, j, n, y, xo] = 0
+            srow = src[y * sh - ph + i * dh]
+            row[:x0] = 0
+            off = j * dw - pw
+            for xo in range(x0, x1):
+                row[xo] = srow[xo * sw + off]
+            row[x1:] = 0
 
 
 @numba.jit(**JIT_PARALLEL)
@@ -50,16 +64,18 @@ def _col2im_kernel(cols, out, sh, sw, ph, pw, dh, dw):  # pragma: no cover - com
     for t in numba.prange(n_img * n_ch):
         n = t // n_ch
         c = t % n_ch
+        dst = out[n, c]
         for i in range(kh):
+            y0, y1 = _valid_range(oh, sh, i * dh - ph, h)
             for j in range(kw):
-                for y in range(oh):
-                    iy = y * sh - ph + i * dh
-                    if iy < 0 or iy >= h:
-                        continue
-                    for xo in range(ow):
-                        ix = xo * sw - pw + j * dw
-                        if 0 <= ix < w:
-                            out[n, c, iy, ix] += cols[c, i, j, n, y, xo]
+                x0, x1 = _valid_range(ow, sw, j * dw - pw, w)
+                src = cols[c, i, j, n]
+                off = j * dw - pw
+                for y in range(y0, y1):
+                    drow = dst[y * sh - ph + i * dh]
+                    srow = src[y]
+                    for xo in range(x0, x1):
+                        drow[xo * sw + off] += srow[xo]
 
 
 def _native(a: np.ndarray) -> tuple[np.ndarray, np.dtype]:
