@@ -272,11 +272,10 @@ class CSRTensor:
     def _row_indices(self) -> Tensor:
         """The row of each stored value (int64, cached): ``repeat(arange(M), diff(indptr))``."""
         if self._rows is None:
-            ptr = self._indptr._data
-            xp = self._indptr._device.xp
-            counts = (ptr[1:] - ptr[:-1]).astype(np.int64)
-            rows = xp.repeat(xp.arange(self._shape[0], dtype=np.int64), counts)
-            self._rows = _index_tensor(rows, self._indptr._device)
+            # on the host: CuPy's repeat takes only Python/NumPy repeat counts
+            counts = np.diff(self._indptr.asnumpy().astype(np.int64))
+            rows = np.repeat(np.arange(self._shape[0], dtype=np.int64), counts)
+            self._rows = Tensor(rows, device=self._indptr._device)
         return self._rows
 
     def _col_indices(self) -> Tensor:
