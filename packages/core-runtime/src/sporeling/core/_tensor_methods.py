@@ -29,22 +29,17 @@ METHODS = {
     "broadcast_to": "broadcast_to",
     "expand_dims": "expand_dims",
     "squeeze": "squeeze",
-    "flatten": "flatten",
     "astype": "cast",
     "cast": "cast",
     "tile": "tile",
     "gather": "gather",
     "argmax": "argmax",
     "argmin": "argmin",
-    "max": "max",
-    "min": "min",
     "amax": "amax",
     "amin": "amin",
     "mean": "mean",
     "prod": "prod",
-    "std": "std",
     "var": "var",
-    "cumsum": "cumsum",
     "logsumexp": "logsumexp",
     "norm": "norm",
     "sin": "sin",
@@ -65,7 +60,6 @@ METHODS = {
     "any": "any",
     "diag": "diag",
     "top_k": "top_k",
-    "fill_diagonal": "fill_diagonal",
     "expm1": "expm1",
     "log1p": "log1p",
     "erf": "erf",
@@ -81,9 +75,39 @@ METHODS = {
     "sort": "sort",
     "index_fill": "index_fill",
     "scatter_add": "tensor_scatter_add",
-    "ravel": "flatten",
     "swapaxes": "swapaxes",
-    "repeat": "repeat_elements",
+    "cumprod": "cumprod",
+    "cummax": "cummax",
+    "cummin": "cummin",
+    "argsort": "argsort",
+    "flip": "flip",
+    "roll": "roll",
+    "masked_select": "masked_select",
+    "unique_consecutive": "unique_consecutive",
+    "unique_with_pad": "unique_with_pad",
+    "tril": "tril",
+    "triu": "triu",
+    "count_nonzero": "count_nonzero",
+    "fill": "fills",
+    "reverse_sequence": "reverse_sequence",
+    "to_coo": "dense_to_sparse_coo",
+    "to_csr": "dense_to_sparse_csr",
+    "bernoulli": "bernoulli",
+    "atan2": "atan2",
+    "xlogy": "xlogy",
+    "xdivy": "xdivy",
+    "bitwise_and": "bitwise_and",
+    "bitwise_or": "bitwise_or",
+    "bitwise_xor": "bitwise_xor",
+    "ger": "ger",
+    "tan": "tan",
+    "acos": "acos",
+    "asin": "asin",
+    "acosh": "acosh",
+    "cosh": "cosh",
+    "sinh": "sinh",
+    "trunc": "trunc",
+    "reciprocal": "reciprocal",
     "narrow": "narrow",
     "log2": "log2",
 }
@@ -190,5 +214,27 @@ def install() -> None:
         out = ops.reduce_sum(self, axis, keepdims)
         return out if dtype is None else ops.cast(out, dtype)
 
-    Tensor.reshape = reshape  # type: ignore[attr-defined]
-    Tensor.sum = sum  # type: ignore[attr-defined]
+    # Methods whose MindSpore 1.8 Tensor semantics differ from the functional op's.
+    def max(self: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return ops.amax(self, () if axis is None else axis, keepdims)
+
+    def min(self: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return ops.amin(self, () if axis is None else axis, keepdims)
+
+    def std(self: Tensor, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
+        return ops.sqrt(ops.var(self, axis, ddof, keepdims))
+
+    def cumsum(self: Tensor, axis: Any = None, dtype: Any = None) -> Tensor:
+        x = self if axis is not None else ops.reshape(self, (-1,))
+        return ops.cumsum(x, 0 if axis is None else axis, dtype)
+
+    def flatten(self: Tensor) -> Tensor:
+        return ops.reshape(self, (-1,))
+
+    def repeat(self: Tensor, repeats: int, axis: Any = None) -> Tensor:
+        x = self if axis is not None else ops.reshape(self, (-1,))
+        return ops.repeat_elements(x, repeats, 0 if axis is None else axis)
+
+    for fn in (reshape, sum, max, min, std, cumsum, flatten, repeat):
+        setattr(Tensor, fn.__name__, fn)
+    Tensor.ravel = flatten  # type: ignore[attr-defined]
