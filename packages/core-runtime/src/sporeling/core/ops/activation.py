@@ -20,7 +20,7 @@ from .._primitive import Primitive, ShapedArray
 from ..errors import check_axis, op_error
 from ..tensor import Tensor
 from ._compare import select
-from ._core import as_tensor, broadcast_to, cast, full, ones_like, reduce_sum, reshape, zeros_like
+from ._core import as_tensor, cast, full, ones_like, reduce_sum, reshape
 from ._elementwise import _check_family, exp, float_input, neg, unary_op
 
 __all__ = [
@@ -1149,6 +1149,3 @@ def batch_norm(
             if isinstance(stat, Tensor):
                 stat.assign_value(cast(stat * (1 - m) + cast(batch, stat.dtype) * m, stat.dtype))
     return y
-
-
-_ = (broadcast_to, zeros_like)

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtype as _dt
 from .._primitive import Primitive, ShapedArray
 from ..errors import describe, op_error
 from ..tensor import Tensor
@@ -536,6 +535,3 @@ def hinge_embedding_loss(
     shape = broadcast_shapes(op, x.shape, t.shape)
     xb = broadcast_to(x, shape)
     return _reduce(select(t == 1, xb, maximum(neg(xb) + m, 0.0)), red)
-
-
-_ = _dt
