@@ -16,11 +16,16 @@ __all__ = ["EagerInterpreter"]
 
 
 def _conform(out: Any, aval: Any, xp: Any) -> Any:
-    """Make a kernel's result a proper array of exactly the abstract dtype."""
+    """Make a kernel's result a proper array of exactly the abstract dtype and shape."""
     if xp is np and type(out) is not np.ndarray:
         out = np.asarray(out)
     if out.dtype != aval.dtype.np:
         out = out.astype(aval.dtype.np)
+    if out.shape != aval.shape:
+        raise RuntimeError(
+            f"internal error: a kernel returned shape {out.shape} where the abstract rule "
+            f"promised {aval.shape}"
+        )
     return out
 
 
@@ -28,30 +33,34 @@ class EagerInterpreter:
     """Runs each primitive immediately on its inputs' device."""
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        # Hot path: keep attribute lookups and allocations to a minimum.
         device = None
-        key = []
-        datas = []
         track = False
-        for i, a in enumerate(args):
-            if not isinstance(a, Tensor):
+        for a in args:
+            if type(a) is not Tensor and not isinstance(a, Tensor):
+                i = args.index(a)
                 raise TypeError(f"{prim.name}: input {i} expected a Tensor, got {describe(a)}")
-            d = a._data
-            datas.append(d)
-            key.append((d.shape, d.dtype))
             if device is None:
                 device = a._device
             elif a._device is not device:
-                raise ValueError(
-                    f"{prim.name}: all inputs must be on one device, but input 0 is on "
-                    f"{args[0].device} and input {i} is on {a.device}; move one with .to(...)"
-                )
+                self._device_error(prim, args)
             if a._node is not None or a._requires_grad:
                 track = True
         if device is None:
             device = get_device(params.get("device"))
-        aval = prim.abstract_eval(tuple(key), params)
+        datas = [a._data for a in args]
+        try:
+            key = (tuple([(d.shape, d.dtype) for d in datas]), tuple(params.items()))
+            aval = prim._abstract_cache[key]
+        except KeyError:
+            aval = prim.abstract_eval(key[0], params)
+        except TypeError:  # unhashable params
+            aval = prim.abstract_eval(tuple((d.shape, d.dtype) for d in datas), params)
+        impl = prim._impl_by_device.get(device)
+        if impl is None:
+            impl = prim._impl_by_device[device] = prim.impl_for(device)
         xp = device.xp
-        out = prim.impl_for(device)(xp, *datas, **params)
+        out = impl(xp, *datas, **params)
         if prim.multiple_results:
             out_data = [_conform(o, av, xp) for o, av in zip(out, aval, strict=True)]
             floating = any(av.dtype.category == 2 for av in aval)
@@ -59,11 +68,22 @@ class EagerInterpreter:
             out_data = [_conform(out, aval, xp)]
             floating = aval.dtype.category == 2
         node = None
-        if track and GradMode.enabled and prim.vjp is not None and floating:
-            needs = tuple(a._node is not None or a._requires_grad for a in args)
+        if track and floating and GradMode.enabled and prim.vjp is not None:
+            needs = tuple([a._node is not None or a._requires_grad for a in args])
             node = Node(prim, args, params, out_data, needs, device)
-        outs = [Tensor._wrap(d, device, node, i) for i, d in enumerate(out_data)]
-        return tuple(outs) if prim.multiple_results else outs[0]
+        if not prim.multiple_results:
+            return Tensor._wrap(out_data[0], device, node, 0)
+        return tuple([Tensor._wrap(d, device, node, i) for i, d in enumerate(out_data)])
+
+    @staticmethod
+    def _device_error(prim: Any, args: tuple[Any, ...]) -> None:
+        first = args[0]
+        for i, a in enumerate(args):
+            if a._device is not first._device:
+                raise ValueError(
+                    f"{prim.name}: all inputs must be on one device, but input 0 is on "
+                    f"{first.device} and input {i} is on {a.device}; move one with .to(...)"
+                )
 
 
 _STATE.append(EagerInterpreter())

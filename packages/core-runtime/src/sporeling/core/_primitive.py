@@ -101,6 +101,7 @@ class Primitive:
         self.scalar = scalar
         self.multiple_results = multiple_results
         self._abstract_cache: dict[Any, Any] = {}
+        self._impl_by_device: dict[Any, Impl] = {}  # memo of impl_for
         REGISTRY[name] = self
 
     def __repr__(self) -> str:
@@ -111,6 +112,7 @@ class Primitive:
 
         def register(fn: Impl) -> Impl:
             self.impls[device_kind] = fn
+            self._impl_by_device.clear()
             return fn
 
         return register

@@ -71,10 +71,13 @@ def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
+_ALL_AXES = [tuple(range(n)) for n in range(9)]
+
+
 def normalize_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
     """``None`` (all), an int or a sequence of ints -> a sorted tuple of distinct axes."""
-    if axis is None or (isinstance(axis, (tuple, list)) and len(axis) == 0):
-        return tuple(range(ndim))
+    if axis is None or axis == () or (isinstance(axis, list) and not axis):
+        return _ALL_AXES[ndim] if ndim < len(_ALL_AXES) else tuple(range(ndim))
     if isinstance(axis, Tensor):
         axis = axis.tolist()
     items = axis if isinstance(axis, (tuple, list)) else (axis,)
@@ -259,8 +262,8 @@ def _reduce_abstract(x: ShapedArray, *, axis: tuple[int, ...], keep_dims: bool) 
 
 
 def _sum_impl(xp: Any, x: Any, *, axis: tuple[int, ...], keep_dims: bool) -> Any:
-    dtype = None if x.dtype.kind == "f" else np.int64
-    return xp.sum(x, axis=axis, keepdims=keep_dims, dtype=dtype)
+    # the ndarray method skips NumPy's Python-level wrapper (half the cost on tiny inputs)
+    return x.sum(axis=axis, keepdims=keep_dims, dtype=None if x.dtype.kind == "f" else np.int64)
 
 
 def _sum_vjp(
