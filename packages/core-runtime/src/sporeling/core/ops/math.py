@@ -25,7 +25,7 @@ from ..errors import op_error
 from ..kernels.gpu import special as _kgpu
 from ..tensor import Tensor
 from ._compare import not_equal, select
-from ._core import as_tensor, cast, sum_to
+from ._core import as_tensor, broadcast_shapes, cast, sum_to
 from ._elementwise import (
     FAMILIES,
     binary_op,
@@ -770,10 +770,31 @@ def invert(x: Any) -> Tensor:
 
 # ---- logical ops --------------------------------------------------------------------------
 
-logical_and_p = binary_op("logical_and", family="all", scalar="x and y")
-logical_or_p = binary_op("logical_or", family="all", scalar="x or y")
-logical_xor_p = binary_op("logical_xor", family="all", scalar="x != y")
-logical_not_p = unary_op("logical_not", family="all", scalar="not x")
+
+def _logical_abstract(name: str) -> Callable[..., ShapedArray]:
+    def abstract(*avals: ShapedArray) -> ShapedArray:
+        for arg, a in zip(("x", "y"), avals):
+            if a.dtype != _dt.bool_:
+                raise TypeError(f"{name}: argument '{arg}' expected a bool tensor, got {a.dtype}")
+        return ShapedArray(broadcast_shapes(name, *(a.shape for a in avals)), _dt.bool_)
+
+    return abstract
+
+
+def _logical_prim(name: str, scalar: str) -> Primitive:
+    return Primitive(
+        name,
+        "elementwise",
+        _logical_abstract(name),
+        impl=lambda xp, *arrays: getattr(xp, name)(*arrays),  # same name in NumPy and CuPy
+        scalar=scalar,
+    )
+
+
+logical_and_p = _logical_prim("logical_and", "x and y")
+logical_or_p = _logical_prim("logical_or", "x or y")
+logical_xor_p = _logical_prim("logical_xor", "x != y")
+logical_not_p = _logical_prim("logical_not", "not x")
 
 
 def _logical(op: str, prim: Primitive, x: Any, y: Any) -> Tensor:
