@@ -76,7 +76,7 @@ _ALL_AXES = [tuple(range(n)) for n in range(9)]
 
 def normalize_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
     """``None`` (all), an int or a sequence of ints -> a sorted tuple of distinct axes."""
-    if axis is None or axis == () or (isinstance(axis, list) and not axis):
+    if axis is None or (type(axis) in (tuple, list) and not axis):
         return _ALL_AXES[ndim] if ndim < len(_ALL_AXES) else tuple(range(ndim))
     if isinstance(axis, Tensor):
         axis = axis.tolist()
