@@ -335,7 +335,10 @@ def _special_op(name: str, kernel: str, vjp: Callable[..., Any]) -> Primitive:
 
     def gpu(xp: Any, x: Any) -> Any:
         fn = _kgpu.cupy_function(kernel)
-        return fn(x) if fn is not None else _kgpu.apply(kernel, xp, x)
+        if fn is None:
+            return _kgpu.apply(kernel, xp, x)
+        # CuPy's special kernels take float32/float64; float16 goes through float32
+        return fn(x.astype(xp.float32) if x.dtype == xp.float16 else x)
 
     return Primitive(name, "elementwise", abstract, impl=generic, cpu=cpu, gpu=gpu, vjp=vjp)
 
