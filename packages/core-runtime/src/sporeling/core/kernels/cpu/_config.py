@@ -3,8 +3,9 @@
 ``FASTMATH`` allows reassociation and contraction (SIMD-friendly reductions) but never
 assumes away NaN or infinity, so ``isnan``-style behaviour stays exact. Serial kernels are
 cached on disk (``cache=True``); parallel ones are not (Numba cannot reliably cache them).
+Use them with ``numba.njit`` (or ``numba.jit``, which compiles in nopython mode by default).
 """
 
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
-JIT_SERIAL = {"nopython": True, "cache": True, "fastmath": FASTMATH}
-JIT_PARALLEL = {"nopython": True, "cache": False, "parallel": True, "fastmath": FASTMATH}
+JIT_SERIAL = {"cache": True, "fastmath": FASTMATH}
+JIT_PARALLEL = {"cache": False, "parallel": True, "fastmath": FASTMATH}
