@@ -13,6 +13,18 @@ from .tensor import Tensor
 
 #: Tensor method -> ops function; called as ``ops.<fn>(self, *args, **kwargs)``
 METHODS = {
+    "gather_nd": "gather_nd",
+    "gather_elements": "gather_elements",
+    "scatter_sub": "tensor_scatter_sub",
+    "scatter_mul": "tensor_scatter_mul",
+    "scatter_div": "tensor_scatter_div",
+    "scatter_max": "tensor_scatter_max",
+    "scatter_min": "tensor_scatter_min",
+    "unsorted_segment_sum": "unsorted_segment_sum",
+    "unsorted_segment_max": "unsorted_segment_max",
+    "unsorted_segment_min": "unsorted_segment_min",
+    "unsorted_segment_prod": "unsorted_segment_prod",
+    "index_add": "index_add",
     "asinh": "asinh",
     "atan": "atan",
     "atanh": "atanh",
