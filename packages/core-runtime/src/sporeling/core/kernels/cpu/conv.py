@@ -3,8 +3,9 @@
 The column layout is ``(C, KH, KW, N, OH, OW)``: one row per (channel, kernel tap) and
 one column per (image, output pixel), so a whole convolution is a single large GEMM per
 group (``weight @ cols``) instead of one small GEMM per image; BLAS then does the heavy
-lifting on every core. Both kernels are parallel: ``im2col`` over (row, image) pairs,
-``col2im`` over (image, channel) planes, so no two threads ever write the same element.
+lifting on every core. Both kernels are serial and cached: they are memory-bound copies,
+and parallel Numba threads spinning next to OpenBLAS's threads made a conv2d
+forward+backward twice as slow on 2 cores (benchmarks/bench_conv2d.py), not faster.
 Out-of-range taps (padding) read as zero in ``im2col`` and are dropped by ``col2im``.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._config import JIT_PARALLEL, JIT_SERIAL
+from ._config import JIT_SERIAL
 
 __all__ = ["im2col2d", "col2im2d"]
 
@@ -30,11 +31,11 @@ def _valid_range(n_out, stride, offset, size):  # pragma: no cover - compiled
     return min(lo, n_out), max(min(hi, n_out), min(lo, n_out))
 
 
-@numba.jit(**JIT_PARALLEL)
+@numba.jit(**JIT_SERIAL)
 def _im2col_kernel(x, cols, sh, sw, ph, pw, dh, dw):  # pragma: no cover - compiled
     n_img, n_ch, h, w = x.shape
     _, kh, kw, _, oh, ow = cols.shape
-    for t in numba.prange(n_ch * kh * kw * n_img):
+    for t in range(n_ch * kh * kw * n_img):
         n = t % n_img
         r = t // n_img
         j = r % kw
@@ -57,11 +58,11 @@ def _im2col_kernel(x, cols, sh, sw, ph, pw, dh, dw):  # pragma: no cover - compi
             row[x1:] = 0
 
 
-@numba.jit(**JIT_PARALLEL)
+@numba.jit(**JIT_SERIAL)
 def _col2im_kernel(cols, out, sh, sw, ph, pw, dh, dw):  # pragma: no cover - compiled
     n_img, n_ch, h, w = out.shape
     _, kh, kw, _, oh, ow = cols.shape
-    for t in numba.prange(n_img * n_ch):
+    for t in range(n_img * n_ch):
         n = t // n_ch
         c = t % n_ch
         dst = out[n, c]
