@@ -6,6 +6,8 @@ cached on disk (``cache=True``); parallel ones are not (Numba cannot reliably ca
 Use them with ``numba.njit`` (or ``numba.jit``, which compiles in nopython mode by default).
 """
 
+from typing import Any
+
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
-JIT_SERIAL = {"cache": True, "fastmath": FASTMATH}
-JIT_PARALLEL = {"cache": False, "parallel": True, "fastmath": FASTMATH}
+JIT_SERIAL: dict[str, Any] = {"cache": True, "fastmath": FASTMATH}
+JIT_PARALLEL: dict[str, Any] = {"cache": False, "parallel": True, "fastmath": FASTMATH}
