@@ -125,7 +125,7 @@ class Primitive:
             fn = impls.get(key)
             if fn is not None:
                 return fn
-        raise NotImplementedError(f"{self.name} has no implementation for {device.name}")
+        raise RuntimeError(f"{self.name} has no implementation for {device.name}")
 
     def abstract_eval(self, shapes_dtypes: tuple[Any, ...], params: dict[str, Any]) -> Any:
         """Run the abstract rule, memoized on input shapes/dtypes and (hashable) params."""
