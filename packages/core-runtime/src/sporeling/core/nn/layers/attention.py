@@ -1,0 +1,3 @@
+"""Attention layers (MindSpore 2.x ``nn.MultiheadAttention``)."""
+
+__all__: list[str] = []
