@@ -243,11 +243,14 @@ def check_wheel(session: nox.Session, wheel: Path) -> None:
         session.error(f"{wheel.name}: ships sporeling/__init__.py (must stay a PEP 420 namespace)")
     pkg = next(p for p in PACKAGES.values() if wheel.name.split("-")[0] == p.dist.replace("-", "_"))
     src = pkg.path / "src"
-    junk = {"__pycache__", ".pytest_cache"}
+    # Files git tracks or would track (.gitignore'd caches such as __pycache__, .mypy_cache
+    # and Numba's *.nbi/*.nbc excluded), as hatchling selects them.
+    ls_files = ["ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    listed = session.run("git", "-C", str(ROOT), *ls_files, str(src), silent=True, external=True)
     expected = {
-        f.relative_to(src).as_posix()
-        for f in src.rglob("*")
-        if f.is_file() and not junk & set(f.parts) and f.suffix not in {".pyc", ".nbi", ".nbc"}
+        (ROOT / name).relative_to(src).as_posix()
+        for name in str(listed).split("\0")
+        if name and (ROOT / name).is_file()
     }
     if missing := sorted(expected - names):
         session.error(f"{wheel.name}: missing {', '.join(missing)}")

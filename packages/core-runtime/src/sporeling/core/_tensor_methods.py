@@ -226,15 +226,18 @@ def install() -> None:
         fn = getattr(ops, opname, None)
         if fn is not None and not hasattr(Tensor, name):
             setattr(Tensor, name, _method(fn))
-    Tensor.__neg__ = lambda self: ops.neg(self)  # type: ignore[method-assign]
-    Tensor.__pos__ = lambda self: self  # type: ignore[method-assign]
+    # Set through setattr (one loop at the end): Tensor declares these for type checkers.
+    attached: dict[str, Any] = {
+        "__neg__": lambda self: ops.neg(self),
+        "__pos__": lambda self: self,
+    }
     if hasattr(ops, "abs"):
-        Tensor.__abs__ = lambda self: ops.abs(self)  # type: ignore[method-assign]
+        attached["__abs__"] = lambda self: ops.abs(self)
     if hasattr(ops, "logical_not"):
-        Tensor.__invert__ = lambda self: (  # type: ignore[method-assign]
+        attached["__invert__"] = lambda self: (
             ops.logical_not(self) if self.dtype == "bool" else ops.invert(self)
         )
-    Tensor.__getitem__ = lambda self, index: ops.getitem(self, index)  # type: ignore[method-assign]
+    attached["__getitem__"] = lambda self, index: ops.getitem(self, index)
 
     def setitem(self: Tensor, index: Any, value: Any) -> None:
         from .autograd.tape import GradMode
@@ -247,10 +250,10 @@ def install() -> None:
         old = Tensor._wrap(self._data, self._device, self._node, self._index)
         self._rebind(ops.setitem(old, index, value))
 
-    Tensor.__setitem__ = setitem  # type: ignore[method-assign]
-    Tensor.__hash__ = lambda self: id(self)  # type: ignore[method-assign]
-    Tensor.__iter__ = lambda self: (self[i] for i in range(len(self)))  # type: ignore[method-assign]
-    Tensor.T = property(lambda self: ops.transpose(self))  # type: ignore[attr-defined]
+    attached["__setitem__"] = setitem
+    attached["__hash__"] = lambda self: id(self)
+    attached["__iter__"] = lambda self: (self[i] for i in range(len(self)))
+    attached["T"] = property(lambda self: ops.transpose(self))
 
     def reshape(self: Tensor, *shape: Any) -> Tensor:
         return ops.reshape(self, shape[0] if len(shape) == 1 else shape)
@@ -281,5 +284,7 @@ def install() -> None:
         return ops.repeat_elements(x, repeats, 0 if axis is None else axis)
 
     for fn in (reshape, sum, max, min, std, cumsum, flatten, repeat):
-        setattr(Tensor, fn.__name__, fn)
-    Tensor.ravel = flatten  # type: ignore[attr-defined]
+        attached[fn.__name__] = fn
+    attached["ravel"] = flatten
+    for name, value in attached.items():
+        setattr(Tensor, name, value)

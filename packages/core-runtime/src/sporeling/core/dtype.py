@@ -16,9 +16,12 @@ Promotion (written down here and tested in ``tests/test_dtype.py``):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 __all__ = [
     "DType",
@@ -66,7 +69,7 @@ class DType:
         if isinstance(other, DType):
             return self.np == other.np
         try:
-            return self.np == np.dtype(other)  # type: ignore[arg-type]
+            return self.np == np.dtype(cast("DTypeLike", other))
         except TypeError:
             return False
 

@@ -14,7 +14,8 @@ import numpy as np
 __all__ = ["set_seed", "get_seed", "generator", "get_rng_state", "set_rng_state"]
 
 _SEED: list[int | None] = [None]
-_GENERATORS: dict[str, Any] = {}
+# keyed by device kind, and by ("op-stream", kind, seed, key) for ops.random's op streams
+_GENERATORS: dict[str | tuple[Any, ...], Any] = {}
 
 
 def set_seed(seed: int) -> None:

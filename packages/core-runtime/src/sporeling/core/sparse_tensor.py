@@ -273,7 +273,9 @@ class CSRTensor:
         """The row of each stored value (int64, cached): ``repeat(arange(M), diff(indptr))``."""
         if self._rows is None:
             # on the host: CuPy's repeat takes only Python/NumPy repeat counts
-            counts = np.diff(self._indptr.asnumpy().astype(np.int64))
+            # (np.diff's stubs type int64 differences as timedelta64: subtract directly)
+            ptr = self._indptr.asnumpy().astype(np.int64)
+            counts = ptr[1:] - ptr[:-1]
             rows = np.repeat(np.arange(self._shape[0], dtype=np.int64), counts)
             self._rows = Tensor(rows, device=self._indptr._device)
         return self._rows

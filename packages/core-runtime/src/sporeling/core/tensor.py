@@ -16,6 +16,9 @@ import numpy as np
 from . import dtype as _dt
 from ._backend import CPU, Device, device_of, get_device
 
+if TYPE_CHECKING:
+    from .autograd.tape import Node
+
 __all__ = ["Tensor", "Parameter"]
 
 
@@ -54,6 +57,12 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_device", "_node", "_index", "_requires_grad", "grad", "__weakref__")
+    _data: Any  # numpy.ndarray or cupy.ndarray
+    _device: Device
+    _node: Node | None  # the tape node that produced this tensor
+    _index: int  # which output of that node
+    _requires_grad: bool
+    grad: Tensor | None
     __array_priority__ = 100  # NumPy defers to our operators in `ndarray + Tensor`
 
     def __init__(
@@ -103,7 +112,7 @@ class Tensor:
         self._node = None
         self._index = 0
         self._requires_grad = False
-        self.grad: Tensor | None = None
+        self.grad = None
 
     @classmethod
     def _wrap(cls, data: Any, device: Device, node: Any = None, index: int = 0) -> Tensor:
@@ -135,6 +144,9 @@ class Tensor:
         def __le__(self, other: Any) -> Tensor: ...
         def __gt__(self, other: Any) -> Tensor: ...
         def __ge__(self, other: Any) -> Tensor: ...
+        # elementwise, as in NumPy: a Tensor rather than object's bool
+        def __eq__(self, other: Any) -> Tensor: ...  # type: ignore[override]
+        def __ne__(self, other: Any) -> Tensor: ...  # type: ignore[override]
         def __getitem__(self, index: Any) -> Tensor: ...
         def __setitem__(self, index: Any, value: Any) -> None: ...
         def __getattr__(self, name: str) -> Any: ...

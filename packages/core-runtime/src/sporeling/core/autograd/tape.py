@@ -133,8 +133,8 @@ def backward(
     prev_mode = GradMode.enabled
     GradMode.enabled = create_graph
     try:
-        for out, ct in zip(outputs, cotangents, strict=True):
-            deliver(out, ct)
+        for output, cotangent in zip(outputs, cotangents, strict=True):
+            deliver(output, cotangent)
         roots = [o._node for o in outputs if o._node is not None]
         order = _toposort(roots)
         relevant = None if target_ids is None else _leading_to(order, target_ids)

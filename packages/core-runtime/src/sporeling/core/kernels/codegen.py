@@ -16,7 +16,6 @@ from __future__ import annotations
 import ast
 import math
 import os
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -100,12 +99,14 @@ def kernel_source(expr: str, inputs: tuple[str, ...], target: str, name: str = "
     raise ValueError(f"kernel_source: argument 'target' expected 'cpu' or 'cuda', got {target!r}")
 
 
-_CACHE: dict[tuple[str, tuple[str, ...], str], Callable[..., Any]] = {}
+# A Numba dispatcher: called directly on "cpu", launched as ``kernel[blocks, threads](...)``
+# on "cuda" (numba ships no type information, so it stays Any).
+Kernel = Any
+
+_CACHE: dict[tuple[str, tuple[str, ...], str], Kernel] = {}
 
 
-def compile_expression(
-    expr: str, inputs: tuple[str, ...], target: str = "cpu"
-) -> Callable[..., Any]:
+def compile_expression(expr: str, inputs: tuple[str, ...], target: str = "cpu") -> Kernel:
     """Compile (once per expression and target) the kernel for ``expr``."""
     key = (expr, inputs, target)
     fn = _CACHE.get(key)

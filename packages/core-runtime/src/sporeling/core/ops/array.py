@@ -693,7 +693,7 @@ def _revseq_impl(xp: Any, x: Any, lengths: Any, *, seq_dim: int, batch_dim: int)
     return xp.take_along_axis(x, src, axis=seq_dim)
 
 
-reverse_sequence_p = Primitive(
+reverse_sequence_p: Primitive = Primitive(
     "reverse_sequence",
     "movement",
     _revseq_abstract,
@@ -876,7 +876,9 @@ def _check_align(op: str, align: Any) -> str:
     return str(align)
 
 
-def _diag_indices(rows: int, cols: int, k0: int, k1: int, align: str) -> tuple[np.ndarray, ...]:
+def _diag_indices(
+    rows: int, cols: int, k0: int, k1: int, align: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Matrix coordinates of diagonals ``k1, k1-1, ..., k0`` of a ``rows x cols`` matrix and
     their (diagonal row, position) in the packed layout, aligned as in TensorFlow/MindSpore:
     the first word of ``align`` places superdiagonals, the second subdiagonals."""
@@ -896,7 +898,7 @@ def _diag_indices(rows: int, cols: int, k0: int, k1: int, align: str) -> tuple[n
         d_row.append(np.full(length, k1 - d))
         d_pos.append(i + offset)
     cat = [np.concatenate(a) if a else np.zeros(0, np.int64) for a in (r_idx, c_idx, d_row, d_pos)]
-    return cat[0], cat[1], cat[2], cat[3], np.int64(max_len)
+    return cat[0], cat[1], cat[2], cat[3], max_len
 
 
 def matrix_diag_part(

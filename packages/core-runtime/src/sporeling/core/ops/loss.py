@@ -149,7 +149,7 @@ pick_p = Primitive(
         None,
     ),
 )
-put_p = Primitive(
+put_p: Primitive = Primitive(
     "class_put",
     "opaque",
     _put_abstract,

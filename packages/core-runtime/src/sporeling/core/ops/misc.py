@@ -313,7 +313,11 @@ def print_(*input_x: Any) -> None:
 
 def _format(v: Any) -> str:
     if isinstance(v, Tensor):
-        data = np.array2string(v.asnumpy(), separator=" ", formatter=_formatter(v))
+        host = v.asnumpy()
+        if v.dtype.category == 2:
+            data = np.array2string(host, separator=" ", formatter={"float_kind": _sci})
+        else:
+            data = np.array2string(host, separator=" ")
         dims = ", ".join(str(d) for d in v.shape)
         return f"Tensor(shape=[{dims}], dtype={v.dtype!r}, value= {data})"
     if isinstance(v, (tuple, list)):
@@ -321,10 +325,8 @@ def _format(v: Any) -> str:
     return str(v)
 
 
-def _formatter(v: Tensor) -> dict[str, Any]:
-    if v.dtype.category == 2:
-        return {"float_kind": lambda f: f"{f: .8e}"}
-    return {}
+def _sci(f: Any) -> str:
+    return f"{f: .8e}"
 
 
 # ---- tuples and shapes ------------------------------------------------------------------------

@@ -202,14 +202,21 @@ def _im2col(
         if nd == 1:
             cols = im2col2d(
                 x[:, :, None, :],
-                (1,) + kernel,
-                (1,) + stride,
+                (1, kernel[0]),
+                (1, stride[0]),
                 (0, pads[0][0]),
-                (1,) + dilation,
-                (1,) + out_sp,
+                (1, dilation[0]),
+                (1, out_sp[0]),
             )
             return cols.reshape((c,) + kernel + (n,) + out_sp)
-        return im2col2d(x, kernel, stride, (pads[0][0], pads[1][0]), dilation, out_sp)
+        return im2col2d(
+            x,
+            (kernel[0], kernel[1]),
+            (stride[0], stride[1]),
+            (pads[0][0], pads[1][0]),
+            (dilation[0], dilation[1]),
+            (out_sp[0], out_sp[1]),
+        )
     if any(p != (0, 0) for p in pads):
         x = xp.pad(x, ((0, 0), (0, 0)) + tuple(pads))
     cols = xp.empty((c,) + kernel + (n,) + out_sp, x.dtype)
@@ -239,10 +246,16 @@ def _col2im(
         if nd == 1:
             c4 = cols.reshape((c, 1) + kernel + (n, 1) + out_sp)
             out = col2im2d(
-                c4, (n, c, 1) + shape[2:], (1,) + stride, (0, pads[0][0]), (1,) + dilation
+                c4, (n, c, 1, shape[2]), (1, stride[0]), (0, pads[0][0]), (1, dilation[0])
             )
             return out.reshape(shape)
-        return col2im2d(cols, shape, stride, (pads[0][0], pads[1][0]), dilation)
+        return col2im2d(
+            cols,
+            (n, c, shape[2], shape[3]),
+            (stride[0], stride[1]),
+            (pads[0][0], pads[1][0]),
+            (dilation[0], dilation[1]),
+        )
     padded = tuple(s + lo + hi for s, (lo, hi) in zip(shape[2:], pads))
     buf = xp.zeros((n, c) + padded, cols.dtype)
     for offs in itertools.product(*(range(k) for k in kernel)):
@@ -762,7 +775,7 @@ im2col_p = Primitive(
     cpu=partial(_im2col_impl, fast=True),
     vjp=lambda g, x, *, out, **p: col2im_p.bind(g, shape=x.shape, **p),
 )
-col2im_p = Primitive(
+col2im_p: Primitive = Primitive(
     "col2im",
     "opaque",
     _col2im_abstract,
@@ -933,7 +946,7 @@ pool_scatter_p = Primitive(
     cpu=partial(_pool_scatter_impl, fast=True),
     vjp=lambda gg, g, idx, *, out, shape: (pool_gather_p.bind(gg, idx), None),
 )
-pool_gather_p = Primitive(
+pool_gather_p: Primitive = Primitive(
     "pool_gather",
     "opaque",
     _pool_gather_abstract,
@@ -1048,7 +1061,7 @@ avg_pool_p = Primitive(
     cpu=partial(_avg_pool_impl, fast=True),
     vjp=lambda g, x, *, out, **p: avg_pool_grad_p.bind(g, shape=x.shape, **p),
 )
-avg_pool_grad_p = Primitive(
+avg_pool_grad_p: Primitive = Primitive(
     "avg_pool_grad",
     "opaque",
     _avg_pool_grad_abstract,

@@ -562,7 +562,7 @@ def _cpu_cumsum(xp: Any, x: Any, *, axis: int, reverse: bool) -> Any:
     return cumulative.cumsum(x, axis, reverse)
 
 
-cumsum_p = Primitive(
+cumsum_p: Primitive = Primitive(
     "cumsum",
     "opaque",
     _cum_abstract("cumsum"),
@@ -723,7 +723,7 @@ scatter_axis_p = Primitive(
     impl=_scatter_axis_impl,
     vjp=lambda gg, g, idx, *, out, axis: (take_axis_p.bind(gg, idx, axis=axis), None),
 )
-take_axis_p = Primitive(
+take_axis_p: Primitive = Primitive(
     "take_along_axis",
     "opaque",
     lambda x, idx, *, axis: ShapedArray(idx.shape, x.dtype),

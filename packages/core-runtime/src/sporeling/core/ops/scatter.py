@@ -168,7 +168,7 @@ def _element_rows(xp: Any, op: str, arg: str, idx: Any, shape: tuple[int, ...], 
 
 def _add_at(xp: Any, out: Any, ids: Any, upd: Any, op: str) -> bool:
     """Unbuffered add/sub/max/min (NumPy ufunc.at, cupyx scatter_*); False if unsupported."""
-    where = (slice(None), ids)
+    where: Any = (slice(None), ids)  # NumPy's stubs reject tuple indices for ufunc.at
     if xp is np:
         ufunc = {"add": np.add, "sub": np.subtract, "max": np.maximum, "min": np.minimum}[op]
         ufunc.at(out, where, upd)

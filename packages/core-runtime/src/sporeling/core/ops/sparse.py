@@ -120,7 +120,8 @@ def csr2coo(indptr: Tensor, nnz: int) -> Tensor:
     ptr = indptr if isinstance(indptr, Tensor) else None
     if ptr is None or ptr.ndim != 1 or ptr.dtype.category != 1:
         raise op_error("csr2coo", "indptr", indptr, "a 1-D integer Tensor", TypeError)
-    counts = np.diff(ptr.asnumpy().astype(np.int64))
+    host = ptr.asnumpy().astype(np.int64)
+    counts = host[1:] - host[:-1]  # np.diff, whose stubs type this as timedelta64
     if np.any(counts < 0) or int(ptr.asnumpy()[-1]) != nnz or int(ptr.asnumpy()[0]) != 0:
         raise op_error("csr2coo", "indptr", ptr, f"a non-decreasing sequence from 0 to nnz={nnz}")
     rows = np.repeat(np.arange(ptr.shape[0] - 1, dtype=np.int64), counts)

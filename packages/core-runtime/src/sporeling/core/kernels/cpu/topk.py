@@ -20,7 +20,7 @@ __all__ = ["top_k_indices"]
 
 
 @numba.jit(**JIT_SERIAL)
-def _better(a, ia, b, ib):  # type: ignore[no-untyped-def]
+def _better(a, ia, b, ib):
     """Whether entry (a, ia) ranks before (b, ib)."""
     a_nan = a != a
     b_nan = b != b
@@ -36,7 +36,7 @@ def _better(a, ia, b, ib):  # type: ignore[no-untyped-def]
 
 
 @numba.jit(**JIT_SERIAL)
-def _sift_down(hv, hi, start, size):  # type: ignore[no-untyped-def]
+def _sift_down(hv, hi, start, size):
     """Restore the heap below ``start``: the worst entry sits at the root."""
     pos = start
     while True:
@@ -55,7 +55,7 @@ def _sift_down(hv, hi, start, size):  # type: ignore[no-untyped-def]
 
 
 @numba.jit(**JIT_SERIAL)
-def _select_row(row, k, sort, hv, hi, out_i):  # type: ignore[no-untyped-def]
+def _select_row(row, k, sort, hv, hi, out_i):
     n = row.shape[0]
     for j in range(k):
         hv[j] = row[j]
@@ -83,7 +83,7 @@ def _select_row(row, k, sort, hv, hi, out_i):  # type: ignore[no-untyped-def]
 
 
 @numba.jit(**JIT_SERIAL)
-def _top_k_kernel(x, k, sort, out_i):  # type: ignore[no-untyped-def]
+def _top_k_kernel(x, k, sort, out_i):
     hv = np.empty(k, x.dtype)
     hi = np.empty(k, np.int64)
     for r in range(x.shape[0]):
