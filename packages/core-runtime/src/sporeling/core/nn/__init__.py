@@ -2,5 +2,7 @@
 
 from .cell import Cell
 from .containers import CellDict, CellList, SequentialCell
+from .loss import *  # noqa: F403
+from .wrap import *  # noqa: F403
 
 __all__ = ["Cell", "SequentialCell", "CellList", "CellDict"]
