@@ -128,6 +128,23 @@ class MultiheadAttention(Cell):
     MindSpore/PyTorch). A query whose keys are all masked gets NaN, as in MindSpore/PyTorch.
     """
 
+    dropout: float
+    has_bias: bool
+    add_zero_attn: bool
+    batch_first: bool
+    kdim: int
+    vdim: int
+    head_dim: int
+    _qkv_same_embed_dim: bool
+    in_proj_weight: Parameter | None
+    q_proj_weight: Parameter | None
+    k_proj_weight: Parameter | None
+    v_proj_weight: Parameter | None
+    in_proj_bias: Parameter | None
+    bias_k: Parameter | None
+    bias_v: Parameter | None
+    out_proj: _Linear
+
     def __init__(
         self,
         embed_dim: int,
@@ -279,10 +296,16 @@ class MultiheadAttention(Cell):
         heads, hd = self.num_heads, self.head_dim
 
         # projections
-        if self._qkv_same_embed_dim:
+        if self.in_proj_weight is not None:
             w_q, w_k, w_v = ops.split(self.in_proj_weight, 0, 3)
-        else:
+        elif (
+            self.q_proj_weight is not None
+            and self.k_proj_weight is not None
+            and self.v_proj_weight is not None
+        ):
             w_q, w_k, w_v = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
+        else:
+            raise RuntimeError(f"{_NAME}: the input projection weights were set to None")
         b_q = b_k = b_v = None
         if self.in_proj_bias is not None:
             b_q, b_k, b_v = ops.split(self.in_proj_bias, 0, 3)
@@ -323,7 +346,7 @@ class MultiheadAttention(Cell):
                 )
 
         # learned bias row on keys/values: one more source position
-        if self.bias_k is not None:
+        if self.bias_k is not None and self.bias_v is not None:
             k = ops.concat((k, ops.broadcast_to(ops.cast(self.bias_k, dtype), (1, bsz, e))), 0)
             v = ops.concat((v, ops.broadcast_to(ops.cast(self.bias_v, dtype), (1, bsz, e))), 0)
             attn_mask = _pad_last(attn_mask)

@@ -126,10 +126,8 @@ def _rnn_step(mode: str, gi: Tensor, state: Any, w_hh_t: Tensor, b_hh: Tensor | 
     return ops.tanh(pre) if mode == "RNN_TANH" else ops.relu(pre)
 
 
-def _cast(w: Tensor | None, dtype: _dt.DType) -> Tensor | None:
-    if w is None or w.dtype == dtype:
-        return w
-    return ops.cast(w, dtype)
+def _cast(w: Tensor, dtype: _dt.DType) -> Tensor:
+    return w if w.dtype == dtype else ops.cast(w, dtype)
 
 
 def _projection(
@@ -137,9 +135,9 @@ def _projection(
 ) -> tuple[Tensor, Tensor, Tensor | None]:
     """``(x @ W_ih.T + biases, W_hh.T, b_hh still to add per step)`` in x's dtype."""
     w_ih, w_hh = _cast(w_ih, x.dtype), _cast(w_hh, x.dtype)
-    b_ih, b_hh = _cast(b_ih, x.dtype), _cast(b_hh, x.dtype)
     gi = ops.matmul(x, ops.transpose(w_ih, (1, 0)))
-    if b_ih is not None:
+    if b_ih is not None and b_hh is not None:
+        b_ih, b_hh = _cast(b_ih, x.dtype), _cast(b_hh, x.dtype)
         if mode == "GRU":  # b_hn sits inside r * (W_hn h + b_hn): keep b_hh per step
             gi = gi + b_ih
         else:
@@ -184,6 +182,11 @@ def _run_direction(
 
 class _RNNBase(Cell):
     """Stacked (optionally bidirectional) recurrent layers of one ``mode``."""
+
+    mode: str
+    is_lstm: bool
+    num_directions: int
+    dropout: float
 
     def __init__(
         self,
@@ -452,6 +455,10 @@ class GRU(_RNNBase):
 
 
 class _RNNCellBase(Cell):
+    mode: str
+    bias_ih: Parameter | None
+    bias_hh: Parameter | None
+
     def __init__(self, mode: str, input_size: int, hidden_size: int, has_bias: bool) -> None:
         super().__init__()
         cls = type(self).__name__
