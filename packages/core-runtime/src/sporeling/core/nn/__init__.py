@@ -2,6 +2,7 @@
 
 from .cell import Cell
 from .containers import CellDict, CellList, SequentialCell
+from .layers import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .wrap import *  # noqa: F403
 
