@@ -39,12 +39,14 @@ from .dtype import (
     uint32,
     uint64,
 )
+from .parameter_tuple import ParameterTuple
 from .tensor import Parameter, Tensor
 
 __all__ = [
     "__version__",
     "Tensor",
     "Parameter",
+    "ParameterTuple",
     "ops",
     "dtype",
     "DType",

@@ -2,6 +2,9 @@
 
 from .cell import Cell
 from .containers import CellDict, CellList, SequentialCell
+from .dynamic_lr import *  # noqa: F403
+from .learning_rate_schedule import *  # noqa: F403
+from .optim import *  # noqa: F403
 from .layers import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .wrap import *  # noqa: F403

@@ -1,0 +1,257 @@
+"""Fused Numba update kernels for the optimizers in :mod:`sporeling.core.nn.optim`.
+
+Each kernel updates every parameter of one flat buffer (one dtype, one device) in a single
+call. The buffer holds the parameters back to back; ``off`` (int64, ``n + 1`` entries) marks
+where parameter ``s`` starts and ends, and ``lr[s]``/``wd[s]`` are that parameter's learning
+rate and (already filtered) weight decay, so parameter groups with different rates share the
+call. ``g`` is the flat gradient buffer; ``inv_scale`` is ``1 / loss_scale``. Scalars are
+float64 inside the loops and rounded once on store, as the float64 reference tests assume.
+
+The xp-generic reference of every rule is in :mod:`sporeling.core.nn.optim._updates`;
+``tests/nn/test_optim.py::test_fused_matches_generic`` holds the two together.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+
+from ._config import JIT_SERIAL
+
+__all__ = [
+    "sgd_kernel",
+    "momentum_kernel",
+    "adam_kernel",
+    "adam_weight_decay_kernel",
+    "adamw_kernel",
+    "lamb_kernel",
+    "adagrad_kernel",
+    "rmsprop_kernel",
+    "ftrl_kernel",
+    "lazy_adam_rows_kernel",
+    "ftrl_rows_kernel",
+]
+
+
+@numba.njit(**JIT_SERIAL)
+def sgd_kernel(
+    p, g, accum, stat, off, lr, wd, inv_scale, momentum, dampening, nesterov
+):  # pragma: no cover
+    for s in range(off.shape[0] - 1):
+        lr_s = lr[s]
+        wd_s = wd[s]
+        for i in range(off[s], off[s + 1]):
+            gi = g[i] * inv_scale
+            if wd_s > 0.0:
+                gi += p[i] * wd_s
+            if momentum > 0.0:
+                if stat[i] > 0:  # first step: the accumulator starts at the gradient
+                    a = gi
+                    stat[i] = 0
+                else:
+                    a = accum[i] * momentum + (1.0 - dampening) * gi
+                accum[i] = a
+                if nesterov:
+                    gi += a * momentum
+                else:
+                    gi = a
+            p[i] -= lr_s * gi
+
+
+@numba.njit(**JIT_SERIAL)
+def momentum_kernel(p, g, moments, off, lr, wd, inv_scale, momentum, nesterov):  # pragma: no cover
+    for s in range(off.shape[0] - 1):
+        lr_s = lr[s]
+        wd_s = wd[s]
+        for i in range(off[s], off[s + 1]):
+            gi = g[i] * inv_scale + wd_s * p[i]
+            a = moments[i] * momentum + gi
+            moments[i] = a
+            if nesterov:
+                p[i] -= lr_s * (gi + a * momentum)
+            else:
+                p[i] -= lr_s * a
+
+
+@numba.njit(**JIT_SERIAL)
+def adam_kernel(
+    p, g, m, v, off, segs, lr, wd, inv_scale, beta1, beta2, eps, nesterov
+):  # pragma: no cover
+    # lr[s] already carries the bias correction sqrt(1 - beta2^t) / (1 - beta1^t); only the
+    # parameters listed in segs are updated (LazyAdam leaves row-sparse ones to the rows kernel).
+    for s in segs:
+        lr_s = lr[s]
+        wd_s = wd[s]
+        for i in range(off[s], off[s + 1]):
+            gi = g[i] * inv_scale + wd_s * p[i]
+            mi = m[i] + (1.0 - beta1) * (gi - m[i])
+            vi = v[i] + (1.0 - beta2) * (gi * gi - v[i])
+            m[i] = mi
+            v[i] = vi
+            if nesterov:
+                p[i] -= lr_s * (mi * beta1 + (1.0 - beta1) * gi) / (math.sqrt(vi) + eps)
+            else:
+                p[i] -= lr_s * mi / (math.sqrt(vi) + eps)
+
+
+@numba.njit(**JIT_SERIAL)
+def adam_weight_decay_kernel(p, g, m, v, off, lr, wd, beta1, beta2, eps):  # pragma: no cover
+    for s in range(off.shape[0] - 1):
+        lr_s = lr[s]
+        wd_s = wd[s]
+        for i in range(off[s], off[s + 1]):
+            gi = g[i]
+            mi = beta1 * m[i] + (1.0 - beta1) * gi
+            vi = beta2 * v[i] + (1.0 - beta2) * gi * gi
+            m[i] = mi
+            v[i] = vi
+            p[i] -= lr_s * (mi / (math.sqrt(vi) + eps) + wd_s * p[i])
+
+
+@numba.njit(**JIT_SERIAL)
+def adamw_kernel(p, g, m, v, off, lr, wd, beta1, beta2, eps, bc1, bc2):  # pragma: no cover
+    # Decoupled decay first, then the bias-corrected Adam step (PyTorch/MindSpore 2.x AdamW).
+    sbc2 = math.sqrt(bc2)
+    for s in range(off.shape[0] - 1):
+        lr_s = lr[s]
+        shrink = 1.0 - lr_s * wd[s]
+        step = lr_s / bc1
+        for i in range(off[s], off[s + 1]):
+            gi = g[i]
+            mi = beta1 * m[i] + (1.0 - beta1) * gi
+            vi = beta2 * v[i] + (1.0 - beta2) * gi * gi
+            m[i] = mi
+            v[i] = vi
+            p[i] = p[i] * shrink - step * mi / (math.sqrt(vi) / sbc2 + eps)
+
+
+@numba.njit(**JIT_SERIAL)
+def lamb_kernel(p, g, m, v, off, lr, wd, beta1, beta2, eps, bc1, bc2):  # pragma: no cover
+    # Two passes per parameter: moments + update direction (kept in g) and the two norms,
+    # then the step scaled by the layer-wise trust ratio ||w|| / ||update||.
+    for s in range(off.shape[0] - 1):
+        wd_s = wd[s]
+        w_sq = 0.0
+        u_sq = 0.0
+        for i in range(off[s], off[s + 1]):
+            gi = g[i]
+            mi = beta1 * m[i] + (1.0 - beta1) * gi
+            vi = beta2 * v[i] + (1.0 - beta2) * gi * gi
+            m[i] = mi
+            v[i] = vi
+            pi = p[i]
+            u = (mi / bc1) / (math.sqrt(vi / bc2) + eps) + wd_s * pi
+            g[i] = u
+            w_sq += pi * pi
+            u_sq += u * u
+        ratio = 1.0
+        if w_sq > 0.0 and u_sq > 0.0:
+            ratio = math.sqrt(w_sq) / math.sqrt(u_sq)
+        step = lr[s] * ratio
+        for i in range(off[s], off[s + 1]):
+            p[i] -= step * g[i]
+
+
+@numba.njit(**JIT_SERIAL)
+def adagrad_kernel(p, g, accum, off, lr, wd, inv_scale, update_slots):  # pragma: no cover
+    for s in range(off.shape[0] - 1):
+        lr_s = lr[s]
+        wd_s = wd[s]
+        for i in range(off[s], off[s + 1]):
+            gi = g[i] * inv_scale + wd_s * p[i]
+            a = accum[i]
+            if update_slots:
+                a += gi * gi
+                accum[i] = a
+            p[i] -= lr_s * gi / math.sqrt(a)
+
+
+@numba.njit(**JIT_SERIAL)
+def rmsprop_kernel(
+    p, g, ms, mom, mg, off, lr, wd, inv_scale, decay, momentum, eps, centered
+):  # pragma: no cover
+    for s in range(off.shape[0] - 1):
+        lr_s = lr[s]
+        wd_s = wd[s]
+        for i in range(off[s], off[s + 1]):
+            gi = g[i] * inv_scale + wd_s * p[i]
+            msi = ms[i] + (1.0 - decay) * (gi * gi - ms[i])
+            ms[i] = msi
+            if centered:
+                mgi = mg[i] + (1.0 - decay) * (gi - mg[i])
+                mg[i] = mgi
+                denom = msi - mgi * mgi + eps
+            else:
+                denom = msi + eps
+            mo = momentum * mom[i] + lr_s * gi / math.sqrt(denom)
+            mom[i] = mo
+            p[i] -= mo
+
+
+@numba.njit(**JIT_SERIAL)
+def _ftrl_one(var, gi, accum, linear, lr, l1, l2, lr_power):  # pragma: no cover
+    a_new = accum + gi * gi
+    if lr_power == -0.5:
+        pow_new = math.sqrt(a_new)
+        pow_old = math.sqrt(accum)
+    else:
+        pow_new = a_new ** (-lr_power)
+        pow_old = accum ** (-lr_power)
+    lin = linear + gi - (pow_new - pow_old) / lr * var
+    if abs(lin) > l1:
+        sign = 1.0 if lin > 0 else -1.0
+        var = (sign * l1 - lin) / (pow_new / lr + 2.0 * l2)
+    else:
+        var = 0.0
+    return var, a_new, lin
+
+
+@numba.njit(**JIT_SERIAL)
+def ftrl_kernel(
+    p, g, accum, linear, off, segs, lr, wd, inv_scale, l1, l2, lr_power
+):  # pragma: no cover
+    for s in segs:
+        lr_s = lr[s]
+        wd_s = wd[s]
+        for i in range(off[s], off[s + 1]):
+            gi = g[i] * inv_scale + wd_s * p[i]
+            var, a, lin = _ftrl_one(p[i], gi, accum[i], linear[i], lr_s, l1, l2, lr_power)
+            p[i] = var
+            accum[i] = a
+            linear[i] = lin
+
+
+@numba.njit(**JIT_SERIAL)
+def lazy_adam_rows_kernel(
+    p, m, v, rows, vals, lr, wd, inv_scale, beta1, beta2, eps, nesterov
+):  # pragma: no cover
+    # p, m, v: (n_rows, row_size) views; rows: unique row indices; vals: (len(rows), row_size).
+    for r in range(rows.shape[0]):
+        row = rows[r]
+        for j in range(p.shape[1]):
+            gi = vals[r, j] * inv_scale + wd * p[row, j]
+            mi = m[row, j] + (1.0 - beta1) * (gi - m[row, j])
+            vi = v[row, j] + (1.0 - beta2) * (gi * gi - v[row, j])
+            m[row, j] = mi
+            v[row, j] = vi
+            if nesterov:
+                p[row, j] -= lr * (mi * beta1 + (1.0 - beta1) * gi) / (math.sqrt(vi) + eps)
+            else:
+                p[row, j] -= lr * mi / (math.sqrt(vi) + eps)
+
+
+@numba.njit(**JIT_SERIAL)
+def ftrl_rows_kernel(
+    p, accum, linear, rows, vals, lr, wd, inv_scale, l1, l2, lr_power
+):  # pragma: no cover
+    for r in range(rows.shape[0]):
+        row = rows[r]
+        for j in range(p.shape[1]):
+            gi = vals[r, j] * inv_scale + wd * p[row, j]
+            var, a, lin = _ftrl_one(
+                p[row, j], gi, accum[row, j], linear[row, j], lr, l1, l2, lr_power
+            )
+            p[row, j] = var
+            accum[row, j] = a
+            linear[row, j] = lin
