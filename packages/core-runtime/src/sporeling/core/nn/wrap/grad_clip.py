@@ -67,6 +67,7 @@ class ClipByNorm(Cell):
             raise op_error("ClipByNorm", "x", x, "a floating Tensor", TypeError)
         work = _dt.float64 if x.dtype == _dt.float64 else _dt.float32
         xw = ops.cast(x, work)
+        c: Tensor | float
         if isinstance(clip_norm, Tensor):
             c = ops.cast(clip_norm, work)
             if np.broadcast_shapes(c.shape, x.shape) != x.shape:

@@ -91,7 +91,7 @@ class DynamicLossScaleUpdateCell(Cell):
     ``last_overflow_iterator_step``) so that checkpoints keep them, as in MindSpore.
     """
 
-    def __init__(self, loss_scale_value: float, scale_factor: int, scale_window: int) -> None:
+    def __init__(self, loss_scale_value: float, scale_factor: float, scale_window: int) -> None:
         super().__init__()
         cls = self.cls_name
         self.loss_scale_value = _number(cls, "loss_scale_value", loss_scale_value, 1.0)
@@ -152,7 +152,7 @@ class TrainOneStepWithLossScaleCell(TrainOneStepCell):
     def __init__(self, network: Cell, optimizer: Cell, scale_sense: Any) -> None:
         super().__init__(network, optimizer, sens=None)
         cls = self.cls_name
-        self.loss_scaling_manager: Cell | None = None
+        manager: Cell | None = None
         if isinstance(scale_sense, Cell):
             if not hasattr(scale_sense, "get_loss_scale"):
                 raise op_error(
@@ -162,7 +162,7 @@ class TrainOneStepWithLossScaleCell(TrainOneStepCell):
                     "an update Cell with get_loss_scale()",
                     TypeError,
                 )
-            self.loss_scaling_manager = scale_sense
+            manager = scale_sense
             self.scale_sense = Parameter(
                 Tensor(scale_sense.get_loss_scale(), dtype=_dt.float32), name="scale_sense"
             )
@@ -174,6 +174,7 @@ class TrainOneStepWithLossScaleCell(TrainOneStepCell):
             self.scale_sense = Parameter(scale_sense, name="scale_sense")
         else:
             raise op_error(cls, "scale_sense", scale_sense, "a Cell or a Tensor", TypeError)
+        self.loss_scaling_manager = manager
 
     def set_sense_scale(self, sens: Any) -> None:
         """Replace the loss scale (a Tensor of the same shape)."""
@@ -195,7 +196,7 @@ class TrainOneStepWithLossScaleCell(TrainOneStepCell):
             return self.loss_scaling_manager(self.scale_sense, overflow)
         return overflow
 
-    def construct(self, *inputs: Any) -> tuple[Tensor, Tensor, Tensor]:
+    def construct(self, *inputs: Any) -> tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
         status, _ = self.start_overflow_check(None, self.scale_sense)
         scaling_sens = Tensor(self.scale_sense.asnumpy().copy())
         forward = _forward_of(self.network)
@@ -204,10 +205,14 @@ class TrainOneStepWithLossScaleCell(TrainOneStepCell):
             loss = forward(*xs)
             return loss * ops.cast(scaling_sens, loss.dtype), loss
 
-        (_, loss), grads = value_and_grad(scaled, None, self.weights, has_aux=True)(*inputs)
-        value = float(scaling_sens.asnumpy().reshape(-1)[0])
-        inv = 1.0 / value if value != 0 else float("inf")
-        grads = tuple(_unscale(g, inv) for g in grads)
+        # Overflow is expected here and detected below, so NumPy's warnings are silenced
+        # (CuPy, like MindSpore's kernels, never warns).
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            step = value_and_grad(scaled, None, self.weights, has_aux=True)
+            (_, loss), grads = step(*inputs)
+            value = float(scaling_sens.asnumpy().reshape(-1)[0])
+            inv = 1.0 / value if value != 0 else float("inf")
+            grads = tuple(_unscale(g, inv) for g in grads)
         grads = self.grad_reducer(grads)
         cond = self.get_overflow_status(status, grads)
         overflow = self.process_loss_scale(cond)
