@@ -41,9 +41,11 @@ from .dtype import (
 )
 from .parameter_tuple import ParameterTuple
 from .tensor import Parameter, Tensor
+from .train.model import Model
 
 __all__ = [
     "__version__",
+    "Model",
     "Tensor",
     "Parameter",
     "ParameterTuple",
