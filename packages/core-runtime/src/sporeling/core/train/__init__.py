@@ -10,6 +10,7 @@ from .callback import *  # noqa: F403
 from .dataset import *  # noqa: F403
 from .metrics import *  # noqa: F403
 from .model import *  # noqa: F403
+from .serialization import *  # noqa: F403
 
 __all__ = list(
     dict.fromkeys(
