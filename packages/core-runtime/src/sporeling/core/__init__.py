@@ -42,6 +42,7 @@ from .dtype import (
 from .parameter_tuple import ParameterTuple
 from .tensor import Parameter, Tensor
 from .train.model import Model
+from .train.serialization import load_checkpoint, load_param_into_net, save_checkpoint
 
 __all__ = [
     "__version__",
@@ -78,4 +79,7 @@ __all__ = [
     "no_grad",
     "enable_grad",
     "is_grad_enabled",
+    "save_checkpoint",
+    "load_checkpoint",
+    "load_param_into_net",
 ]
