@@ -387,7 +387,8 @@ class Optimizer(Cell):
             else:
                 for x in distinct:
                     self.insert_param_to_cell(x.name, x, check_name_contain_dot=False)
-                self.learning_rate = ParameterTuple(lrs)
+                # a plain attribute: the rates themselves are registered under their names
+                object.__setattr__(self, "learning_rate", ParameterTuple(lrs))
         elif lrs:
             self.learning_rate = lrs[0]
 
@@ -498,8 +499,8 @@ class Optimizer(Cell):
     # ---- the step ---------------------------------------------------------------------
     def construct(self, gradients: Any) -> bool:
         grads = self._check_grads(gradients)
-        lrs = [float(x) for x in np.atleast_1d(self._lr_list())]
-        wds = self._step_values(self._wd_objs)
+        wds = self._step_values(self._wd_objs)  # at the same step as the learning rate
+        lrs = self._lr_list()
         flags = self.decay_flags
         eff_wd = [w if f else 0.0 for w, f in zip(wds, flags)]
         step = int(self.global_step._data[0])  # already advanced: 1 on the first call

@@ -3,7 +3,9 @@
 SGD (``g' = g / loss_scale + weight_decay * w``): with ``momentum > 0`` the accumulator is
 ``a = g'`` on the first step and ``a = momentum * a + (1 - dampening) * g'`` after; the step is
 ``w -= lr * (g' + momentum * a)`` with Nesterov, ``w -= lr * a`` otherwise (``w -= lr * g'``
-without momentum). State: ``accum.<name>`` (zeros) and ``stat.<name>`` (ones, 0 after step 1).
+without momentum). Weight decay applies to every parameter (it is an argument of the
+kernel, not the base class's name-filtered decay). State: ``accum.<name>`` (zeros) and
+``stat.<name>`` (ones, 0 after step 1).
 
 Momentum: ``a = momentum * a + g'``; ``w -= lr * (g' + momentum * a)`` with Nesterov, else
 ``w -= lr * a``. State: ``moments.<name>``.
@@ -44,6 +46,8 @@ class SGD(Optimizer):
                 f"momentum={self.momentum} and dampening={self.dampening}"
             )
         super().__init__(learning_rate, params, weight_decay, loss_scale)
+        # MindSpore's SGD kernel decays every parameter (no 'beta'/'gamma' name filter).
+        self.decay_flags = (True,) * len(self.parameters)
         self.accum = self._new_state("accum", "zeros")
         self.stat = self._new_state("stat", "ones")
 
