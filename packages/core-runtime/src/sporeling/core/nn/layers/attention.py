@@ -15,8 +15,8 @@ Per head ``softmax(q k^T / sqrt(head_dim) + mask) v``, heads concatenated and pr
 ``need_weights=False``.
 
 >>> import numpy as np
->>> from sporeling.core import Tensor
->>> mha = MultiheadAttention(8, 2)
+>>> from sporeling.core import Tensor, nn
+>>> mha = nn.MultiheadAttention(8, 2)
 >>> q = Tensor(np.ones((3, 2, 8), np.float32))
 >>> out, w = mha(q, q, q)
 >>> out.shape, w.shape

@@ -14,8 +14,8 @@ output zeros, so the final state is the one at its length; the reverse direction
 bidirectional layer walks each sequence backwards from its own last valid step.
 
 >>> import numpy as np
->>> from sporeling.core import Tensor
->>> lstm = LSTM(3, 4, num_layers=2, bidirectional=True)
+>>> from sporeling.core import Tensor, nn
+>>> lstm = nn.LSTM(3, 4, num_layers=2, bidirectional=True)
 >>> out, (h, c) = lstm(Tensor(np.ones((5, 2, 3), np.float32)))
 >>> out.shape, h.shape, c.shape
 ((5, 2, 8), (4, 2, 4), (4, 2, 4))
