@@ -277,7 +277,7 @@ class ReduceLROnPlateau(_PlateauMonitor):
                     if self.verbose:
                         print(
                             f"Epoch {cb_params.cur_epoch_num:05d}: ReduceLROnPlateau reducing "
-                            f"learning rate to {new_lr}."
+                            f"learning rate to {new_lr:.6g}."
                         )
                 self.cooldown_counter = self.cooldown
                 self.wait = 0
