@@ -238,7 +238,7 @@ def _header_digest(metadata: Mapping[str, str], tensors: Mapping[str, tuple[str,
 
 def _tensor_digest(data: np.ndarray | bytes | bytearray) -> str:
     if isinstance(data, np.ndarray):  # contiguous, so its bytes are the file's bytes
-        data = data.reshape(-1).view(np.uint8)
+        return hashlib.sha256(data.reshape(-1).view(np.uint8).data).hexdigest()
     return hashlib.sha256(data).hexdigest()
 
 
