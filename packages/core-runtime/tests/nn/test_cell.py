@@ -111,3 +111,14 @@ def test_containers():
     seq = nn.SequentialCell(Affine(), Affine())
     assert len(seq[0:1]) == 1
     assert "SequentialCell" in repr(seq)
+
+
+def test_plain_attribute_replaced_by_cell_is_not_shadowed():
+    class Holder(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.head = None
+
+    h = Holder()
+    h.head = Affine()
+    assert isinstance(h.head, Affine) and len(h.trainable_params()) == 2

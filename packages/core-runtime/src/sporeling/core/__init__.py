@@ -5,9 +5,11 @@
 [6.0]
 """
 
-from . import (
+from . import (  # noqa: E402
     _eager,  # noqa: F401  (installs the eager interpreter)
     dtype,
+    initializer,
+    nn,
     ops,  # noqa: E402  (attaches Tensor methods)
 )
 from ._version import __version__
@@ -39,7 +41,10 @@ from .dtype import (
     uint32,
     uint64,
 )
+from .nn.layers.embedding import RowTensor
 from .parameter_tuple import ParameterTuple
+from .random_state import get_seed, set_seed
+from .sparse_tensor import COOTensor, CSRTensor
 from .tensor import Parameter, Tensor
 from .train.model import Model
 from .train.serialization import load_checkpoint, load_param_into_net, save_checkpoint
@@ -50,7 +55,14 @@ __all__ = [
     "Tensor",
     "Parameter",
     "ParameterTuple",
+    "RowTensor",
+    "COOTensor",
+    "CSRTensor",
     "ops",
+    "nn",
+    "initializer",
+    "set_seed",
+    "get_seed",
     "dtype",
     "DType",
     "bool_",

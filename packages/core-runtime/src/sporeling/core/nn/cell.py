@@ -48,6 +48,8 @@ class Cell:
                 )
             object.__setattr__(self, name, value)
             return
+        if isinstance(value, (Parameter, Cell)):
+            self.__dict__.pop(name, None)  # a plain attribute of that name would shadow it
         if isinstance(value, Parameter):
             self.insert_param_to_cell(name, value, check_name_contain_dot=False)
         elif isinstance(value, Cell):
