@@ -544,7 +544,7 @@ class Model:
             list_callback.on_eval_step_end(run_context)
             self._update_metrics(outputs)
             if eval_loss is not None:
-                eval_loss.update(outputs[self._eval_indexes[0]])  # type: ignore[index]
+                eval_loss.update(outputs[self._eval_indexes[0]])
             if run_context.get_stop_requested():
                 break
         list_callback.on_eval_epoch_end(run_context)

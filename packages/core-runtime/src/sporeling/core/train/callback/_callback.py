@@ -164,7 +164,7 @@ class _CallbackManager(Callback):
         return stack.__exit__(*err) if stack is not None else None
 
 
-class _InternalCallbackParam(dict):  # type: ignore[type-arg]
+class _InternalCallbackParam(dict[str, Any]):
     """The ``cb_params`` bag: a dict whose keys are also attributes."""
 
     def __getattr__(self, key: str) -> Any:

@@ -235,7 +235,7 @@ class ProgressBar(Callback):
         desc = f"epoch {cb_params.cur_epoch_num}/{cb_params.get('epoch_num', '?')}"
         self._start = time.time()
         try:
-            from tqdm import tqdm  # type: ignore[import-untyped]
+            from tqdm import tqdm
         except ImportError:
             self._bar = _PlainBar(total, desc, self.file, self.width)
         else:

@@ -71,7 +71,7 @@ class _PlateauMonitor(Callback):
         self._minimize = self.mode == "min" or (
             self.mode == "auto" and self.monitor in _smaller_better_metrics
         )
-        self.best = self._initial_best()
+        self.best: Any = self._initial_best()
 
     def _initial_best(self) -> float:
         return np.inf if self._minimize else -np.inf

@@ -139,7 +139,10 @@ class ROC(Metric):
         if not self._is_update:
             raise RuntimeError("ROC.eval: call update() before eval()")
         return self._roc_eval(
-            np.concatenate(self.y_pred), np.concatenate(self.y), self.class_num, self.pos_label
+            np.concatenate(self.y_pred),
+            np.concatenate(self.y),
+            self.class_num or 1,
+            self.pos_label,
         )
 
 
