@@ -4,8 +4,12 @@ Each kernel updates every parameter of one flat buffer (one dtype, one device) i
 call. The buffer holds the parameters back to back; ``off`` (int64, ``n + 1`` entries) marks
 where parameter ``s`` starts and ends, and ``lr[s]``/``wd[s]`` are that parameter's learning
 rate and (already filtered) weight decay, so parameter groups with different rates share the
-call. ``g`` is the flat gradient buffer; ``inv_scale`` is ``1 / loss_scale``. Scalars are
-float64 inside the loops and rounded once on store, as the float64 reference tests assume.
+call. ``g`` is the flat gradient buffer; ``inv_scale`` is ``1 / loss_scale``.
+
+Callers pass ``lr``/``wd`` and every scalar in the buffer's dtype, and complements such as
+``1 - beta1`` precomputed (``omb1``): a float64 literal or scalar would promote the whole loop
+to float64 and stop it vectorizing (float32 momentum: 1.6 ms -> 0.47 ms for 0.6M elements).
+Loop-invariant flags select one of two loops so each inner loop is branch-free.
 
 The xp-generic reference of every rule is in :mod:`sporeling.core.nn.optim._updates`;
 ``tests/nn/test_optim.py::test_fused_matches_generic`` holds the two together.
@@ -36,21 +40,20 @@ __all__ = [
 
 @numba.njit(**JIT_SERIAL)
 def sgd_kernel(
-    p, g, accum, stat, off, lr, wd, inv_scale, momentum, dampening, nesterov
+    p, g, accum, stat, off, lr, wd, inv_scale, momentum, omd, nesterov
 ):  # pragma: no cover
     for s in range(off.shape[0] - 1):
         lr_s = lr[s]
         wd_s = wd[s]
         for i in range(off[s], off[s + 1]):
             gi = g[i] * inv_scale
-            if wd_s > 0.0:
-                gi += p[i] * wd_s
+            gi += p[i] * wd_s
             if momentum > 0.0:
                 if stat[i] > 0:  # first step: the accumulator starts at the gradient
                     a = gi
                     stat[i] = 0
                 else:
-                    a = accum[i] * momentum + (1.0 - dampening) * gi
+                    a = accum[i] * momentum + omd * gi
                 accum[i] = a
                 if nesterov:
                     gi += a * momentum
@@ -64,66 +67,79 @@ def momentum_kernel(p, g, moments, off, lr, wd, inv_scale, momentum, nesterov): 
     for s in range(off.shape[0] - 1):
         lr_s = lr[s]
         wd_s = wd[s]
-        for i in range(off[s], off[s + 1]):
-            gi = g[i] * inv_scale + wd_s * p[i]
-            a = moments[i] * momentum + gi
-            moments[i] = a
-            if nesterov:
+        if nesterov:
+            for i in range(off[s], off[s + 1]):
+                gi = g[i] * inv_scale + wd_s * p[i]
+                a = moments[i] * momentum + gi
+                moments[i] = a
                 p[i] -= lr_s * (gi + a * momentum)
-            else:
+        else:
+            for i in range(off[s], off[s + 1]):
+                gi = g[i] * inv_scale + wd_s * p[i]
+                a = moments[i] * momentum + gi
+                moments[i] = a
                 p[i] -= lr_s * a
 
 
 @numba.njit(**JIT_SERIAL)
 def adam_kernel(
-    p, g, m, v, off, segs, lr, wd, inv_scale, beta1, beta2, eps, nesterov
+    p, g, m, v, off, segs, lr, wd, inv_scale, beta1, omb1, omb2, eps, nesterov
 ):  # pragma: no cover
     # lr[s] already carries the bias correction sqrt(1 - beta2^t) / (1 - beta1^t); only the
     # parameters listed in segs are updated (LazyAdam leaves row-sparse ones to the rows kernel).
     for s in segs:
         lr_s = lr[s]
         wd_s = wd[s]
-        for i in range(off[s], off[s + 1]):
-            gi = g[i] * inv_scale + wd_s * p[i]
-            mi = m[i] + (1.0 - beta1) * (gi - m[i])
-            vi = v[i] + (1.0 - beta2) * (gi * gi - v[i])
-            m[i] = mi
-            v[i] = vi
-            if nesterov:
-                p[i] -= lr_s * (mi * beta1 + (1.0 - beta1) * gi) / (math.sqrt(vi) + eps)
-            else:
+        if nesterov:
+            for i in range(off[s], off[s + 1]):
+                gi = g[i] * inv_scale + wd_s * p[i]
+                mi = m[i] + omb1 * (gi - m[i])
+                vi = v[i] + omb2 * (gi * gi - v[i])
+                m[i] = mi
+                v[i] = vi
+                p[i] -= lr_s * (mi * beta1 + omb1 * gi) / (math.sqrt(vi) + eps)
+        else:
+            for i in range(off[s], off[s + 1]):
+                gi = g[i] * inv_scale + wd_s * p[i]
+                mi = m[i] + omb1 * (gi - m[i])
+                vi = v[i] + omb2 * (gi * gi - v[i])
+                m[i] = mi
+                v[i] = vi
                 p[i] -= lr_s * mi / (math.sqrt(vi) + eps)
 
 
 @numba.njit(**JIT_SERIAL)
-def adam_weight_decay_kernel(p, g, m, v, off, lr, wd, beta1, beta2, eps):  # pragma: no cover
+def adam_weight_decay_kernel(
+    p, g, m, v, off, lr, wd, beta1, omb1, beta2, omb2, eps
+):  # pragma: no cover
     for s in range(off.shape[0] - 1):
         lr_s = lr[s]
         wd_s = wd[s]
         for i in range(off[s], off[s + 1]):
             gi = g[i]
-            mi = beta1 * m[i] + (1.0 - beta1) * gi
-            vi = beta2 * v[i] + (1.0 - beta2) * gi * gi
+            mi = beta1 * m[i] + omb1 * gi
+            vi = beta2 * v[i] + omb2 * gi * gi
             m[i] = mi
             v[i] = vi
             p[i] -= lr_s * (mi / (math.sqrt(vi) + eps) + wd_s * p[i])
 
 
 @numba.njit(**JIT_SERIAL)
-def adamw_kernel(p, g, m, v, off, lr, wd, beta1, beta2, eps, bc1, bc2):  # pragma: no cover
+def adamw_kernel(
+    p, g, m, v, off, shrink, step, beta1, omb1, beta2, omb2, eps, sbc2
+):  # pragma: no cover
     # Decoupled decay first, then the bias-corrected Adam step (PyTorch/MindSpore 2.x AdamW).
-    sbc2 = math.sqrt(bc2)
+    # shrink[s] = 1 - lr * wd, step[s] = lr / (1 - beta1^t), sbc2 = sqrt(1 - beta2^t).
     for s in range(off.shape[0] - 1):
-        lr_s = lr[s]
-        shrink = 1.0 - lr_s * wd[s]
-        step = lr_s / bc1
+        sh = shrink[s]
+        st = step[s]
         for i in range(off[s], off[s + 1]):
             gi = g[i]
-            mi = beta1 * m[i] + (1.0 - beta1) * gi
-            vi = beta2 * v[i] + (1.0 - beta2) * gi * gi
+            mi = beta1 * m[i] + omb1 * gi
+            vi = beta2 * v[i] + omb2 * gi * gi
             m[i] = mi
             v[i] = vi
-            p[i] = p[i] * shrink - step * mi / (math.sqrt(vi) / sbc2 + eps)
+            p[i] = p[i] * sh - st * mi / (math.sqrt(vi) / sbc2 + eps)
 
 
 @numba.njit(**JIT_SERIAL)
@@ -169,17 +185,17 @@ def adagrad_kernel(p, g, accum, off, lr, wd, inv_scale, update_slots):  # pragma
 
 @numba.njit(**JIT_SERIAL)
 def rmsprop_kernel(
-    p, g, ms, mom, mg, off, lr, wd, inv_scale, decay, momentum, eps, centered
+    p, g, ms, mom, mg, off, lr, wd, inv_scale, omd, momentum, eps, centered
 ):  # pragma: no cover
     for s in range(off.shape[0] - 1):
         lr_s = lr[s]
         wd_s = wd[s]
         for i in range(off[s], off[s + 1]):
             gi = g[i] * inv_scale + wd_s * p[i]
-            msi = ms[i] + (1.0 - decay) * (gi * gi - ms[i])
+            msi = ms[i] + omd * (gi * gi - ms[i])
             ms[i] = msi
             if centered:
-                mgi = mg[i] + (1.0 - decay) * (gi - mg[i])
+                mgi = mg[i] + omd * (gi - mg[i])
                 mg[i] = mgi
                 denom = msi - mgi * mgi + eps
             else:
@@ -224,19 +240,19 @@ def ftrl_kernel(
 
 @numba.njit(**JIT_SERIAL)
 def lazy_adam_rows_kernel(
-    p, m, v, rows, vals, lr, wd, inv_scale, beta1, beta2, eps, nesterov
+    p, m, v, rows, vals, lr, wd, inv_scale, beta1, omb1, omb2, eps, nesterov
 ):  # pragma: no cover
     # p, m, v: (n_rows, row_size) views; rows: unique row indices; vals: (len(rows), row_size).
     for r in range(rows.shape[0]):
         row = rows[r]
         for j in range(p.shape[1]):
             gi = vals[r, j] * inv_scale + wd * p[row, j]
-            mi = m[row, j] + (1.0 - beta1) * (gi - m[row, j])
-            vi = v[row, j] + (1.0 - beta2) * (gi * gi - v[row, j])
+            mi = m[row, j] + omb1 * (gi - m[row, j])
+            vi = v[row, j] + omb2 * (gi * gi - v[row, j])
             m[row, j] = mi
             v[row, j] = vi
             if nesterov:
-                p[row, j] -= lr * (mi * beta1 + (1.0 - beta1) * gi) / (math.sqrt(vi) + eps)
+                p[row, j] -= lr * (mi * beta1 + omb1 * gi) / (math.sqrt(vi) + eps)
             else:
                 p[row, j] -= lr * mi / (math.sqrt(vi) + eps)
 

@@ -36,9 +36,8 @@ class Adagrad(Optimizer):
     def _update(self, bank, step, inv_scale, rows):
         a = bank.state("accum")
         if bank.fused and self.fused_kernel:
-            K.adagrad_kernel(
-                bank.flat, bank.grad, a, bank.off, bank.lr, bank.wd, inv_scale, self.update_slots
-            )
+            typed = bank.typed(bank.lr, bank.wd, inv_scale)
+            K.adagrad_kernel(bank.flat, bank.grad, a, bank.off, *typed, self.update_slots)
         else:
             U.adagrad(
                 bank.device.xp, bank.flat, bank.grad, a, bank.off,

@@ -82,7 +82,11 @@ class Adam(Optimizer):
         skip = {slot for slot, _, _ in rows}
         if bank.fused and self.fused_kernel:
             segs = np.array([s for s in range(len(bank.sizes)) if s not in skip], np.int64)
-            K.adam_kernel(bank.flat, bank.grad, m, v, bank.off, segs, lr, bank.wd, *hyper)
+            typed = bank.typed(lr, bank.wd, inv_scale, self.beta1, 1 - self.beta1, 1 - self.beta2)
+            K.adam_kernel(
+                bank.flat, bank.grad, m, v, bank.off, segs, *typed,
+                bank.dtype.type(self.eps), self.use_nesterov,
+            )  # fmt: skip
         else:
             xp = bank.device.xp
             act = None
@@ -96,10 +100,14 @@ class Adam(Optimizer):
             p2 = bank.views[slot].reshape(bank.shapes[slot][0], -1)
             m2 = bank.states["moment1"][2][slot].reshape(p2.shape)
             v2 = bank.states["moment2"][2][slot].reshape(p2.shape)
-            args = (p2, m2, v2, idx, vals, float(lr[slot]), float(bank.wd[slot]), *hyper)
             if bank.fused and self.fused_kernel:
-                K.lazy_adam_rows_kernel(*args)
+                typed = bank.typed(
+                    lr[slot], bank.wd[slot], inv_scale, self.beta1, 1 - self.beta1,
+                    1 - self.beta2, self.eps,
+                )  # fmt: skip
+                K.lazy_adam_rows_kernel(p2, m2, v2, idx, vals, *typed, self.use_nesterov)
             else:
+                args = (p2, m2, v2, idx, vals, float(lr[slot]), float(bank.wd[slot]), *hyper)
                 U.lazy_adam_rows(bank.device.xp, *args)
 
 
@@ -131,9 +139,10 @@ class AdamWeightDecay(Optimizer):
         m, v = bank.state("adam_m"), bank.state("adam_v")
         hyper = (self.beta1, self.beta2, self.eps)
         if bank.fused and self.fused_kernel:
-            K.adam_weight_decay_kernel(
-                bank.flat, bank.grad, m, v, bank.off, bank.lr, bank.wd, *hyper
+            typed = bank.typed(
+                bank.lr, bank.wd, self.beta1, 1 - self.beta1, self.beta2, 1 - self.beta2, self.eps
             )
+            K.adam_weight_decay_kernel(bank.flat, bank.grad, m, v, bank.off, *typed)
         else:
             U.adam_weight_decay(
                 bank.device.xp, bank.flat, bank.grad, m, v, bank.off,
@@ -165,7 +174,11 @@ class AdamW(Optimizer):
         bc2 = 1.0 - self.beta2**step
         hyper = (self.beta1, self.beta2, self.eps, bc1, bc2)
         if bank.fused and self.fused_kernel:
-            K.adamw_kernel(bank.flat, bank.grad, m, v, bank.off, bank.lr, bank.wd, *hyper)
+            typed = bank.typed(
+                1.0 - bank.lr * bank.wd, bank.lr / bc1, self.beta1, 1 - self.beta1,
+                self.beta2, 1 - self.beta2, self.eps, math.sqrt(bc2),
+            )  # fmt: skip
+            K.adamw_kernel(bank.flat, bank.grad, m, v, bank.off, *typed)
         else:
             U.adamw(
                 bank.device.xp, bank.flat, bank.grad, m, v, bank.off,

@@ -143,6 +143,11 @@ class _Bank:
             p._data = view
             p._node = None
 
+    def typed(self, *values: Any) -> tuple[Any, ...]:
+        """Scalars and per-parameter arrays in the bank's dtype, for the fused kernels."""
+        t = self.dtype.type
+        return tuple(v.astype(self.dtype) if isinstance(v, np.ndarray) else t(v) for v in values)
+
     def expand(self, seg: np.ndarray) -> Any:
         """Per-parameter values repeated to one per element (for the xp-generic rules)."""
         xp = self.device.xp

@@ -51,7 +51,10 @@ class RMSProp(Optimizer):
         mg = bank.state("mean_grad") if self.centered else ms  # unused when not centered
         hyper = (inv_scale, self.decay, self.momentum, self.epsilon, self.centered)
         if bank.fused and self.fused_kernel:
-            K.rmsprop_kernel(bank.flat, bank.grad, ms, mom, mg, bank.off, bank.lr, bank.wd, *hyper)
+            typed = bank.typed(
+                bank.lr, bank.wd, inv_scale, 1 - self.decay, self.momentum, self.epsilon
+            )
+            K.rmsprop_kernel(bank.flat, bank.grad, ms, mom, mg, bank.off, *typed, self.centered)
         else:
             U.rmsprop(
                 bank.device.xp, bank.flat, bank.grad, ms, mom, mg, bank.off,

@@ -55,7 +55,8 @@ class SGD(Optimizer):
         args = (bank.state("accum"), bank.state("stat"), bank.off)
         hyper = (inv_scale, self.momentum, self.dampening, self.nesterov)
         if bank.fused and self.fused_kernel:
-            K.sgd_kernel(bank.flat, bank.grad, *args, bank.lr, bank.wd, *hyper)
+            typed = bank.typed(bank.lr, bank.wd, inv_scale, self.momentum, 1.0 - self.dampening)
+            K.sgd_kernel(bank.flat, bank.grad, *args, *typed, self.nesterov)
         else:
             U.sgd(
                 bank.device.xp, bank.flat, bank.grad, *args,
@@ -85,10 +86,8 @@ class Momentum(Optimizer):
     def _update(self, bank, step, inv_scale, rows):
         m = bank.state("moments")
         if bank.fused and self.fused_kernel:
-            K.momentum_kernel(
-                bank.flat, bank.grad, m, bank.off, bank.lr, bank.wd, inv_scale,
-                self.momentum, self.use_nesterov,
-            )  # fmt: skip
+            typed = bank.typed(bank.lr, bank.wd, inv_scale, self.momentum)
+            K.momentum_kernel(bank.flat, bank.grad, m, bank.off, *typed, self.use_nesterov)
         else:
             U.momentum(
                 bank.device.xp, bank.flat, bank.grad, m, bank.off,
