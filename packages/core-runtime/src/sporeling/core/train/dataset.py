@@ -100,6 +100,19 @@ class ArrayDataset:
     def reset(self) -> None:
         """Kept for MindSpore compatibility (each iterator tracks its own epochs)."""
 
+    @property
+    def epoch(self) -> int:
+        """Epochs started so far; epoch ``e``'s shuffle order depends only on ``(seed, e)``."""
+        return self._epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        """Continue from epoch ``epoch`` (so a resumed run sees the same shuffle orders)."""
+        if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
+            raise ValueError(
+                f"ArrayDataset.set_epoch: argument 'epoch' expected an int >= 0, got {epoch!r}"
+            )
+        self._epoch = int(epoch)
+
     def create_tuple_iterator(
         self,
         columns: list[str] | None = None,

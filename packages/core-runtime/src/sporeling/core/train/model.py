@@ -443,6 +443,9 @@ class Model:
         valid_infos: tuple[Any, Any, bool],
     ) -> None:
         network = self._train_network
+        # Resuming at initial_epoch: datasets that can seek to an epoch replay its order.
+        if initial_epoch and getattr(train_dataset, "epoch", initial_epoch) < initial_epoch:
+            train_dataset.set_epoch(initial_epoch)
         data = train_dataset.create_tuple_iterator(
             num_epochs=epoch - initial_epoch, output_numpy=False
         )
