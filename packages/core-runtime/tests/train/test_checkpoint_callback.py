@@ -316,3 +316,26 @@ def test_model_train_resumes_bit_identically_from_model_checkpoint(tmp_path):
     resumed.train(3, ds2, dataset_sink_mode=False, initial_epoch=meta["epoch"])
     for p in resumed.train_network.get_parameters():
         assert p.asnumpy().tobytes() == reference[p.name].tobytes(), p.name
+
+
+def test_model_saves_a_breakpoint_checkpoint_when_training_raises(tmp_path):
+    from sporeling.core import Model, nn
+    from sporeling.core.train import ArrayDataset
+
+    class Boom(Exception):
+        pass
+
+    class Explode(Callback):
+        def on_train_step_end(self, run_context):
+            if run_context.original_args().cur_step_num == 3:
+                raise Boom("step 3")
+
+    net = nn.Dense(4, 2)
+    model = Model(net, nn.MSELoss(), nn.SGD(net.trainable_params(), 0.01))
+    x = np.random.default_rng(0).standard_normal((32, 4)).astype(np.float32)
+    y = np.zeros((32, 2), np.float32)
+    cfg = CheckpointConfig(save_checkpoint_steps=100, exception_save=True)
+    cb = ModelCheckpoint(prefix="e", directory=str(tmp_path), config=cfg)
+    with pytest.raises(Boom):
+        model.train(1, ArrayDataset(x, y, batch_size=8), callbacks=[cb, Explode()])
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith("_breakpoint.ckpt")]

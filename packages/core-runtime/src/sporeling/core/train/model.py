@@ -423,9 +423,16 @@ class Model:
         cb_params.last_save_ckpt_step = None
         cb_params.latest_ckpt_file = None
         with _CallbackManager(cb_params.list_callback) as list_callback:
-            self._train_process(
-                epoch, train_dataset, list_callback, cb_params, initial_epoch, valid_infos
-            )
+            try:
+                self._train_process(
+                    epoch, train_dataset, list_callback, cb_params, initial_epoch, valid_infos
+                )
+            except Exception:
+                # CheckpointConfig(exception_save=True): keep what was trained, then re-raise.
+                for cb in cb_params.list_callback:
+                    if hasattr(cb, "save_on_exception"):
+                        cb.save_on_exception(cb_params)
+                raise
 
     @staticmethod
     def _should_eval(epoch: int, valid_frequency: int | list[int]) -> bool:
