@@ -18,6 +18,9 @@ from .conv import conv1d, conv1d_transpose, conv2d, conv2d_transpose, conv3d, co
 from .conv import conv_p as conv_p
 from .conv import conv_transpose_p as conv_transpose_p
 from .conv import conv_weight_grad_p as conv_weight_grad_p
+from .im2col import col2im, unfold
+from .im2col import col2im_p as col2im_p
+from .im2col import im2col_p as im2col_p
 from .misc import ctc_greedy_decoder, dropout2d, dropout3d, uniform_candidate_sampler
 from .pooling import (
     adaptive_avg_pool2d,
@@ -40,9 +43,6 @@ from .sampling import deformable_conv2d, grid_sample
 from .sampling import sample_coord_grad_p as sample_coord_grad_p
 from .sampling import sample_p as sample_p
 from .sampling import sample_scatter_p as sample_scatter_p
-from .unfold import col2im, unfold
-from .unfold import col2im_p as col2im_p
-from .unfold import im2col_p as im2col_p
 
 __all__ = [
     "conv1d",
