@@ -1,0 +1,107 @@
+"""softmax and log_softmax: primitives with a Numba CPU kernel and an xp reference."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..._primitive import Primitive, ShapedArray
+from ...errors import check_axis, op_error
+from ...tensor import Tensor
+from .._core import reduce_sum, reshape
+from .._elementwise import _check_family, exp, float_input
+from ._common import _up
+
+# ---- softmax family ----------------------------------------------------------------------
+
+
+def _softmax_any(xp: Any, x: Any, *, axis: tuple[int, ...]) -> Any:
+    if x.size == 0:
+        return x.copy()
+    xf = _up(x)
+    e = xp.exp(xf - xp.max(xf, axis=axis, keepdims=True))
+    return e / xp.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax_any(xp: Any, x: Any, *, axis: tuple[int, ...]) -> Any:
+    if x.size == 0:
+        return x.copy()
+    xf = _up(x)
+    shifted = xf - xp.max(xf, axis=axis, keepdims=True)
+    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
+
+
+def _softmax_cpu_for(log: bool) -> Any:
+    fallback = _log_softmax_any if log else _softmax_any
+
+    def impl(xp: Any, x: Any, *, axis: tuple[int, ...]) -> Any:
+        if len(axis) != 1 or x.size == 0:
+            return fallback(xp, x, axis=axis)
+        from ...kernels.cpu.softmax import softmax_lastaxis
+
+        a = axis[0]
+        last = a == x.ndim - 1
+        xf = _up(x) if last else np.moveaxis(_up(x), a, -1)
+        out = softmax_lastaxis(xf, log)
+        return out if last else np.moveaxis(out, -1, a)
+
+    return impl
+
+
+def _axes_abstract(name: str) -> Any:
+    def abstract(x: ShapedArray, *, axis: tuple[int, ...]) -> ShapedArray:
+        _check_family(name, "x", x, "float")
+        return ShapedArray(x.shape, x.dtype)
+
+    return abstract
+
+
+softmax_p = Primitive(
+    "softmax",
+    "opaque",
+    _axes_abstract("softmax"),
+    impl=_softmax_any,
+    cpu=_softmax_cpu_for(False),
+    vjp=lambda g, x, *, out, axis: out * (g - reduce_sum(g * out, axis, keep_dims=True)),
+)
+log_softmax_p = Primitive(
+    "log_softmax",
+    "opaque",
+    _axes_abstract("log_softmax"),
+    impl=_log_softmax_any,
+    cpu=_softmax_cpu_for(True),
+    vjp=lambda g, x, *, out, axis: g - exp(out) * reduce_sum(g, axis, keep_dims=True),
+)
+
+
+def _softmax_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
+    items = axis if isinstance(axis, (tuple, list)) else (axis,)
+    if len(items) == 0:
+        raise op_error(op, "axis", axis, "an int or a non-empty tuple of ints")
+    axes = tuple(sorted(check_axis(op, a, ndim) for a in items))
+    if len(set(axes)) != len(axes):
+        raise op_error(op, "axis", axis, "distinct axes")
+    return axes
+
+
+def _softmax_like(op: str, prim: Primitive, x: Any, arg: str, axis: Any) -> Tensor:
+    t = float_input(op, x, arg)
+    axes = _softmax_axes(op, axis, t.ndim)
+    if t.ndim == 0:
+        return reshape(prim.bind(reshape(t, (1,)), axis=(0,)), ())
+    return prim.bind(t, axis=axes)
+
+
+def softmax(x: Any, axis: Any = -1) -> Tensor:
+    """``exp(x - max) / sum(exp(x - max))`` over ``axis`` (an int or a tuple of ints).
+
+    >>> softmax(Tensor([0.0, 0.0])).tolist()
+    [0.5, 0.5]
+    """
+    return _softmax_like("softmax", softmax_p, x, "x", axis)
+
+
+def log_softmax(logits: Any, axis: int = -1) -> Tensor:
+    """``x - max - log(sum(exp(x - max)))`` over ``axis``: log-probabilities, stably."""
+    return _softmax_like("log_softmax", log_softmax_p, logits, "logits", axis)
