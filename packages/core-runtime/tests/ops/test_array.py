@@ -1,4 +1,4 @@
-"""Op-table tests for the array family (ops/array.py) and the top-k Numba kernel."""
+"""Op-table tests for the array family (ops/array/) and the top-k Numba kernel."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Gathers, scatters, segment reductions and in-place Parameter updates (ops/scatter.py)."""
+"""Gathers, scatters, segment reductions and in-place Parameter updates (ops/scatter/)."""
 
 import numpy as np
 import pytest

@@ -1,7 +1,7 @@
 """Numba kernels for row gathers and row scatters: the core of gather/embedding lookups,
 their gradients, scatter_nd/tensor_scatter_* and the in-place Parameter scatters.
 
-Every op of the family is brought to one of two shapes by the caller in ``ops/scatter.py``:
+Every op of the family is brought to one of two shapes by the caller in ``ops/scatter/``:
 
 * gather: ``src (O, N, I)``, row ids ``(K,)`` -> ``out (O, K, I)``
   (``out[o, k] = src[o, ids[k]]``); an embedding lookup is ``O = 1``.
