@@ -1,0 +1,3 @@
+"""sporeling.data.datasets."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""sporeling.data.engine."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""sporeling.data.transforms."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""sporeling.data.vision."""
+
+__all__: list[str] = []
