@@ -1,0 +1,245 @@
+"""Numba kernels of the batch-level vision ops (`sporeling.data.vision.batch`).
+
+Every kernel takes the whole batch plus one row of random parameters per sample (drawn in
+NumPy by the caller) and walks the batch once. Images are seen as (N, H, W, C) arrays; an
+N-CHW batch is passed as its transposed (N, H, W, C) view, which Numba handles as a
+strided ("A" layout) array. Kernels are serial, `cache=True` and `nogil=True`, so thread
+workers run them side by side.
+
+Integer outputs are rounded half to even (`np.rint`) and saturated to the dtype's range,
+as OpenCV's `saturate_cast` does in MindSpore's C++ kernels.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_JIT = {"cache": True, "nogil": True}
+
+
+@numba.njit(**_JIT)
+def _store(v, lo, hi, is_int):
+    # Round and saturate for integer outputs; float outputs are passed through.
+    if is_int:
+        v = np.rint(v)
+        if v < lo:
+            v = lo
+        elif v > hi:
+            v = hi
+    return v
+
+
+@numba.njit(**_JIT)
+def _mixup_kernel(images, perm, lam, out, lo, hi, is_int):
+    """out[i] = lam[i] * images[i] + (1 - lam[i]) * images[perm[i]] on (N, M) rows."""
+    n, m = images.shape
+    for i in range(n):
+        a = np.float64(lam[i])
+        b = 1.0 - a
+        j = perm[i]
+        for k in range(m):
+            v = a * np.float64(images[i, k]) + b * np.float64(images[j, k])
+            out[i, k] = _store(v, lo, hi, is_int)
+
+
+@numba.njit(**_JIT)
+def _cutmix_kernel(images, perm, boxes, out):
+    """Copy each sample, then paste box (x, y, w, h) of images[perm[i]] where w > 0.
+
+    `images` and `out` are (N, H, W, C) views; the sources are always the unmodified
+    input images, as in MindSpore (a sample pasted into another is not pasted again).
+    """
+    n, h, w, c = images.shape
+    for i in range(n):
+        x0 = boxes[i, 0]
+        y0 = boxes[i, 1]
+        bw = boxes[i, 2]
+        bh = boxes[i, 3]
+        j = perm[i]
+        for y in range(h):
+            inside_y = bw > 0 and y0 <= y < y0 + bh
+            for x in range(w):
+                src = j if inside_y and x0 <= x < x0 + bw else i
+                for ch in range(c):
+                    out[i, y, x, ch] = images[src, y, x, ch]
+
+
+@numba.njit(**_JIT)
+def _resized_crop_one(img, x0, y0, cw, ch, flip, out, nearest, lo, hi, is_int):
+    """Crop (x0, y0, cw, ch) of one (H, W, C) image and resize it into `out` (OH, OW, C).
+
+    Bilinear with pixel centres aligned (OpenCV INTER_LINEAR without antialiasing:
+    src = (dst + 0.5) * scale - 0.5, clamped to the crop); `flip` mirrors the output
+    horizontally in the same pass.
+    """
+    oh, ow, c = out.shape
+    sy = ch / oh
+    sx = cw / ow
+    yi = 0
+    for oy in range(oh):
+        fy = (oy + 0.5) * sy - 0.5
+        if nearest:
+            yi = min(int(np.floor((oy + 0.5) * sy)), ch - 1) + y0
+        if fy < 0.0:
+            fy = 0.0
+        ya = int(np.floor(fy))
+        if ya > ch - 1:
+            ya = ch - 1
+        yb = min(ya + 1, ch - 1)
+        wy = fy - ya
+        ya += y0
+        yb += y0
+        for ox in range(ow):
+            tx = ow - 1 - ox if flip else ox
+            if nearest:
+                xi = min(int(np.floor((ox + 0.5) * sx)), cw - 1) + x0
+                for k in range(c):
+                    out[oy, tx, k] = img[yi, xi, k]
+                continue
+            fx = (ox + 0.5) * sx - 0.5
+            if fx < 0.0:
+                fx = 0.0
+            xa = int(np.floor(fx))
+            if xa > cw - 1:
+                xa = cw - 1
+            xb = min(xa + 1, cw - 1)
+            wx = fx - xa
+            xa += x0
+            xb += x0
+            for k in range(c):
+                top = img[ya, xa, k] * (1.0 - wx) + img[ya, xb, k] * wx
+                bot = img[yb, xa, k] * (1.0 - wx) + img[yb, xb, k] * wx
+                out[oy, tx, k] = _store(top * (1.0 - wy) + bot * wy, lo, hi, is_int)
+
+
+@numba.njit(**_JIT)
+def _resized_crop_kernel(images, boxes, flips, out, nearest, lo, hi, is_int):
+    """Per-sample crop box (x, y, w, h) and flip flag over an (N, H, W, C) batch."""
+    for i in range(images.shape[0]):
+        _resized_crop_one(
+            images[i],
+            boxes[i, 0],
+            boxes[i, 1],
+            boxes[i, 2],
+            boxes[i, 3],
+            flips[i] != 0,
+            out[i],
+            nearest,
+            lo,
+            hi,
+            is_int,
+        )
+
+
+@numba.njit(**_JIT)
+def _hflip_kernel(images, flips, out):
+    """out[i] = images[i] mirrored along W where flips[i], else a copy."""
+    n, h, w, c = images.shape
+    for i in range(n):
+        f = flips[i] != 0
+        for y in range(h):
+            for x in range(w):
+                sx = w - 1 - x if f else x
+                for k in range(c):
+                    out[i, y, x, k] = images[i, y, sx, k]
+
+
+@numba.njit(**_JIT)
+def _gray(r, g, b):
+    # ITU-R 601-2 luma, as Pillow's "L" conversion and OpenCV's RGB2GRAY.
+    return 0.299 * r + 0.587 * g + 0.114 * b
+
+
+@numba.njit(**_JIT)
+def _shift_hue(r, g, b, shift):
+    """Rotate the hue of one RGB pixel (0..255 floats) by `shift` turns (HSV model)."""
+    mx = max(r, g, b)
+    mn = min(r, g, b)
+    v = mx
+    d = mx - mn
+    if d <= 0.0 or mx <= 0.0:
+        return r, g, b  # grey: no hue to rotate
+    s = d / mx
+    if mx == r:
+        h = ((g - b) / d) / 6.0
+    elif mx == g:
+        h = (2.0 + (b - r) / d) / 6.0
+    else:
+        h = (4.0 + (r - g) / d) / 6.0
+    h = (h + shift) % 1.0
+    h6 = h * 6.0
+    sector = int(np.floor(h6)) % 6
+    f = h6 - np.floor(h6)
+    p = v * (1.0 - s)
+    q = v * (1.0 - s * f)
+    t = v * (1.0 - s * (1.0 - f))
+    if sector == 0:
+        return v, t, p
+    if sector == 1:
+        return q, v, p
+    if sector == 2:
+        return p, v, t
+    if sector == 3:
+        return p, q, v
+    if sector == 4:
+        return t, p, v
+    return v, p, q
+
+
+@numba.njit(**_JIT)
+def _color_adjust_kernel(images, factors, order, out, scratch):
+    """Brightness, contrast, saturation and hue per sample, in a per-sample order.
+
+    factors[i] = (brightness, contrast, saturation, hue); order[i] is a permutation of
+    0..3 (0 brightness, 1 contrast, 2 saturation, 3 hue) as MindSpore's C++
+    RandomColorAdjust shuffles them. Each step is rounded and saturated to 0..255 like a
+    uint8 intermediate image; `scratch` is one (H, W, 3) float64 buffer.
+    """
+    n, h, w, _ = images.shape
+    for i in range(n):
+        for y in range(h):
+            for x in range(w):
+                for k in range(3):
+                    scratch[y, x, k] = images[i, y, x, k]
+        mean = 0.0
+        for step in range(4):
+            op = order[i, step]
+            f = factors[i, op]
+            if op == 3:
+                if f == 0.0:
+                    continue
+            elif f == 1.0:
+                continue
+            if op == 1:
+                # Blend with the mean grey level of the current image (Pillow's Contrast).
+                acc = 0.0
+                for y in range(h):
+                    for x in range(w):
+                        acc += _gray(scratch[y, x, 0], scratch[y, x, 1], scratch[y, x, 2])
+                mean = np.rint(acc / (h * w))
+            for y in range(h):
+                for x in range(w):
+                    r = scratch[y, x, 0]
+                    g = scratch[y, x, 1]
+                    b = scratch[y, x, 2]
+                    if op == 0:
+                        r, g, b = r * f, g * f, b * f
+                    elif op == 1:
+                        r = mean + f * (r - mean)
+                        g = mean + f * (g - mean)
+                        b = mean + f * (b - mean)
+                    elif op == 2:
+                        gr = _gray(r, g, b)
+                        r = gr + f * (r - gr)
+                        g = gr + f * (g - gr)
+                        b = gr + f * (b - gr)
+                    else:
+                        r, g, b = _shift_hue(r, g, b, f)
+                    scratch[y, x, 0] = _store(r, 0.0, 255.0, True)
+                    scratch[y, x, 1] = _store(g, 0.0, 255.0, True)
+                    scratch[y, x, 2] = _store(b, 0.0, 255.0, True)
+        for y in range(h):
+            for x in range(w):
+                for k in range(3):
+                    out[i, y, x, k] = scratch[y, x, k]
