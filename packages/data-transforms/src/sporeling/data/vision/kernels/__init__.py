@@ -1,0 +1,1 @@
+"""Numba kernels of the vision transforms (serial, cached, GIL released)."""
