@@ -1,0 +1,3 @@
+from sporeling.data.cli import main
+
+raise SystemExit(main())

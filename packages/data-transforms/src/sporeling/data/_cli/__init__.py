@@ -1,0 +1,1 @@
+"""Subcommands of the `sporeling-data` command (`sporeling.data.cli`)."""
