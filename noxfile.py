@@ -267,9 +267,12 @@ def docs(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def demo(session: nox.Session) -> None:
-    """Train a small model on the embedded digits data (`sporeling demo`)."""
-    install(session, *editable(PACKAGES["core-runtime"]))
-    session.run("sporeling", "demo", *session.posargs, env=NUMBA_ENV)
+    """Train LeNet-5 on the embedded MNIST sample (`sporeling demo`, with the [demo] extra
+    for the plot); output in build/demo unless posargs give --out. `-- --data DIR` trains on
+    the full MNIST idx files."""
+    install(session, *editable(PACKAGES["core-runtime"], extras="demo"))
+    out = [] if "--out" in session.posargs else ["--out", str(ROOT / "build" / "demo")]
+    session.run("sporeling", "demo", *out, *session.posargs, env=NUMBA_ENV)
 
 
 @nox.session(default=False, venv_backend="virtualenv")

@@ -17,7 +17,7 @@ USAGE_ERROR = 2
 
 #: name -> (module, function, one-line summary)
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "demo": ("sporeling.core.demo", "main", "train a small network on the embedded digits data"),
+    "demo": ("sporeling.core.demo", "main", "train LeNet-5 on the embedded MNIST sample"),
 }
 
 
