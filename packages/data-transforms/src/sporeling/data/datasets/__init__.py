@@ -1,3 +1,24 @@
-"""sporeling.data.datasets."""
+"""Dataset sources (MindSpore 1.8 names and signatures)."""
 
-__all__: list[str] = []
+from .generator import GeneratorDataset, NumpySlicesDataset
+from .text import CSVDataset, Shuffle, TextFileDataset
+from .vision_sources import (
+    Cifar10Dataset,
+    Cifar100Dataset,
+    ImageFolderDataset,
+    MnistDataset,
+    decode_image,
+)
+
+__all__ = [
+    "CSVDataset",
+    "Cifar100Dataset",
+    "Cifar10Dataset",
+    "GeneratorDataset",
+    "ImageFolderDataset",
+    "MnistDataset",
+    "NumpySlicesDataset",
+    "Shuffle",
+    "TextFileDataset",
+    "decode_image",
+]

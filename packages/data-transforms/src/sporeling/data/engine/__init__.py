@@ -1,3 +1,59 @@
-"""sporeling.data.engine."""
+"""The pipeline engine: the dataset graph, samplers, iterators and workers."""
 
-__all__: list[str] = []
+from .dataset import (
+    BatchDataset,
+    BatchInfo,
+    ConcatDataset,
+    Dataset,
+    MapDataset,
+    PipelineError,
+    ProjectDataset,
+    RenameDataset,
+    RepeatDataset,
+    ShuffleDataset,
+    SkipDataset,
+    TakeDataset,
+    ZipDataset,
+    zip_datasets,
+)
+from .iterators import DictIterator, TupleIterator
+from .samplers import (
+    DistributedSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    SubsetSampler,
+    WeightedRandomSampler,
+)
+from .sources import MappableSource, StreamSource
+
+zip = zip_datasets  # noqa: A001 - mindspore.dataset.zip
+
+__all__ = [
+    "BatchDataset",
+    "BatchInfo",
+    "ConcatDataset",
+    "Dataset",
+    "DictIterator",
+    "DistributedSampler",
+    "MapDataset",
+    "MappableSource",
+    "PipelineError",
+    "ProjectDataset",
+    "RandomSampler",
+    "RenameDataset",
+    "RepeatDataset",
+    "Sampler",
+    "SequentialSampler",
+    "ShuffleDataset",
+    "SkipDataset",
+    "StreamSource",
+    "SubsetRandomSampler",
+    "SubsetSampler",
+    "TakeDataset",
+    "TupleIterator",
+    "WeightedRandomSampler",
+    "ZipDataset",
+    "zip",
+]

@@ -1,0 +1,350 @@
+"""Order-preserving parallel executors for ``map`` and random-access sources.
+
+``run_tasks(fn, tasks, workers, processes, ...)`` applies ``fn(*args)`` to each task
+``(key, args, tag)`` inside ``row_random_scope(key)`` and yields ``(tag, outputs)`` in task
+order, with ``outputs`` either a tuple of arrays or a :class:`TaskFailure`.
+
+* Threads (``processes=False``): a ``ThreadPoolExecutor`` with a bounded window. Numba
+  kernels compiled with ``nogil=True`` and Pillow release the GIL, so these scale.
+* Processes (``processes=True``): one process per worker, each with two shared-memory
+  blocks (``multiprocessing.shared_memory``) of ``slots`` x ``max_rowsize`` MB: the parent
+  writes a row's input arrays into the worker's input block, the worker writes its outputs
+  into its output block, and only shapes/dtypes/offsets travel through the pipe. A row that
+  does not fit (or holds non-array values) is pickled through the pipe instead. Task ``s``
+  goes to worker ``s % workers``; results are read back in task order.
+
+The start method is ``fork`` where available (like MindSpore; operations need not be
+picklable), else ``spawn``; ``SPORELING_DATA_START_METHOD`` overrides it.
+
+A failing operation never hangs the pipeline: a worker sends its exception (message and
+traceback) back, and the parent also notices a worker process that died, within
+``POLL_S`` seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+import pickle
+import threading
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import resource_tracker
+from multiprocessing.shared_memory import SharedMemory
+from typing import Any
+
+import numpy as np
+
+from ._rng import row_random_scope
+
+__all__ = ["TaskFailure", "run_tasks", "WorkerPool"]
+
+POLL_S = 0.2
+_ALIGN = 64
+
+
+@dataclass
+class TaskFailure:
+    """An operation raised on one task: the exception (when it could be sent) and its text."""
+
+    exc: BaseException | None
+    message: str
+    traceback: str
+
+
+def _apply(fn: Callable[..., Any], key: tuple[int, ...] | None, args: tuple[Any, ...]) -> Any:
+    try:
+        with row_random_scope(key):
+            return fn(*args)
+    except Exception as exc:  # reported to the consumer, which raises or skips
+        return TaskFailure(exc, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+
+
+# ---- threads -------------------------------------------------------------------------------
+class _ThreadRunner:
+    def __init__(self, fn: Callable[..., Any], workers: int) -> None:
+        self.fn = fn
+        self.workers = workers
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sporeling-data")
+
+    def imap(self, tasks: Iterable[tuple[Any, tuple[Any, ...], Any]]) -> Iterator[tuple[Any, Any]]:
+        window: deque[tuple[Any, Any]] = deque()
+        limit = self.workers * 4
+        for key, args, tag in tasks:
+            window.append((tag, self.pool.submit(_apply, self.fn, key, args)))
+            if len(window) >= limit:
+                tag0, fut = window.popleft()
+                yield tag0, fut.result()
+        while window:
+            tag0, fut = window.popleft()
+            yield tag0, fut.result()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+# ---- processes -----------------------------------------------------------------------------
+def _encode(values: tuple[Any, ...], buf: memoryview | None, size: int) -> tuple[Any, Any]:
+    """Write arrays into ``buf``: (meta, None), or (None, values) to pickle when they don't fit."""
+    arrays = []
+    for v in values:
+        # Only arrays and NumPy scalars go through shared memory; lists, PIL images and other
+        # objects are pickled as they are, so the callee sees the same types in every mode.
+        if not isinstance(v, (np.ndarray, np.generic)) or v.dtype.hasobject:
+            return None, values
+        arrays.append(np.asarray(v))
+    total = sum((a.nbytes + _ALIGN - 1) // _ALIGN * _ALIGN for a in arrays)
+    if buf is None or total > size:
+        return None, values
+    meta, off = [], 0
+    for a in arrays:
+        n = a.nbytes
+        dst = np.ndarray(a.shape, a.dtype, buffer=buf, offset=off)
+        dst[...] = a
+        del dst
+        meta.append((a.dtype.str, a.shape, off))
+        off += (n + _ALIGN - 1) // _ALIGN * _ALIGN
+    return meta, None
+
+
+def _decode(meta: Any, inline: Any, buf: memoryview, copy: bool) -> tuple[Any, ...]:
+    if meta is None:
+        return tuple(inline)
+    out = []
+    for dtype, shape, off in meta:
+        a = np.ndarray(shape, np.dtype(dtype), buffer=buf, offset=off)
+        out.append(a.copy() if copy else a)
+    return tuple(out)
+
+
+def _attach(name: str) -> SharedMemory:
+    shm = SharedMemory(name=name)
+    # The parent owns (and unlinks) the block; keep the shared resource tracker balanced.
+    with contextlib.suppress(Exception):  # tracker internals differ across versions
+        resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
+    return shm
+
+
+def _worker_main(conn: Any, in_name: str, out_name: str, slot: int, fn: Any) -> None:
+    shm_in, shm_out = _attach(in_name), _attach(out_name)
+    try:
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                return
+            if msg is None:
+                return
+            seq, s, key, meta, inline = msg
+            lo = s * slot
+            in_view = shm_in.buf[lo : lo + slot]
+            args = _decode(meta, inline, in_view, copy=False)
+            result = _apply(fn, key, args)
+            del args
+            in_view.release()
+            if isinstance(result, TaskFailure):
+                exc = result.exc
+                try:
+                    pickle.dumps(exc)
+                except Exception:
+                    exc = None
+                conn.send((seq, "error", (exc, result.message, result.traceback)))
+                continue
+            try:
+                values = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+                out_view = shm_out.buf[lo : lo + slot]
+                out_meta, out_inline = _encode(values, out_view, slot)
+                out_view.release()
+                conn.send((seq, "ok", (out_meta, out_inline)))
+            except Exception as exc:
+                conn.send(
+                    (seq, "error", (None, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+                )
+    finally:
+        shm_in.close()
+        shm_out.close()
+
+
+def _start_method() -> str:
+    env = os.environ.get("SPORELING_DATA_START_METHOD")
+    methods = mp.get_all_start_methods()
+    if env:
+        if env not in methods:
+            raise ValueError(
+                f"SPORELING_DATA_START_METHOD={env!r} is not one of this platform's start "
+                f"methods {methods}"
+            )
+        return env
+    return "fork" if "fork" in methods else "spawn"
+
+
+class _ProcessRunner:
+    def __init__(self, fn: Callable[..., Any], workers: int, max_rowsize: float, slots: int = 2):
+        self.workers = workers
+        self.slots = slots
+        self.broken = False
+        self.slot = max(int(max_rowsize * 1024 * 1024), _ALIGN)
+        ctx = mp.get_context(_start_method())
+        self.procs: list[Any] = []
+        self.conns: list[Any] = []
+        self.shms: list[tuple[SharedMemory, SharedMemory]] = []
+        try:
+            for _ in range(workers):
+                shm_in = SharedMemory(create=True, size=self.slot * slots)
+                shm_out = SharedMemory(create=True, size=self.slot * slots)
+                self.shms.append((shm_in, shm_out))
+                parent, child = ctx.Pipe()
+                p = ctx.Process(
+                    target=_worker_main,
+                    args=(child, shm_in.name, shm_out.name, self.slot, fn),
+                    daemon=True,
+                    name="sporeling-data-worker",
+                )
+                p.start()
+                child.close()
+                self.procs.append(p)
+                self.conns.append(parent)
+        except BaseException:
+            self.close()
+            raise
+
+    def _recv(self, w: int) -> Any:
+        conn, proc = self.conns[w], self.procs[w]
+        while not conn.poll(POLL_S):
+            if not proc.is_alive():
+                raise RuntimeError(
+                    f"map: worker process {proc.pid} died (exit code {proc.exitcode}) "
+                    "while processing a row"
+                )
+        try:
+            return conn.recv()
+        except EOFError as exc:
+            raise RuntimeError(
+                f"map: worker process {proc.pid} closed its pipe (exit code {proc.exitcode})"
+            ) from exc
+
+    def imap(self, tasks: Iterable[tuple[Any, tuple[Any, ...], Any]]) -> Iterator[tuple[Any, Any]]:
+        W, S, slot = self.workers, self.slots, self.slot
+        pending: deque[tuple[int, Any]] = deque()
+
+        def collect() -> tuple[Any, Any]:
+            seq, tag = pending.popleft()
+            w, s = seq % W, (seq // W) % S
+            rseq, status, payload = self._recv(w)
+            if rseq != seq:  # pragma: no cover - internal invariant
+                raise RuntimeError(f"map: worker result out of order ({rseq} != {seq})")
+            if status == "error":
+                exc, message, tb = payload
+                return tag, TaskFailure(exc, message, tb)
+            meta, inline = payload
+            lo = s * slot
+            view = self.shms[w][1].buf[lo : lo + slot]
+            try:
+                out = _decode(meta, inline, view, copy=True)
+            finally:
+                view.release()
+            return tag, out
+
+        seq = 0
+        try:
+            for key, args, tag in tasks:
+                if len(pending) >= W * S:
+                    yield collect()
+                w, s = seq % W, (seq // W) % S
+                lo = s * slot
+                view = self.shms[w][0].buf[lo : lo + slot]
+                try:
+                    meta, inline = _encode(tuple(args), view, slot)
+                finally:
+                    view.release()
+                self.conns[w].send((seq, s, key, meta, inline))
+                pending.append((seq, tag))
+                seq += 1
+            while pending:
+                yield collect()
+        finally:
+            # Abandoned early (take, an error downstream): drain the tasks in flight so the
+            # next epoch's task numbers line up with the workers' replies again.
+            while pending:
+                try:
+                    collect()
+                except Exception:
+                    pending.clear()
+                    self.broken = True
+
+    def close(self) -> None:
+        for conn in self.conns:
+            with contextlib.suppress(Exception):
+                conn.send(None)
+        for p in self.procs:
+            p.join(timeout=2.0)
+            if p.is_alive():
+                p.terminate()
+                p.join(timeout=2.0)
+        for conn in self.conns:
+            conn.close()
+        for shm_in, shm_out in self.shms:
+            for shm in (shm_in, shm_out):
+                try:
+                    shm.close()
+                    shm.unlink()
+                except Exception:
+                    pass
+        self.procs, self.conns, self.shms = [], [], []
+
+
+class _InlineRunner:
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+    def imap(self, tasks: Iterable[tuple[Any, tuple[Any, ...], Any]]) -> Iterator[tuple[Any, Any]]:
+        for key, args, tag in tasks:
+            yield tag, _apply(self.fn, key, args)
+
+    def close(self) -> None:
+        pass
+
+
+class WorkerPool:
+    """A runner for one pipeline node during one iterator's life (closed with the iterator)."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        workers: int,
+        processes: bool = False,
+        max_rowsize: float = 16,
+    ) -> None:
+        self._lock = threading.Lock()
+        if workers <= 1:
+            self._runner: Any = _InlineRunner(fn)
+        elif processes:
+            self._runner = _ProcessRunner(fn, workers, max_rowsize)
+        else:
+            self._runner = _ThreadRunner(fn, workers)
+
+    def imap(self, tasks: Iterable[tuple[Any, tuple[Any, ...], Any]]) -> Iterator[tuple[Any, Any]]:
+        return self._runner.imap(tasks)
+
+    def close(self) -> None:
+        with self._lock:
+            self._runner.close()
+
+
+def run_tasks(
+    fn: Callable[..., Any],
+    tasks: Iterable[tuple[Any, tuple[Any, ...], Any]],
+    workers: int = 1,
+    processes: bool = False,
+    max_rowsize: float = 16,
+) -> Iterator[tuple[Any, Any]]:
+    """One-shot helper: run ``tasks`` through a fresh pool and close it at the end."""
+    pool = WorkerPool(fn, workers, processes, max_rowsize)
+    try:
+        yield from pool.imap(tasks)
+    finally:
+        pool.close()
