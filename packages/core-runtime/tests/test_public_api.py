@@ -7,6 +7,7 @@ EXPECTED = [
     *("nn", "initializer", "dtype", "set_seed", "get_seed", "set_context", "get_context"),
     *("GRAPH_MODE", "PYNATIVE_MODE", "grad", "value_and_grad", "vjp", "jvp", "vmap"),
     *("stop_gradient", "Model", "save_checkpoint", "load_checkpoint", "load_param_into_net"),
+    *("jit", "mutable", "ms_function"),
     *("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_"),
 ]
 

@@ -247,7 +247,7 @@ def run_optimizer(factory, fused=True, steps=3):
     opt.fused_kernel = fused
     for t in range(1, steps + 1):
         grads = tuple(Tensor(g.astype(np.float32)) for g in make_grads(t, params))
-        assert opt(grads) is True
+        assert bool(opt(grads))
     return params, opt
 
 

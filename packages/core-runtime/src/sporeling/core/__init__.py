@@ -5,12 +5,14 @@
 [6.0]
 """
 
-from . import (  # noqa: E402
+from . import (  # noqa: E402  # noqa: E402,I001
     _eager,  # noqa: F401  (installs the eager interpreter)
+    communication,
     dtype,
     initializer,
     nn,
     ops,  # noqa: E402  (attaches Tensor methods)
+    parallel,
 )
 from ._version import __version__
 from .autograd import (
@@ -24,6 +26,7 @@ from .autograd import (
     vjp,
     vmap,
 )
+from .compiler import jit, mutable
 from .context import GRAPH_MODE, PYNATIVE_MODE, get_context, set_context
 from .dtype import (
     DType,
@@ -42,6 +45,12 @@ from .dtype import (
     uint64,
 )
 from .nn.layers.embedding import RowTensor
+from .parallel import (
+    ParallelMode,
+    get_auto_parallel_context,
+    reset_auto_parallel_context,
+    set_auto_parallel_context,
+)
 from .parameter_tuple import ParameterTuple
 from .random_state import get_seed, set_seed
 from .sparse_tensor import COOTensor, CSRTensor
@@ -49,12 +58,17 @@ from .tensor import Parameter, Tensor
 from .train.model import Model
 from .train.serialization import load_checkpoint, load_param_into_net, save_checkpoint
 
+ms_function = jit  # MindSpore 1.8's name for jit
+
 __all__ = [
     "__version__",
     "Model",
     "Tensor",
     "Parameter",
     "ParameterTuple",
+    "jit",
+    "ms_function",
+    "mutable",
     "RowTensor",
     "COOTensor",
     "CSRTensor",
@@ -80,6 +94,12 @@ __all__ = [
     "bfloat16",
     "set_context",
     "get_context",
+    "communication",
+    "parallel",
+    "ParallelMode",
+    "set_auto_parallel_context",
+    "get_auto_parallel_context",
+    "reset_auto_parallel_context",
     "GRAPH_MODE",
     "PYNATIVE_MODE",
     "grad",

@@ -12,6 +12,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from .._primitive import current_interpreter
+from ..compiler.tracer import Tracer
+from ..context import _SETTINGS, GRAPH_MODE
 from ..tensor import Parameter, Tensor
 
 __all__ = ["Cell"]
@@ -131,6 +134,18 @@ class Cell:
         raise TypeError(f"{type(self).__name__} must define construct(self, ...)")
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
+        if _SETTINGS["mode"] == GRAPH_MODE and not isinstance(current_interpreter(), Tracer):
+            # GRAPH_MODE: the outermost cell call compiles (once per signature) and runs
+            compiled = self.__dict__.get("_graph_call")
+            if compiled is None:
+                from ..compiler.api import JitFunction
+
+                compiled = JitFunction(self._run_construct, cell=self)
+                object.__setattr__(self, "_graph_call", compiled)
+            return compiled(*inputs, **kwargs)
+        return self._run_construct(*inputs, **kwargs)
+
+    def _run_construct(self, *inputs: Any, **kwargs: Any) -> Any:
         for hook in list(self._forward_pre_hooks.values()):
             result = hook(self, inputs)
             if result is not None:

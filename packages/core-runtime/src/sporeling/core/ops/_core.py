@@ -361,3 +361,30 @@ def ones_like(input_x: Tensor, dtype: Any = None) -> Tensor:
 
 
 _ = describe  # re-exported helper for op modules
+
+
+# ---- in-place assignment (an effect) -----------------------------------------------------
+
+
+def _assign_abstract(v: ShapedArray, *, target: Tensor) -> ShapedArray:
+    if tuple(v.shape) != target.shape:
+        raise op_error("assign", "value", v, f"shape {target.shape} like the variable")
+    return ShapedArray(v.shape, _dt.from_numpy(target._data.dtype))
+
+
+def _assign_impl(xp: Any, v: Any, *, target: Tensor) -> Any:
+    target._data[...] = v  # in place: views of this buffer (optimizer banks) stay valid
+    return target._data.copy()
+
+
+#: Writes a value into a tensor's buffer in place. An effect, so graph mode keeps it and
+#: runs it in order (batch-norm running statistics, counters).
+assign_p = Primitive("assign_inplace", "effect", _assign_abstract, impl=_assign_impl)
+
+
+def assign_inplace(target: Tensor, value: Tensor) -> Tensor:
+    """Write ``value`` into ``target``'s buffer in place (not differentiable)."""
+    from ..autograd.functional import no_grad
+
+    with no_grad():
+        return assign_p.bind(cast(value, target.dtype), target=target)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..._backend import CPU
+from ..._primitive import Primitive
 from ...errors import describe
 from ...parameter_tuple import ParameterTuple
 from ...tensor import Parameter, Tensor
@@ -154,6 +155,24 @@ class _Bank:
         return xp.repeat(xp.asarray(seg), self.sizes_dev)
 
 
+def _step_abstract(*grads: Any, optimizer: Any) -> Any:
+    from ..._primitive import ShapedArray
+    from ...dtype import bool_
+
+    return ShapedArray((), bool_)
+
+
+def _step_impl(xp: Any, *grads: Any, optimizer: Any) -> Any:
+    device = optimizer._banks[0].device if optimizer._banks else CPU
+    optimizer.construct(tuple(Tensor._wrap(g, device) for g in grads))
+    return xp.asarray(True)
+
+
+#: One optimizer step as a primitive with a side effect (it updates the Parameters in
+#: place), so that a whole training step — forward, backward, update — traces into one graph.
+optimizer_step_p = Primitive("optimizer_step", "effect", _step_abstract, impl=_step_impl)
+
+
 class Optimizer(Cell):
     """Base class of optimizers: ``Optimizer(learning_rate, parameters, weight_decay=0.0,
     loss_scale=1.0)``; ``optimizer(gradients)`` updates the parameters in place."""
@@ -225,6 +244,11 @@ class Optimizer(Cell):
         self._set_learning_rate_attr(default_lr)
         self._build_banks()
         self.fused_kernel = True  # False forces the xp-generic rules (tests, debugging)
+        # enable_parallel_optimizer: shard the state and the update over the data-parallel
+        # group (sporeling.core.parallel.optimizer_parallel), read once, as MindSpore does.
+        from ...parallel.optimizer_parallel import parallel_optimizer_enabled
+
+        self.use_parallel = parallel_optimizer_enabled()
 
     # ---- argument parsing -----------------------------------------------------------
     def _parameters_base_check(self, parameters: Any, what: str) -> list[Any]:
@@ -502,6 +526,13 @@ class Optimizer(Cell):
         return tuple(out)
 
     # ---- the step ---------------------------------------------------------------------
+    def __call__(self, gradients: Any) -> Any:
+        """Apply one update; dense gradients go through ``optimizer_step`` (traceable)."""
+        grads = tuple(gradients) if isinstance(gradients, (tuple, list)) else (gradients,)
+        if any(_is_row_sparse(g) for g in grads) or not all(isinstance(g, Tensor) for g in grads):
+            return super().__call__(gradients)  # row-sparse updates run eagerly
+        return optimizer_step_p.bind(*grads, optimizer=self)
+
     def construct(self, gradients: Any) -> bool:
         grads = self._check_grads(gradients)
         wds = self._step_values(self._wd_objs)  # at the same step as the learning rate
@@ -515,7 +546,12 @@ class Optimizer(Cell):
             bank.lr[:] = [lrs[i] for i in bank.positions] if len(lrs) > 1 else lrs[0]
             bank.wd[:] = [eff_wd[i] for i in bank.positions]
             rows = self._gather(bank, grads, inv_scale)
-            self._update(bank, step, inv_scale, rows)
+            if self.use_parallel:
+                from ...parallel.optimizer_parallel import sharded_update
+
+                sharded_update(self, bank, step, inv_scale, rows)
+            else:
+                self._update(bank, step, inv_scale, rows)
         return True
 
     def _lr_list(self) -> list[float]:

@@ -10,7 +10,7 @@ import numpy as np
 from ..._primitive import Primitive, ShapedArray
 from ...errors import check_axis, op_error
 from ...tensor import Tensor
-from .._core import as_tensor, cast, full, reduce_sum, reshape
+from .._core import as_tensor, assign_inplace, cast, full, reduce_sum, reshape
 from .._elementwise import _check_family, float_input
 from ._common import _number, _up
 
@@ -517,5 +517,5 @@ def batch_norm(
     with no_grad():
         for stat, batch in ((running_mean, mean), (running_var, var * (cnt / (cnt - 1)))):
             if isinstance(stat, Tensor):
-                stat.assign_value(cast(stat * (1 - m) + cast(batch, stat.dtype) * m, stat.dtype))
+                assign_inplace(stat, stat * (1 - m) + cast(batch, stat.dtype) * m)
     return y

@@ -1,0 +1,446 @@
+"""``jit``: compile a function or Cell into a graph once per input signature.
+
+Signature: every Tensor argument contributes (shape, dtype, device); tensors inside
+``mutable`` containers and mutable scalars are graph inputs too. Other Python values — and
+tensors inside plain tuples/lists/dicts — are constants of the signature (MindSpore's graph
+mode semantics). A cache maps signatures to compiled graphs; each recompile logs which input
+changed, and exceeding ``SPORELING_RECOMPILE_BUDGET`` (default 8) warns once.
+
+``SPORELING_DUMP_IR=1`` prints each graph before and after the passes (and, with
+``SPORELING_DUMP_KERNELS=1``, generated kernel sources).
+
+Under autograd (a jitted call whose inputs or captured Parameters need gradients) the call
+is one primitive, ``jit_call``, whose backward is itself a compiled graph (forward
+recomputation + backward), so ``grad(jit(f))`` runs as two graphs and ``jit(grad(f))`` — or
+a whole training step — as one.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from .._backend import get_device
+from .._primitive import Primitive, ShapedArray, current_interpreter, interpreter
+from ..autograd.tape import GradMode, backward
+from ..dtype import from_numpy
+from ..tensor import Tensor
+from ._mutable import is_mutable
+from .executor import Executable
+from .graph import Graph, Var
+from .tracer import Tracer
+
+__all__ = ["jit", "JitFunction", "compile_stats"]
+
+log = logging.getLogger("sporeling.jit")
+
+_STATS = {"compiles": 0, "cache_hits": 0}
+
+
+def compile_stats() -> dict[str, int]:
+    """Process-wide counters: graphs compiled and cache hits."""
+    return dict(_STATS)
+
+
+# ---- flattening arguments into (signature, tensor leaves) --------------------------------
+
+
+def _flatten(value: Any, leaves: list[Tensor], mut: bool = False) -> Any:
+    """A hashable description of ``value``; graph-input tensors are appended to ``leaves``."""
+    if isinstance(value, Tensor):  # every Tensor argument is a graph input
+        leaves.append(value)
+        return ("T", value.shape, str(value._data.dtype), value._device.name)
+    mut = mut or is_mutable(value)
+    if isinstance(value, (tuple, list)):
+        kind = "M" if mut else "C"
+        if not mut:
+            # tensors inside plain containers are constants of the signature (by identity)
+            return (kind, type(value).__name__, tuple(_const_or_flat(v, leaves) for v in value))
+        dyn = getattr(value, "__ms_dynamic_len__", False)
+        return (kind, type(value).__name__, dyn, tuple(_flatten(v, leaves, True) for v in value))
+    if isinstance(value, dict):
+        keys = tuple(value)
+        if not mut:
+            return ("D", keys, tuple(_const_or_flat(value[k], leaves) for k in keys))
+        return ("MD", keys, tuple(_flatten(value[k], leaves, True) for k in keys))
+    if mut and isinstance(value, (int, float)):
+        leaves.append(Tensor(float(value) if isinstance(value, float) else int(value)))
+        return ("S", type(value).__name__)
+    try:
+        hash(value)
+        return ("V", type(value).__name__, value)
+    except TypeError:
+        return ("O", id(value))
+
+
+def _const_or_flat(value: Any, leaves: list[Tensor]) -> Any:
+    if isinstance(value, Tensor):
+        return ("K", id(value), value.shape, str(value._data.dtype))
+    return _flatten(value, leaves)
+
+
+def _rebuild(desc: Any, original: Any, it: Any) -> Any:
+    """``original`` with graph-input tensors replaced by the next items of ``it``."""
+    kind = desc[0]
+    if kind == "T":
+        return next(it)
+    if kind == "S":
+        return next(it)
+    if kind in ("C", "M"):
+        parts = desc[2] if kind == "C" else desc[3]
+        items = [_rebuild(d, o, it) for d, o in zip(parts, original, strict=True)]
+        return type(original)(items) if kind == "M" else type(original)(items)
+    if kind in ("D", "MD"):
+        return type(original)(
+            (k, _rebuild(d, original[k], it)) for k, d in zip(desc[1], desc[2], strict=True)
+        )
+    return original
+
+
+def _describe_change(old: Any, new: Any, where: str = "") -> str:
+    """One line naming the first input whose signature differs."""
+    if type(old) is not type(new) or not isinstance(old, tuple):
+        return f"{where or 'input'} changed from {old!r} to {new!r}"
+    if old[:1] != new[:1] or len(old) != len(new):
+        return f"{where or 'input'} changed kind: {old[0]} -> {new[0]}"
+    for i, (a, b) in enumerate(zip(old, new, strict=True)):
+        if a != b:
+            if isinstance(a, tuple) and isinstance(b, tuple):
+                return _describe_change(a, b, f"{where}[{i}]" if where else f"[{i}]")
+            return f"{where or 'input'} field {i} changed from {a!r} to {b!r}"
+    return "unknown change"
+
+
+# ---- flattening outputs --------------------------------------------------------------------
+
+
+def _out_tree(value: Any, out: list[Any], tracer: Tracer) -> Any:
+    if isinstance(value, Tensor):
+        data = value._data
+        out.append(data if isinstance(data, Var) else tracer.var_of(value))
+        return ("T",)
+    if isinstance(value, (tuple, list)):
+        return (type(value), tuple(_out_tree(v, out, tracer) for v in value))
+    if isinstance(value, dict):
+        return (dict, tuple(value), tuple(_out_tree(v, out, tracer) for v in value.values()))
+    return ("V", value)
+
+
+def _build_out(tree: Any, it: Any) -> Any:
+    if tree[0] == "T":
+        return next(it)
+    if tree[0] == "V":
+        return tree[1]
+    if tree[0] is dict:
+        return {k: _build_out(t, it) for k, t in zip(tree[1], tree[2], strict=True)}
+    return tree[0](_build_out(t, it) for t in tree[1])
+
+
+# ---- the compiled function -----------------------------------------------------------------
+
+
+class _Compiled:
+    """One signature's graph, executable and bookkeeping."""
+
+    def __init__(self, graph: Graph, out_tree: Any, captured: list[Tensor]) -> None:
+        self.graph = graph
+        self.exe = Executable(graph)
+        self.out_tree = out_tree
+        self.captured = captured
+        self.avals = tuple(
+            ShapedArray(v.shape, from_numpy(v.dtype)) if isinstance(v, Var) else None
+            for v in graph.outvars
+        )
+
+
+class JitFunction:
+    """A function (or Cell) compiled on first call per input signature."""
+
+    def __init__(self, fn: Callable[..., Any], cell: Any = None) -> None:
+        self.fn = fn
+        self.cell = cell
+        self._cache: dict[Any, _Compiled] = {}
+        self._last_key: Any = None
+        self._backward: dict[Any, JitFunction] = {}
+        self.compile_count = 0
+        self.recompile_reasons: list[str] = []
+        self._warned = False
+        functools.update_wrapper(self, fn)
+
+    def __repr__(self) -> str:
+        return f"<jit {getattr(self.fn, '__qualname__', self.fn)} ({len(self._cache)} graphs)>"
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:  # decorating methods
+        if obj is None:
+            return self
+        bound = obj.__dict__.get("_jit_bound_" + self.fn.__name__)
+        if bound is None:
+            bound = JitFunction(self.fn.__get__(obj, objtype), cell=obj)
+            obj.__dict__["_jit_bound_" + self.fn.__name__] = bound
+        return bound
+
+    # -- signature -------------------------------------------------------------------------
+    def _signature(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[Tensor]]:
+        leaves: list[Tensor] = []
+        desc = (
+            tuple(_flatten(a, leaves) for a in args),
+            tuple((k, _flatten(v, leaves)) for k, v in sorted(kwargs.items())),
+        )
+        mode = None
+        if self.cell is not None and hasattr(self.cell, "cells_and_names"):
+            mode = tuple(c.training for _, c in self.cell.cells_and_names())
+        return (desc, mode), leaves
+
+    # -- compile ---------------------------------------------------------------------------
+    def _compile(
+        self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Tensor]
+    ) -> _Compiled:
+        if self._last_key is not None:
+            reason = _describe_change(self._last_key, key)
+            self.recompile_reasons.append(reason)
+            log.info("jit %s: recompiling (%s)", getattr(self.fn, "__qualname__", "fn"), reason)
+        budget = int(os.environ.get("SPORELING_RECOMPILE_BUDGET", "8"))
+        if self.compile_count >= budget and not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"jit {getattr(self.fn, '__qualname__', 'fn')}: compiled {self.compile_count + 1} "
+                f"graphs, over the recompile budget of {budget} (SPORELING_RECOMPILE_BUDGET); "
+                f"last reason: {self.recompile_reasons[-1] if self.recompile_reasons else 'n/a'}. "
+                "Wrap changing Python values in mutable(...) or keep shapes fixed.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        tracer = Tracer()
+        sym = [Tensor._wrap(Var(t.shape, t._data.dtype), t._device) for t in leaves]
+        it = iter(sym)
+        targs = tuple(_rebuild(d, a, it) for d, a in zip(key[0][0], args, strict=True))
+        tkw = {k: _rebuild(d, kwargs[k], it) for k, d in key[0][1]}
+        with interpreter(tracer):
+            result = self.fn(*targs, **tkw)
+        outvars: list[Any] = []
+        tree = _out_tree(result, outvars, tracer)
+        captured = list(tracer.captured.values())
+        devices = [t._device for t in leaves] + [t._device for _, t in captured]
+        graph = Graph(
+            invars=[t._data for t in sym],
+            captured=captured,
+            eqns=tracer.eqns,
+            outvars=outvars,
+            out_tree=tree,
+            device=devices[0] if devices else get_device(None),
+        )
+        from .passes import optimize
+
+        dump = os.environ.get("SPORELING_DUMP_IR", "") not in ("", "0")
+        if dump:
+            print(
+                f"# IR of {getattr(self.fn, '__qualname__', 'fn')} before passes\n{graph.pretty()}"
+            )
+        graph = optimize(graph)
+        if dump:
+            print(f"# after passes ({'; '.join(graph.notes)})\n{graph.pretty()}")
+        compiled = _Compiled(graph, tree, [t for _, t in graph.captured])
+        self.compile_count += 1
+        _STATS["compiles"] += 1
+        return compiled
+
+    def _lookup(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, _Compiled, list[Tensor]]:
+        key, leaves = self._signature(args, kwargs)
+        compiled = self._cache.get(key)
+        if compiled is None:
+            compiled = self._compile(key, args, kwargs, leaves)
+            self._cache[key] = compiled
+        else:
+            _STATS["cache_hits"] += 1
+        self._last_key = key
+        return key, compiled, leaves
+
+    # -- call ------------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(current_interpreter(), Tracer):
+            return self.fn(*args, **kwargs)  # inside another trace: inline
+        key, compiled, leaves = self._lookup(args, kwargs)
+        captured = compiled.captured
+        needs_grad = GradMode.enabled and any(
+            t._node is not None or t._requires_grad for t in (*leaves, *captured)
+        )
+        if needs_grad:
+            outs = jit_call_p.bind(*leaves, *captured, fn=self, key=key)
+        else:
+            device = compiled.graph.device
+            for t in leaves:
+                if t._device is not device:
+                    raise ValueError(
+                        f"jit: input tensors must be on {device.name} (the graph's device), "
+                        f"got one on {t.device}"
+                    )
+            arrays = compiled.exe.run([t._data for t in leaves])
+            outs = [
+                Tensor._wrap(a, device) if av is not None else a
+                for a, av in zip(arrays, compiled.avals, strict=True)
+            ]
+        return _build_out(compiled.out_tree, iter(outs))
+
+    def backward_fn(self, key: Any) -> JitFunction:
+        """The compiled backward of signature ``key`` (forward recomputation + vjp)."""
+        bwd = self._backward.get(key)
+        if bwd is None:
+            compiled = self._cache[key]
+            n_leaves = len(compiled.graph.invars)
+            n_captured = len(compiled.captured)
+            fn = self.fn
+            arg_desc, kw_desc = key[0]
+
+            captured_objs = compiled.captured
+
+            def backward_graph(*flat: Any) -> tuple[Any, ...]:
+                leaves = [_as_leaf(t) for t in flat[:n_leaves]]
+                cts = list(flat[n_leaves + n_captured :])
+                it = iter(leaves)
+                targs = tuple(_from_desc(d, it) for d in arg_desc)
+                # fn reads the captured tensors (Parameters) by reference: point them at this
+                # call's inputs while it runs, so they are the gradient targets.
+                saved = [(t._data, t._node, t._index, t._requires_grad) for t in captured_objs]
+                prev = GradMode.enabled
+                GradMode.enabled = True
+                try:
+                    for t, src in zip(
+                        captured_objs, flat[n_leaves : n_leaves + n_captured], strict=True
+                    ):
+                        t._data, t._node, t._index = src._data, None, 0
+                        t._requires_grad = True
+                    result = fn(*targs, **{k: _from_desc(d, it) for k, d in kw_desc})
+                    outs = [o for o in _tensors_of(result)]
+                    pairs = [
+                        (o, c)
+                        for o, c in zip(outs, cts, strict=True)
+                        if o.dtype.category == 2 and (o._node is not None or o._requires_grad)
+                    ]
+                    targets = leaves + list(captured_objs)
+                    found = backward(
+                        [o for o, _ in pairs], [c for _, c in pairs], targets, create_graph=False
+                    )
+                    grads = tuple(found[id(t)][1] if id(t) in found else _zeros(t) for t in targets)
+                finally:
+                    GradMode.enabled = prev
+                    for t, (d, nd, ix, rg) in zip(captured_objs, saved, strict=True):
+                        t._data, t._node, t._index, t._requires_grad = d, nd, ix, rg
+                return grads
+
+            bwd = JitFunction(backward_graph)
+            self._backward[key] = bwd
+        return bwd
+
+
+def _from_desc(desc: Any, it: Any) -> Any:
+    """Rebuild an argument from its signature alone (for the backward graph)."""
+    from . import _mutable as m
+
+    kind = desc[0]
+    if kind in ("T", "S"):
+        return next(it)
+    if kind == "V":
+        return desc[2]
+    if kind in ("C", "M"):
+        parts = desc[2] if kind == "C" else desc[3]
+        items = [_from_desc(d, it) for d in parts]
+        types = {
+            "tuple": tuple,
+            "list": list,
+            "MutableTuple": m.MutableTuple,
+            "MutableList": m.MutableList,
+        }
+        return types.get(desc[1], tuple)(items)
+    if kind in ("D", "MD"):
+        out = {k: _from_desc(d, it) for k, d in zip(desc[1], desc[2], strict=True)}
+        return m.MutableDict(out) if kind == "MD" else out
+    raise TypeError(
+        "jit: gradients through a compiled function need arguments that are Tensors, "
+        "mutable containers or hashable constants; got an argument described as "
+        f"{desc!r}. Call grad inside the jitted function instead (jit(grad(f)))."
+    )
+
+
+def _as_leaf(t: Tensor) -> Tensor:
+    leaf = Tensor._wrap(t._data, t._device)
+    leaf._requires_grad = True
+    return leaf
+
+
+def _zeros(t: Tensor) -> Tensor:
+    from ..ops import zeros_like
+
+    return zeros_like(t)
+
+
+def _tensors_of(value: Any) -> list[Tensor]:
+    if isinstance(value, Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors_of(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors_of(v)]
+    return []
+
+
+# ---- the primitive a compiled call becomes under autograd ----------------------------------
+
+
+def _call_abstract(*avals: ShapedArray, fn: JitFunction, key: Any) -> tuple[ShapedArray, ...]:
+    return tuple(a for a in fn._cache[key].avals if a is not None)
+
+
+def _call_impl(xp: Any, *arrays: Any, fn: JitFunction, key: Any) -> tuple[Any, ...]:
+    compiled = fn._cache[key]
+    n = len(compiled.graph.invars)
+    saved = [t._data for t in compiled.captured]
+    try:
+        for t, a in zip(compiled.captured, arrays[n:], strict=True):
+            t._data = a  # same arrays, passed explicitly so the tape sees them as inputs
+        outs = compiled.exe.run(list(arrays[:n]))
+    finally:
+        for t, a in zip(compiled.captured, saved, strict=True):
+            t._data = a
+    return tuple(o for o, av in zip(outs, compiled.avals, strict=True) if av is not None)
+
+
+def _call_vjp(cts: Any, *inputs: Tensor, out: Any, fn: JitFunction, key: Any) -> tuple[Any, ...]:
+    cts = cts if isinstance(cts, tuple) else (cts,)
+    return tuple(fn.backward_fn(key)(*inputs, *cts))
+
+
+jit_call_p = Primitive(
+    "jit_call", "opaque", _call_abstract, impl=_call_impl, vjp=_call_vjp, multiple_results=True
+)
+
+
+def jit(fn: Any = None, *, input_signature: Any = None, **options: Any) -> Any:
+    """Compile ``fn`` (a function or a Cell) into a graph per input signature.
+
+    Usable as ``@jit``, ``jit(fn)`` or ``jit(cell)``. ``input_signature`` is accepted for
+    MindSpore compatibility (signatures are always derived from the actual inputs).
+
+    >>> from sporeling.core import Tensor, ops
+    >>> f = jit(lambda x: ops.exp(x) * 2)
+    >>> f(Tensor([0.0])).tolist()
+    [2.0]
+    """
+    if fn is None:
+        return lambda f: jit(f, input_signature=input_signature, **options)
+    if isinstance(fn, JitFunction):
+        return fn
+    from ..nn.cell import Cell
+
+    if isinstance(fn, Cell):
+        return JitFunction(fn.construct, cell=fn)
+    if not callable(fn):
+        raise TypeError(
+            f"jit: argument 'fn' expected a function or a Cell, got {type(fn).__name__}"
+        )
+    return JitFunction(fn)

@@ -1,0 +1,111 @@
+"""The graph IR: a typed DAG of primitive calls, as produced by tracing.
+
+A :class:`Var` is a symbolic array (shape and NumPy dtype, no data). An :class:`Eqn` is one
+primitive call ``outputs = prim(*inputs, **params)``. A :class:`Graph` has input Vars (the
+function's tensor arguments), *captured* Vars (tensors the function read from outside —
+Parameters, constants — bound by reference, so in-place updates between calls are seen),
+its equations in execution order, and its output Vars.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Var", "Eqn", "Graph", "TracingError"]
+
+_ids = itertools.count()
+
+
+class TracingError(RuntimeError):
+    """Python code asked for a traced tensor's *value* (data-dependent control flow)."""
+
+
+class Var:
+    """A symbolic array: shape and dtype known, value only at run time."""
+
+    __slots__ = ("shape", "dtype", "id")
+
+    def __init__(self, shape: tuple[int, ...], dtype: Any) -> None:
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+        self.id = next(_ids)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TracingError(
+            "jit: a traced tensor's value was needed while compiling (e.g. `if x > 0:`, "
+            "`float(x)`, `x.asnumpy()`). Graph mode sees shapes, not values: use "
+            "ops.select / ops.where for data-dependent choices, or run this code outside jit."
+        )
+
+    get = __array__ = tolist = item = _refuse
+
+    def __bool__(self) -> bool:
+        return bool(self._refuse())
+
+    def __repr__(self) -> str:
+        return f"%{self.id}:{self.dtype}{list(self.shape)}"
+
+
+@dataclass
+class Eqn:
+    """One primitive call in the graph."""
+
+    prim: Any
+    inputs: list[Var]
+    params: dict[str, Any]
+    outputs: list[Var]
+
+    def __repr__(self) -> str:
+        outs = ", ".join(map(repr, self.outputs))
+        ins = ", ".join(f"%{v.id}" for v in self.inputs)
+        shown = {k: v for k, v in self.params.items() if k != "device"}
+        extra = f" {shown}" if shown else ""
+        return f"{outs} = {self.prim.name}({ins}){extra}"
+
+
+@dataclass
+class Graph:
+    """A traced function: inputs, captured tensors, equations, outputs."""
+
+    invars: list[Var]
+    captured: list[tuple[Var, Any]]  # (var, Tensor read at run time)
+    eqns: list[Eqn]
+    outvars: list[Any]  # Vars, or constants (Python values / arrays) returned as-is
+    out_tree: Any = None  # how to rebuild fn's output structure from outvars
+    device: Any = None
+    notes: list[str] = field(default_factory=list)  # what the passes did
+
+    def pretty(self) -> str:
+        """A readable listing (what SPORELING_DUMP_IR prints)."""
+        lines = ["graph(" + ", ".join(map(repr, self.invars)) + ")"]
+        for var, tensor in self.captured:
+            lines.append(
+                f"  {var!r} <- captured {type(tensor).__name__} "
+                f"{getattr(tensor, 'name', '')}".rstrip()
+            )
+        lines += [f"  {e!r}" for e in self.eqns]
+        lines.append(
+            "  return "
+            + ", ".join(repr(v) if isinstance(v, Var) else "const" for v in self.outvars)
+        )
+        return "\n".join(lines)
