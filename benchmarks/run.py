@@ -30,7 +30,8 @@ sys.path.insert(0, str(HERE))
 from common import Context, cpu_name, numpy_blas_threads  # noqa: E402
 from harness import Result, Settings, measure, render_markdown, render_text, table  # noqa: E402
 
-BENCHMARKS = ["dispatch", "matmul", "conv2d", "chain", "mlp"]  # module bench_<name>.py
+# module bench_<name>.py
+BENCHMARKS = ["dispatch", "matmul", "conv2d", "chain", "mlp", "mlp_train", "lenet", "resnet20"]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
