@@ -213,9 +213,21 @@ def _resize_v_then_h(
     return out[:, :, 0] if squeeze else out
 
 
+def _nearest_index(n_in: int, n_out: int) -> np.ndarray:
+    # Pillow (ImagingScaleAffine) accumulates the source coordinate by repeated addition
+    # in double precision; doing the same reproduces its choice at exact .0 boundaries.
+    step = n_in / n_out
+    pos = step * 0.5
+    idx = np.empty(n_out, dtype=np.int64)
+    for i in range(n_out):
+        idx[i] = min(int(pos), n_in - 1)
+        pos += step
+    return idx
+
+
 def resize_nearest(img: np.ndarray, out_h: int, out_w: int) -> np.ndarray:
     """Pillow's NEAREST resize: source index floor((i + 0.5) * in / out)."""
     h, w = img.shape[:2]
-    ys = np.minimum(((np.arange(out_h) + 0.5) * (h / out_h)).astype(np.int64), h - 1)
-    xs = np.minimum(((np.arange(out_w) + 0.5) * (w / out_w)).astype(np.int64), w - 1)
+    ys = _nearest_index(h, out_h)
+    xs = _nearest_index(w, out_w)
     return img[ys[:, None], xs[None, :]]
