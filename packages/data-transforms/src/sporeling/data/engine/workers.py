@@ -33,7 +33,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import resource_tracker
 from multiprocessing.shared_memory import SharedMemory
 from typing import Any
 
@@ -122,11 +121,10 @@ def _decode(meta: Any, inline: Any, buf: memoryview, copy: bool) -> tuple[Any, .
 
 
 def _attach(name: str) -> SharedMemory:
-    shm = SharedMemory(name=name)
-    # The parent owns (and unlinks) the block; keep the shared resource tracker balanced.
-    with contextlib.suppress(Exception):  # tracker internals differ across versions
-        resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
-    return shm
+    # The parent owns and unlinks the block. Attaching registers the name again with the
+    # resource tracker the worker shares with the parent; that is a set insert, so it is
+    # harmless, and unregistering here would make the parent's unlink fail in the tracker.
+    return SharedMemory(name=name)
 
 
 def _worker_main(conn: Any, in_name: str, out_name: str, slot: int, fn: Any) -> None:
@@ -216,16 +214,20 @@ class _ProcessRunner:
         conn, proc = self.conns[w], self.procs[w]
         while not conn.poll(POLL_S):
             if not proc.is_alive():
-                raise RuntimeError(
-                    f"map: worker process {proc.pid} died (exit code {proc.exitcode}) "
-                    "while processing a row"
-                )
+                self._died(w)
         try:
             return conn.recv()
-        except EOFError as exc:
-            raise RuntimeError(
-                f"map: worker process {proc.pid} closed its pipe (exit code {proc.exitcode})"
-            ) from exc
+        except (EOFError, ConnectionResetError):
+            self._died(w)
+
+    def _died(self, w: int) -> None:
+        proc = self.procs[w]
+        proc.join(timeout=1.0)
+        self.broken = True
+        raise RuntimeError(
+            f"map: worker process {proc.pid} died (exit code {proc.exitcode}) while processing "
+            "a row"
+        )
 
     def imap(self, tasks: Iterable[tuple[Any, tuple[Any, ...], Any]]) -> Iterator[tuple[Any, Any]]:
         W, S, slot = self.workers, self.slots, self.slot
@@ -261,7 +263,10 @@ class _ProcessRunner:
                     meta, inline = _encode(tuple(args), view, slot)
                 finally:
                     view.release()
-                self.conns[w].send((seq, s, key, meta, inline))
+                try:
+                    self.conns[w].send((seq, s, key, meta, inline))
+                except (BrokenPipeError, ConnectionResetError):
+                    self._died(w)
                 pending.append((seq, tag))
                 seq += 1
             while pending:
