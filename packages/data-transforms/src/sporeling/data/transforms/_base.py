@@ -112,6 +112,12 @@ def to_numpy(x: Any) -> Any:
     return x
 
 
+def _is_image_array(x: object) -> bool:
+    return isinstance(x, np.ndarray) and (
+        x.ndim == 2 or (x.ndim == 3 and (x.shape[2] in _ARRAY_MODES or x.shape[0] in _ARRAY_MODES))
+    )
+
+
 def _to_pil_if_possible(x: Any) -> Any:
     return to_pil(x) if pil_compatible(x) else x
 
@@ -169,6 +175,9 @@ class Transform:
         """Run with the path `impl` ("C"/"PY"), converting inputs to what that path takes."""
         use_pil = impl == "PY" and self._has_pil()
         if use_pil and self._py_input == "pil":
+            if not self._has_numpy():  # Python-only op: every image array goes to PIL
+                args = tuple(to_pil(a) if _is_image_array(a) else a for a in args)
+                return self._execute_pil(*args)
             converted = tuple(_to_pil_if_possible(a) for a in args)
             # A PY-resolved dual op given an array with no PIL form (float, CHW) runs its
             # NumPy path instead of failing.

@@ -84,6 +84,13 @@ from sporeling.data.vision._pyonly import (
     ToType,
     UniformAugment,
 )
+from sporeling.data.vision.batch import (
+    BatchRandomColorAdjust,
+    BatchRandomHorizontalFlip,
+    BatchRandomResizedCrop,
+    CutMixBatch,
+    MixUpBatch,
+)
 from sporeling.data.vision.utils import (
     AutoAugmentPolicy,
     Border,
@@ -101,12 +108,16 @@ __all__ = [
     "AutoAugment",
     "AutoAugmentPolicy",
     "AutoContrast",
+    "BatchRandomColorAdjust",
+    "BatchRandomHorizontalFlip",
+    "BatchRandomResizedCrop",
     "Border",
     "BoundingBoxAugment",
     "CenterCrop",
     "ConvertColor",
     "ConvertMode",
     "Crop",
+    "CutMixBatch",
     "CutOut",
     "Decode",
     "Equalize",
@@ -120,6 +131,7 @@ __all__ = [
     "Invert",
     "LinearTransformation",
     "MixUp",
+    "MixUpBatch",
     "Normalize",
     "NormalizePad",
     "Pad",
