@@ -143,7 +143,9 @@ def tests(session: nox.Session, package: str) -> None:
     tests_dir = pkg.path.relative_to(ROOT) / "tests"
     if not tests_dir.is_dir():
         session.skip(f"{tests_dir} does not exist yet")
-    install(session, *group("test"), *editable(TESTING, pkg))
+    # core-runtime's [mpi] extra (mpi4py + mpich's mpiexec) runs tests/distributed
+    extras = "mpi" if package == "core-runtime" else ""
+    install(session, *group("test"), *editable(TESTING, pkg, extras=extras))
     session.run("pytest", *pytest_args(session, tests_dir), env=NUMBA_ENV)
 
 

@@ -72,7 +72,7 @@ def test_seed_changes_output_and_unseeded_runs_differ():
 
 
 def test_process_workers_really_are_processes():
-    pids = ds.NumpySlicesDataset({"x": np.zeros(16)}, shuffle=False).map(
+    pids = ds.NumpySlicesDataset({"x": np.zeros(64)}, shuffle=False).map(
         lambda x: np.int64(os.getpid()), num_parallel_workers=3, python_multiprocessing=True
     )
     seen = {int(r[0]) for r in pids.create_tuple_iterator(num_epochs=1, output_numpy=True)}

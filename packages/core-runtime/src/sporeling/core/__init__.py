@@ -5,7 +5,7 @@
 [6.0]
 """
 
-from . import (  # noqa: E402  # noqa: E402,I001
+from . import (  # noqa: E402
     _eager,  # noqa: F401  (installs the eager interpreter)
     communication,
     dtype,

@@ -18,6 +18,11 @@ USAGE_ERROR = 2
 #: name -> (module, function, one-line summary)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("sporeling.core.demo", "main", "train LeNet-5 on the embedded MNIST sample"),
+    "launch": (
+        "sporeling.core.communication.launch",
+        "main",
+        "run a script on N processes with mpiexec (the [mpi] extra)",
+    ),
 }
 
 

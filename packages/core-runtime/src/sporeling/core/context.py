@@ -47,3 +47,21 @@ def get_context(key: str) -> Any:
             f"get_context: unknown setting {key!r}; known settings are {sorted(_SETTINGS)}"
         )
     return _SETTINGS[key]
+
+
+_PARALLEL_NAMES = (
+    "ParallelMode",
+    "set_auto_parallel_context",
+    "get_auto_parallel_context",
+    "reset_auto_parallel_context",
+)
+
+
+def __getattr__(name: str) -> Any:
+    # MindSpore 1.8 scripts write context.set_auto_parallel_context(...) and
+    # context.ParallelMode: served lazily from sporeling.core.parallel.
+    if name in _PARALLEL_NAMES:
+        from . import parallel
+
+        return getattr(parallel, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

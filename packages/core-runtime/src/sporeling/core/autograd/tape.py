@@ -12,7 +12,14 @@ from typing import Any
 
 from ..tensor import Tensor
 
-__all__ = ["Node", "GradMode", "backward", "backward_into_leaves"]
+__all__ = ["Node", "GradMode", "backward", "backward_into_leaves", "GRADIENT_READY_HOOKS"]
+
+#: Callbacks ``hook(tensor, gradient)`` run during a first-order sweep with explicit
+#: targets (``grad``/``value_and_grad``) as soon as a target's gradient is final, in the
+#: order gradients complete -- data parallelism starts its bucketed all-reduces from here
+#: while the rest of the backward pass is still running. Targets whose count of pending
+#: contributions never reaches zero (pruned branches) are reported at the end of the sweep.
+GRADIENT_READY_HOOKS: list[Any] = []
 
 
 class GradMode:
@@ -138,6 +145,8 @@ def backward(
         roots = [o._node for o in outputs if o._node is not None]
         order = _toposort(roots)
         relevant = None if target_ids is None else _leading_to(order, target_ids)
+        hooks = GRADIENT_READY_HOOKS if target_ids is not None and not create_graph else ()
+        pending = _pending_counts(order, relevant, target_ids) if hooks else {}
         for node in order:
             if relevant is not None and id(node) not in relevant:
                 continue
@@ -175,9 +184,30 @@ def backward(
                         f"{g.shape} does not match input shape {inp.shape}"
                     )
                 deliver(inp, g)
+                if hooks and id(inp) in pending:
+                    pending[id(inp)] -= 1
+                    if not pending[id(inp)]:
+                        for hook in hooks:
+                            hook(*found[id(inp)])
+        for key, (t, g) in found.items() if hooks else ():
+            if pending.get(key, 1):  # never reached zero: report now
+                for hook in hooks:
+                    hook(t, g)
     finally:
         GradMode.enabled = prev_mode
     return found
+
+
+def _pending_counts(order: list[Node], relevant: Any, target_ids: Any) -> dict[int, int]:
+    """How many gradient contributions each target will receive in this sweep."""
+    counts: dict[int, int] = {}
+    for node in order:
+        if relevant is not None and id(node) not in relevant:
+            continue
+        for inp, need in zip(node.inputs, node.needs, strict=True):
+            if need and id(inp) in target_ids:
+                counts[id(inp)] = counts.get(id(inp), 0) + 1
+    return counts
 
 
 def backward_into_leaves(output: Tensor, gradient: Any = None) -> None:

@@ -30,3 +30,10 @@ from .sparse import *  # noqa: F403
 for _old, _fn in _ALIASES.items():
     globals().setdefault(_old, _fn)
 _install_tensor_methods()
+
+# MindSpore's collective primitive classes (ops.AllReduce(op, group)(x), ...).
+from ..communication import collectives as _collectives  # noqa: E402
+
+for _name in ("AllReduce", "AllGather", "ReduceScatter", "Broadcast", "AlltoAll", "Send",
+              "Receive", "ReduceOp"):  # fmt: skip
+    globals()[_name] = getattr(_collectives, _name)

@@ -5,6 +5,12 @@ along their first axis. ``create_tuple_iterator()`` yields one list of Tensors p
 (NumPy arrays with ``output_numpy=True``); iterating the iterator again starts the next
 epoch. With ``shuffle`` every epoch draws a new order; with a ``seed`` (or, without one,
 after :func:`sporeling.core.set_seed`) epoch ``e``'s order is fixed by ``(seed, e)``.
+
+``num_shards``/``shard_id`` split the rows for data parallelism as MindSpore's
+``DistributedSampler`` does: every shard sees the same epoch order and takes its rows
+``shard_id, shard_id + num_shards, ...`` (wrapping around, so each shard has
+``ceil(rows / num_shards)`` rows). The union of the shards' batch ``b`` is then the
+single-process batch ``b`` of ``batch_size * num_shards`` rows.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ class ArrayDataset:
         drop_remainder: bool = False,
         seed: int | None = None,
         column_names: list[str] | None = None,
+        num_shards: int | None = None,
+        shard_id: int | None = None,
     ) -> None:
         if not arrays:
             raise ValueError("ArrayDataset: give at least one array")
@@ -77,6 +85,7 @@ class ArrayDataset:
         self._drop_remainder = drop_remainder
         self._seed = None if seed is None else int(seed)
         self._epoch = 0  # epochs started so far (drives the shuffle order)
+        self._num_shards, self._shard_id = _check_shards(num_shards, shard_id)
 
     # ---- MindSpore dataset interface ---------------------------------------------------
     @property
@@ -88,7 +97,7 @@ class ArrayDataset:
 
     def get_dataset_size(self) -> int:
         """Batches per epoch."""
-        full, rest = divmod(self._num_rows, self._batch_size)
+        full, rest = divmod(self._shard_rows(), self._batch_size)
         return full + (1 if rest and not self._drop_remainder else 0)
 
     def get_col_names(self) -> list[str]:
@@ -145,13 +154,21 @@ class ArrayDataset:
             )
         return [self._column_names.index(c) for c in columns]
 
+    def _shard_rows(self) -> int:
+        return -(-self._num_rows // self._num_shards)
+
     def _order(self, epoch: int) -> np.ndarray:
         n = self._num_rows
         if not self._shuffle:
-            return np.arange(n)
-        seed = self._seed if self._seed is not None else get_seed()
-        rng = np.random.default_rng(None if seed is None else [seed, epoch])
-        return rng.permutation(n)
+            order = np.arange(n)
+        else:
+            seed = self._seed if self._seed is not None else get_seed()
+            rng = np.random.default_rng(None if seed is None else [seed, epoch])
+            order = rng.permutation(n)
+        if self._num_shards == 1:
+            return order
+        picks = np.arange(self._shard_rows()) * self._num_shards + self._shard_id
+        return order[picks % n]
 
     def _epoch_batches(self, output_numpy: bool) -> Iterator[list[Any]]:
         order = self._order(self._epoch)
@@ -168,6 +185,29 @@ class ArrayDataset:
             f"batch_size={self._batch_size}, shuffle={self._shuffle}, "
             f"drop_remainder={self._drop_remainder})"
         )
+
+
+def _check_shards(num_shards: Any, shard_id: Any) -> tuple[int, int]:
+    if num_shards is None and shard_id is None:
+        return 1, 0
+    if num_shards is None or shard_id is None:
+        raise ValueError(
+            "ArrayDataset: arguments 'num_shards' and 'shard_id' must be given together, got "
+            f"num_shards={num_shards!r} and shard_id={shard_id!r}"
+        )
+    for name, v in (("num_shards", num_shards), ("shard_id", shard_id)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"ArrayDataset: argument '{name}' expected an int, got {v!r}")
+    if num_shards < 1:
+        raise ValueError(
+            f"ArrayDataset: argument 'num_shards' expected an int >= 1, got {num_shards}"
+        )
+    if not 0 <= shard_id < num_shards:
+        raise ValueError(
+            f"ArrayDataset: argument 'shard_id' expected an int in [0, {num_shards}), "
+            f"got {shard_id}"
+        )
+    return int(num_shards), int(shard_id)
 
 
 class _EpochIterator:

@@ -124,8 +124,10 @@ class Model:
         self._amp_level = amp_level
         self._boost_level = boost_level
         self._metrics = metrics
-        self._parallel_mode = "stand_alone"
-        self._device_number = 1
+        from ..parallel.context import get_auto_parallel_context
+
+        self._parallel_mode = get_auto_parallel_context("parallel_mode")
+        self._device_number = get_auto_parallel_context("device_num")
         self._check_amp_level_arg(optimizer, amp_level)
         self._check_boost_level(boost_level)
         self._train_network = self._build_train_network()

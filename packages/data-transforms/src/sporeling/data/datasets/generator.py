@@ -92,6 +92,8 @@ class GeneratorDataset(MappableSource):
     ``schema`` is accepted and ignored.
     """
 
+    _user_code = True
+
     def __init__(
         self,
         source: Any,

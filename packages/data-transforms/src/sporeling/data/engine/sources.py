@@ -115,6 +115,7 @@ class MappableSource(Dataset):
     """A source with random access: ``_num_rows()``, ``_load(i)``, ``_origin(i)``."""
 
     _where = "Dataset"
+    _user_code = False
     _processes = False
     _max_rowsize = 16.0
 
@@ -170,8 +171,13 @@ class MappableSource(Dataset):
             return
         indices = self._indices(run, epoch)[start:]
         workers = self.num_parallel_workers or 1
+        keyed = self._user_code  # only user code (GeneratorDataset) may draw random numbers
         tasks = (
-            (run.row_key(self, epoch, start + k), (np.int64(i),), (start + k, int(i)))
+            (
+                run.row_key(self, epoch, start + k) if keyed else None,
+                (np.int64(i),),
+                (start + k, int(i)),
+            )
             for k, i in enumerate(indices)
         )
         stream = pooled(

@@ -7,11 +7,13 @@ order, with ``outputs`` either a tuple of arrays or a :class:`TaskFailure`.
 * Threads (``processes=False``): a ``ThreadPoolExecutor`` with a bounded window. Numba
   kernels compiled with ``nogil=True`` and Pillow release the GIL, so these scale.
 * Processes (``processes=True``): one process per worker, each with two shared-memory
-  blocks (``multiprocessing.shared_memory``) of ``slots`` x ``max_rowsize`` MB: the parent
-  writes a row's input arrays into the worker's input block, the worker writes its outputs
-  into its output block, and only shapes/dtypes/offsets travel through the pipe. A row that
-  does not fit (or holds non-array values) is pickled through the pipe instead. Task ``s``
-  goes to worker ``s % workers``; results are read back in task order.
+  blocks (``multiprocessing.shared_memory``) of ``slots`` x ``max_rowsize`` MB. Tasks travel
+  in chunks of up to ``chunk`` rows (one pipe message each way per chunk: a pipe round trip
+  costs more than a small transform): the parent writes the rows' input arrays into a slot
+  of the worker's input block, the worker writes the outputs into the same slot of its output
+  block, and only shapes/dtypes/offsets travel through the pipe. Rows that do not fit (or
+  hold non-array values) are pickled through the pipe instead. Chunk ``c`` goes to worker
+  ``c % workers``; results are read back in task order.
 
 The start method is ``fork`` where available (like MindSpore; operations need not be
 picklable), else ``spawn``; ``SPORELING_DATA_START_METHOD`` overrides it.
@@ -24,6 +26,7 @@ traceback) back, and the parent also notices a worker process that died, within
 from __future__ import annotations
 
 import contextlib
+import itertools
 import multiprocessing as mp
 import os
 import pickle
@@ -87,19 +90,20 @@ class _ThreadRunner:
 
 
 # ---- processes -----------------------------------------------------------------------------
-def _encode(values: tuple[Any, ...], buf: memoryview | None, size: int) -> tuple[Any, Any]:
-    """Write arrays into ``buf``: (meta, None), or (None, values) to pickle when they don't fit."""
+def _encode(values: tuple[Any, ...], buf: memoryview | None, off: int, size: int) -> Any:
+    """Write arrays into ``buf`` from ``off``: ((meta, None), new offset), or
+    ((None, values), off) when they must be pickled (objects, or no room left)."""
     arrays = []
     for v in values:
         # Only arrays and NumPy scalars go through shared memory; lists, PIL images and other
         # objects are pickled as they are, so the callee sees the same types in every mode.
         if not isinstance(v, (np.ndarray, np.generic)) or v.dtype.hasobject:
-            return None, values
+            return (None, values), off
         arrays.append(np.asarray(v))
     total = sum((a.nbytes + _ALIGN - 1) // _ALIGN * _ALIGN for a in arrays)
-    if buf is None or total > size:
-        return None, values
-    meta, off = [], 0
+    if buf is None or off + total > size:
+        return (None, values), off
+    meta = []
     for a in arrays:
         n = a.nbytes
         dst = np.ndarray(a.shape, a.dtype, buffer=buf, offset=off)
@@ -107,10 +111,11 @@ def _encode(values: tuple[Any, ...], buf: memoryview | None, size: int) -> tuple
         del dst
         meta.append((a.dtype.str, a.shape, off))
         off += (n + _ALIGN - 1) // _ALIGN * _ALIGN
-    return meta, None
+    return (meta, None), off
 
 
-def _decode(meta: Any, inline: Any, buf: memoryview, copy: bool) -> tuple[Any, ...]:
+def _decode(packed: Any, buf: memoryview, copy: bool) -> tuple[Any, ...]:
+    meta, inline = packed
     if meta is None:
         return tuple(inline)
     out = []
@@ -127,7 +132,15 @@ def _attach(name: str) -> SharedMemory:
     return SharedMemory(name=name)
 
 
+def _run_one(fn: Any, key: Any, packed: Any, in_view: memoryview) -> Any:
+    args = _decode(packed, in_view, copy=False)
+    result = _apply(fn, key, args)
+    del args
+    return result
+
+
 def _worker_main(conn: Any, in_name: str, out_name: str, slot: int, fn: Any) -> None:
+    """A worker process: runs chunks of tasks, inputs and outputs in shared memory."""
     shm_in, shm_out = _attach(in_name), _attach(out_name)
     try:
         while True:
@@ -137,31 +150,41 @@ def _worker_main(conn: Any, in_name: str, out_name: str, slot: int, fn: Any) -> 
                 return
             if msg is None:
                 return
-            seq, s, key, meta, inline = msg
+            seq, s, chunk = msg
             lo = s * slot
             in_view = shm_in.buf[lo : lo + slot]
-            args = _decode(meta, inline, in_view, copy=False)
-            result = _apply(fn, key, args)
-            del args
-            in_view.release()
-            if isinstance(result, TaskFailure):
-                exc = result.exc
-                try:
-                    pickle.dumps(exc)
-                except Exception:
-                    exc = None
-                conn.send((seq, "error", (exc, result.message, result.traceback)))
-                continue
+            out_view = shm_out.buf[lo : lo + slot]
+            replies, off = [], 0
             try:
-                values = tuple(result) if isinstance(result, (tuple, list)) else (result,)
-                out_view = shm_out.buf[lo : lo + slot]
-                out_meta, out_inline = _encode(values, out_view, slot)
+                for key, packed in chunk:
+                    result = _run_one(fn, key, packed, in_view)
+                    if isinstance(result, TaskFailure):
+                        exc = result.exc
+                        try:
+                            pickle.dumps(exc)
+                        except Exception:
+                            exc = None
+                        replies.append(("error", (exc, result.message, result.traceback)))
+                        continue
+                    try:
+                        values = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+                        packed_out, off = _encode(values, out_view, off, slot)
+                        replies.append(("ok", packed_out))
+                    except Exception as exc:
+                        replies.append(
+                            (
+                                "error",
+                                (None, f"{type(exc).__name__}: {exc}", traceback.format_exc()),
+                            )
+                        )
+            finally:
+                in_view.release()
                 out_view.release()
-                conn.send((seq, "ok", (out_meta, out_inline)))
-            except Exception as exc:
-                conn.send(
-                    (seq, "error", (None, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
-                )
+            try:
+                conn.send((seq, replies))
+            except Exception as exc:  # an output that cannot be pickled
+                message = f"{type(exc).__name__}: cannot send a result to the parent: {exc}"
+                conn.send((seq, [("error", (None, message, traceback.format_exc()))] * len(chunk)))
     finally:
         shm_in.close()
         shm_out.close()
@@ -181,9 +204,17 @@ def _start_method() -> str:
 
 
 class _ProcessRunner:
-    def __init__(self, fn: Callable[..., Any], workers: int, max_rowsize: float, slots: int = 2):
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        workers: int,
+        max_rowsize: float,
+        slots: int = 2,
+        chunk: int = 8,
+    ) -> None:
         self.workers = workers
         self.slots = slots
+        self.chunk = chunk
         self.broken = False
         self.slot = max(int(max_rowsize * 1024 * 1024), _ALIGN)
         ctx = mp.get_context(_start_method())
@@ -230,50 +261,59 @@ class _ProcessRunner:
         )
 
     def imap(self, tasks: Iterable[tuple[Any, tuple[Any, ...], Any]]) -> Iterator[tuple[Any, Any]]:
-        W, S, slot = self.workers, self.slots, self.slot
-        pending: deque[tuple[int, Any]] = deque()
+        W, S, slot, C = self.workers, self.slots, self.slot, self.chunk
+        pending: deque[tuple[int, list[Any]]] = deque()  # (chunk number, tags)
 
-        def collect() -> tuple[Any, Any]:
-            seq, tag = pending.popleft()
+        def collect() -> list[tuple[Any, Any]]:
+            seq, tags = pending.popleft()
             w, s = seq % W, (seq // W) % S
-            rseq, status, payload = self._recv(w)
+            rseq, replies = self._recv(w)
             if rseq != seq:  # pragma: no cover - internal invariant
                 raise RuntimeError(f"map: worker result out of order ({rseq} != {seq})")
-            if status == "error":
-                exc, message, tb = payload
-                return tag, TaskFailure(exc, message, tb)
-            meta, inline = payload
             lo = s * slot
             view = self.shms[w][1].buf[lo : lo + slot]
+            out = []
             try:
-                out = _decode(meta, inline, view, copy=True)
+                for tag, (status, payload) in zip(tags, replies):
+                    if status == "error":
+                        exc, message, tb = payload
+                        out.append((tag, TaskFailure(exc, message, tb)))
+                    else:
+                        out.append((tag, _decode(payload, view, copy=True)))
             finally:
                 view.release()
-            return tag, out
+            return out
 
         seq = 0
+        it = iter(tasks)
         try:
-            for key, args, tag in tasks:
+            while True:
+                group = list(itertools.islice(it, C))
+                if not group:
+                    break
                 if len(pending) >= W * S:
-                    yield collect()
+                    yield from collect()
                 w, s = seq % W, (seq // W) % S
                 lo = s * slot
                 view = self.shms[w][0].buf[lo : lo + slot]
+                chunk, off = [], 0
                 try:
-                    meta, inline = _encode(tuple(args), view, slot)
+                    for key, args, _ in group:
+                        packed, off = _encode(tuple(args), view, off, slot)
+                        chunk.append((key, packed))
                 finally:
                     view.release()
                 try:
-                    self.conns[w].send((seq, s, key, meta, inline))
+                    self.conns[w].send((seq, s, chunk))
                 except (BrokenPipeError, ConnectionResetError):
                     self._died(w)
-                pending.append((seq, tag))
+                pending.append((seq, [tag for _, _, tag in group]))
                 seq += 1
             while pending:
-                yield collect()
+                yield from collect()
         finally:
-            # Abandoned early (take, an error downstream): drain the tasks in flight so the
-            # next epoch's task numbers line up with the workers' replies again.
+            # Abandoned early (take, an error downstream): drain the chunks in flight so the
+            # next epoch's chunk numbers line up with the workers' replies again.
             while pending:
                 try:
                     collect()

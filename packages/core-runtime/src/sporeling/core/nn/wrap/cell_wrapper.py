@@ -21,6 +21,7 @@ place; it returns the loss.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -157,6 +158,14 @@ class TrainOneStepCell(Cell):
         self.sens = _sens_value(cls, sens)
         self.reducer_flag = False
         self.grad_reducer: Callable[[Any], Any] = _identity
+        # As in MindSpore: under data_parallel / hybrid_parallel the gradients are
+        # all-reduced (bucketed, overlapped with backward; sporeling.core.parallel).
+        from ...parallel.data_parallel import grad_reducer_for
+
+        reducer = grad_reducer_for(cls, self.weights, optimizer)
+        if reducer is not None:
+            self.reducer_flag = True
+            self.grad_reducer = reducer
 
     def _loss_and_grads(self, inputs: tuple[Any, ...]) -> tuple[Tensor, tuple[Tensor, ...]]:
         loss, grads = value_and_grad(_forward_of(self.network), None, self.weights)(*inputs)
@@ -169,7 +178,9 @@ class TrainOneStepCell(Cell):
         return grads
 
     def construct(self, *inputs: Any) -> Tensor:
-        loss, grads = self._loss_and_grads(inputs)
+        capture = getattr(self.grad_reducer, "capture", None)
+        with capture() if capture is not None else contextlib.nullcontext():
+            loss, grads = self._loss_and_grads(inputs)
         grads = self.grad_reducer(grads)
         grads = self.process_grads(grads)
         self.optimizer(grads)

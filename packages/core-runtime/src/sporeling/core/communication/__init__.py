@@ -1,0 +1,13 @@
+"""``sporeling.core.communication``: process groups and collectives (MindSpore's names).
+
+MPI (mpi4py, the ``[mpi]`` extra) carries CPU tensors across any number of machines;
+NCCL (CuPy, the ``[gpu]`` extra, bootstrapped over MPI) carries GPU tensors. Start a job
+with ``sporeling launch -n N script.py`` and call :func:`init` in the script.
+"""
+
+from .collectives import *  # noqa: F403
+from .collectives import __all__ as _coll
+from .management import *  # noqa: F403
+from .management import __all__ as _mgmt
+
+__all__ = [*_mgmt, *_coll]
