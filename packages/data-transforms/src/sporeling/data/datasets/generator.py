@@ -93,6 +93,10 @@ class GeneratorDataset(MappableSource):
     """
 
     _user_code = True
+    _source: Any
+    _random_access: bool
+    _names: list[str]
+    _make: Any
 
     def __init__(
         self,

@@ -108,9 +108,11 @@ class _TextSampler(Sampler):
         if self.mode is Shuffle.GLOBAL:
             order = rng.permutation(n).astype(np.int64)
         elif self.mode is Shuffle.FILES:
-            order = np.concatenate([ranges[i] for i in rng.permutation(len(ranges))] or [[]])
+            order = np.concatenate(
+                [ranges[i] for i in rng.permutation(len(ranges))] or [np.zeros(0, np.int64)]
+            )
         elif self.mode is Shuffle.INFILE:
-            order = np.concatenate([rng.permutation(r) for r in ranges] or [[]])
+            order = np.concatenate([rng.permutation(r) for r in ranges] or [np.zeros(0, np.int64)])
         else:
             order = np.arange(n, dtype=np.int64)
         order = order.astype(np.int64)
@@ -287,7 +289,7 @@ class CSVDataset(_LineSource):
             )
         if self.column_defaults is None:
             return tuple(np.array(f) for f in fields)
-        out = []
+        out: list[Any] = []
         for name, f, d in zip(self._names, fields, self.column_defaults):
             t = type(d)
             if f == "":

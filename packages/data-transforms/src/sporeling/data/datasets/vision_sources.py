@@ -165,7 +165,14 @@ class ImageFolderDataset(MappableSource):
 
 
 # ---- MNIST ---------------------------------------------------------------------------------
-_IDX_TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+_IDX_TYPES: dict[int, Any] = {
+    0x08: np.uint8,
+    0x09: np.int8,
+    0x0B: ">i2",
+    0x0C: ">i4",
+    0x0D: ">f4",
+    0x0E: ">f8",
+}
 
 
 def read_idx(path: Path) -> np.ndarray:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Any
 
 import numpy as np
@@ -112,9 +112,9 @@ class _Inline:
 
     def __init__(self, root: Dataset, run: Run, epoch: int, step: int, epochs: int) -> None:
         self.run = run
-        self.gen = self._gen(root, epoch, step, epochs)
+        self.gen: Generator[Any, None, None] = self._gen(root, epoch, step, epochs)
 
-    def _gen(self, root: Dataset, epoch: int, step: int, epochs: int) -> Iterator[Any]:
+    def _gen(self, root: Dataset, epoch: int, step: int, epochs: int) -> Generator[Any, None, None]:
         done = 0
         while epochs == -1 or done < epochs:
             for row, _ in root._stream(self.run, epoch, step):

@@ -85,7 +85,9 @@ def resolve_sampler(
         return sampler
     do_shuffle = default_shuffle if shuffle is None else shuffle
     if shards[0] is not None:
-        return DistributedSampler(shards[0], shards[1], shuffle=do_shuffle, num_samples=num_samples)
+        return DistributedSampler(
+            shards[0], int(shards[1] or 0), shuffle=do_shuffle, num_samples=num_samples
+        )
     if do_shuffle:
         return RandomSampler(num_samples=num_samples)
     return SequentialSampler(num_samples=num_samples)

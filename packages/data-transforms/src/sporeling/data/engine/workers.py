@@ -33,7 +33,7 @@ import pickle
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.shared_memory import SharedMemory
@@ -152,8 +152,8 @@ def _worker_main(conn: Any, in_name: str, out_name: str, slot: int, fn: Any) -> 
                 return
             seq, s, chunk = msg
             lo = s * slot
-            in_view = shm_in.buf[lo : lo + slot]
-            out_view = shm_out.buf[lo : lo + slot]
+            in_view = shm_in.buf[lo : lo + slot]  # type: ignore[index]
+            out_view = shm_out.buf[lo : lo + slot]  # type: ignore[index]
             replies, off = [], 0
             try:
                 for key, packed in chunk:
@@ -217,7 +217,7 @@ class _ProcessRunner:
         self.chunk = chunk
         self.broken = False
         self.slot = max(int(max_rowsize * 1024 * 1024), _ALIGN)
-        ctx = mp.get_context(_start_method())
+        ctx: Any = mp.get_context(_start_method())
         self.procs: list[Any] = []
         self.conns: list[Any] = []
         self.shms: list[tuple[SharedMemory, SharedMemory]] = []
@@ -271,8 +271,8 @@ class _ProcessRunner:
             if rseq != seq:  # pragma: no cover - internal invariant
                 raise RuntimeError(f"map: worker result out of order ({rseq} != {seq})")
             lo = s * slot
-            view = self.shms[w][1].buf[lo : lo + slot]
-            out = []
+            view = self.shms[w][1].buf[lo : lo + slot]  # type: ignore[index]
+            out: list[tuple[Any, Any]] = []
             try:
                 for tag, (status, payload) in zip(tags, replies):
                     if status == "error":
@@ -295,7 +295,7 @@ class _ProcessRunner:
                     yield from collect()
                 w, s = seq % W, (seq // W) % S
                 lo = s * slot
-                view = self.shms[w][0].buf[lo : lo + slot]
+                view = self.shms[w][0].buf[lo : lo + slot]  # type: ignore[index]
                 chunk, off = [], 0
                 try:
                     for key, args, _ in group:
@@ -372,7 +372,9 @@ class WorkerPool:
         else:
             self._runner = _ThreadRunner(fn, workers)
 
-    def imap(self, tasks: Iterable[tuple[Any, tuple[Any, ...], Any]]) -> Iterator[tuple[Any, Any]]:
+    def imap(
+        self, tasks: Iterable[tuple[Any, tuple[Any, ...], Any]]
+    ) -> Generator[tuple[Any, Any], None, None]:
         return self._runner.imap(tasks)
 
     def close(self) -> None:
