@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "main",
         "run a script on N processes with mpiexec (the [mpi] extra)",
     ),
+    "plan": ("sporeling.core.parallel.cost_model", "plan_main", "plan parallel layouts"),
+    "reshard": ("sporeling.core.parallel.checkpoint", "reshard_main", "reshard a checkpoint"),
 }
 
 

@@ -6,6 +6,7 @@ from .attention import *  # noqa: F403
 from .basic import *  # noqa: F403
 from .conv import *  # noqa: F403
 from .embedding import *  # noqa: F403
+from .micro_batch import MicroBatchInterleaved  # noqa: F401
 from .normalization import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .rnn import *  # noqa: F403
@@ -16,6 +17,7 @@ __all__ = (
     + basic.__all__
     + conv.__all__
     + embedding.__all__
+    + ["MicroBatchInterleaved"]
     + normalization.__all__
     + pooling.__all__
     + rnn.__all__
