@@ -209,3 +209,30 @@ def test_batch_parallel_per_batch_map_matches_serial():
 
     ref = run(1, False)
     assert run(3, False) == ref == run(2, True)
+
+
+def test_unified_vision_ops_same_output_with_any_workers():
+    from sporeling.data import vision
+
+    imgs = np.random.default_rng(0).integers(0, 255, (24, 40, 40, 3), dtype=np.uint8)
+
+    def run(workers, processes):
+        ds.config.set_seed(3)
+        ops = [
+            vision.RandomResizedCrop(24),
+            vision.RandomHorizontalFlip(),
+            vision.RandomColorAdjust(0.4, 0.4, 0.4),
+        ]
+        d = ds.NumpySlicesDataset({"image": imgs}).map(
+            ops,
+            input_columns="image",
+            num_parallel_workers=workers,
+            python_multiprocessing=processes,
+        )
+        it = d.batch(8).create_tuple_iterator(num_epochs=1, output_numpy=True)
+        return np.concatenate([b[0] for b in it])
+
+    ref = run(1, False)
+    assert ref.shape == (24, 24, 24, 3)
+    np.testing.assert_array_equal(ref, run(4, False))
+    np.testing.assert_array_equal(ref, run(2, True))
