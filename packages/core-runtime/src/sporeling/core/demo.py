@@ -199,10 +199,10 @@ def write_history(rows: list[dict[str, float]], path: Path) -> None:
 def plot_curves(rows: list[dict[str, float]], path: Path, title: str) -> str | None:
     """Write the learning curve (loss and accuracy per epoch) as a PNG; returns why not."""
     try:
-        import matplotlib
+        import matplotlib  # type: ignore[import-not-found, unused-ignore]
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         return (
             "matplotlib is not installed, so no learning_curve.png; install the demo extra: "
