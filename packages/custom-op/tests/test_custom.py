@@ -2,7 +2,6 @@
 inside a trained Cell, and inside jit graphs."""
 # ruff: noqa: F821 - Hybrid DSL intrinsics (output_tensor, parallel, ...) are injected
 
-import importlib.util
 import logging
 
 import numpy as np
@@ -231,12 +230,9 @@ def test_custom_activation_in_a_trained_cell():
 
 # ---- graph mode ---------------------------------------------------------------------------
 
-HAS_JIT = importlib.util.find_spec("sporeling.core.jit") is not None
 
-
-@pytest.mark.skipif(not HAS_JIT, reason="sporeling.core.jit not available yet")
 def test_custom_inside_jit_matches_eager():
-    from sporeling.core import jit
+    from sporeling.core import grad, jit
 
     op = Custom(SUITE["matmul"][0])
 
@@ -247,3 +243,11 @@ def test_custom_inside_jit_matches_eager():
     compiled = jit(f)
     np.testing.assert_allclose(compiled(a, b).asnumpy(), f(a, b).asnumpy(), rtol=1e-5)
     np.testing.assert_allclose(compiled(a, b).asnumpy(), f(a, b).asnumpy(), rtol=1e-5)
+    assert compiled.compile_count == 1
+    graph = next(iter(compiled._cache.values())).graph
+    assert any(e.prim is op.prim for e in graph.eqns)
+    # gradients through the Custom op inside a compiled graph match eager ones
+    g_eager = grad(f, (0, 1))(a, b)
+    g_graph = jit(grad(f, (0, 1)))(a, b)
+    for e, g in zip(g_eager, g_graph):
+        np.testing.assert_allclose(g.asnumpy(), e.asnumpy(), rtol=1e-5)
