@@ -98,7 +98,7 @@ def test_launch_cli_runs_a_script(tmp_path, capfd):
     script = tmp_path / "hello.py"
     script.write_text(
         "from sporeling.core import communication as c\n"
-        "c.init()\nprint('hello', c.get_rank(), c.get_group_size(), flush=True)\n"
+        "c.init()\nprint(f'hello {c.get_rank()} {c.get_group_size()}', flush=True)\n"
     )
     assert main(["launch", "-n", "2", "--threads-per-rank", "1", str(script)]) == 0
     out = capfd.readouterr().out
