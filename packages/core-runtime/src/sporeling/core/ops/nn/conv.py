@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
+from collections import OrderedDict
 from functools import partial
 from typing import Any
 
@@ -126,6 +128,36 @@ def _conv_abstract(
     return ShapedArray((x.shape[0], w.shape[0]) + out_sp, x.dtype)
 
 
+# The weight gradient needs the forward pass's columns again. Recomputing them was a quarter
+# of a LeNet/ResNet-20 step (benchmarks/bench_lenet.py profile), so the forward remembers
+# the last few (keyed by the input array, held weakly) and the weight gradient reuses them.
+# The forward always recomputes, so a buffer changed in place never yields stale columns.
+_COLS_MEMO: OrderedDict[tuple[Any, ...], tuple[Any, Any]] = OrderedDict()
+_COLS_MEMO_SIZE = 32
+
+
+def _memo_key(x: Any, *params: Any) -> tuple[Any, ...]:
+    return (id(x), x.shape, str(x.dtype), *params)
+
+
+def _remember_cols(x: Any, key: tuple[Any, ...], cols: Any) -> None:
+    try:
+        ref = weakref.ref(x)
+    except TypeError:  # arrays that do not support weak references: no memo
+        return
+    _COLS_MEMO[key] = (ref, cols)
+    _COLS_MEMO.move_to_end(key)
+    while len(_COLS_MEMO) > _COLS_MEMO_SIZE:
+        _COLS_MEMO.popitem(last=False)
+
+
+def _recall_cols(x: Any, key: tuple[Any, ...]) -> Any:
+    hit = _COLS_MEMO.get(key)
+    if hit is not None and hit[0]() is x:
+        return hit[1]
+    return None
+
+
 def _conv_impl(
     xp: Any,
     x: Any,
@@ -142,6 +174,7 @@ def _conv_impl(
     out_sp = _out_spatial(tuple(x.shape[2:]), kernel, stride, pads, dilation)
     length = math.prod(out_sp)
     cols = _im2col(xp, x, kernel, stride, pads, dilation, out_sp, fast)
+    _remember_cols(x, _memo_key(x, kernel, stride, pads, dilation, out_sp, fast), cols)
     cols = cols.reshape(groups, -1, n * length)
     out = _gemm(xp, w.reshape(groups, cout // groups, -1), cols)  # one GEMM per group
     out = out.reshape(groups, cout // groups, n, length).transpose(2, 0, 1, 3)
@@ -244,7 +277,9 @@ def _weight_grad_impl(
 ) -> Any:
     n, c = x.shape[:2]
     out_sp = tuple(g.shape[2:])
-    cols = _im2col(xp, x, kernel, stride, pads, dilation, out_sp, fast)
+    cols = _recall_cols(x, _memo_key(x, kernel, stride, pads, dilation, out_sp, fast))
+    if cols is None:
+        cols = _im2col(xp, x, kernel, stride, pads, dilation, out_sp, fast)
     cols = cols.reshape(groups, -1, n * math.prod(out_sp))
     dw = _gemm(xp, _flat_grad(xp, g, groups), cols.transpose(0, 2, 1))
     return dw.reshape((g.shape[1], c // groups) + kernel)
