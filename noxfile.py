@@ -13,6 +13,7 @@ virtualenvs and skips every install (all installs go through `install`).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sys
@@ -287,6 +288,26 @@ def bench(session: nox.Session) -> None:
     # Let each library pick its own BLAS kernels: unset machine-wide OpenBLAS overrides.
     env = {**NUMBA_ENV, "OPENBLAS_CORETYPE": None, "OPENBLAS_L2_SIZE": None}
     session.run("python", "benchmarks/run.py", *session.posargs, env=env)
+
+
+@nox.session(default=False, venv_backend="virtualenv")
+def bench_data(session: nox.Session) -> None:
+    """Run benchmarks/data/run.py: the data pipeline vs torchvision v2, PIL and MindSpore.
+
+    torchvision from PyPI does not import beside torch 2.13.0, so this venv takes torch
+    2.14.1 + torchvision 0.29.1 (pip finds both on this machine's disk; the CPU runs them).
+    MindSpore's CPU wheel (~800 MB) is tried too; set SPORELING_DATA_BENCH_MINDSPORE=0 to
+    skip it (its pipeline is then reported as skipped).
+    """
+    pkg = PACKAGES["data-transforms"]
+    install(session, "torch==2.14.1", "torchvision==0.29.1", "scikit-learn")
+    install(session, *editable(pkg, extras="cli"))
+    if os.environ.get("SPORELING_DATA_BENCH_MINDSPORE", "1") != "0":
+        try:
+            install(session, "mindspore")
+        except nox.command.CommandFailed:
+            session.warn("mindspore did not install: its pipeline will be reported as skipped")
+    session.run("python", "benchmarks/data/run.py", *session.posargs, env=NUMBA_ENV)
 
 
 if __name__ == "__main__":
