@@ -31,7 +31,9 @@ from common import Context, cpu_name, numpy_blas_threads  # noqa: E402
 from harness import Result, Settings, measure, render_markdown, render_text, table  # noqa: E402
 
 # module bench_<name>.py
-BENCHMARKS = ["dispatch", "matmul", "conv2d", "chain", "mlp", "mlp_train", "lenet", "resnet20"]
+BENCHMARKS = [
+    "dispatch", "matmul", "conv2d", "chain", "mlp", "mlp_train", "lenet", "resnet20", "graph",
+]  # fmt: skip
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -27,6 +27,14 @@ def _np(value):
     return np.asarray(value.asnumpy() if hasattr(value, "asnumpy") else value)
 
 
+def _tol(value, rtol):
+    """Fused kernels round float32 transcendental functions within an ulp or two of NumPy's
+    (Numba's libm vs NumPy's SIMD loops): float32 results are compared at float32 precision."""
+    if _np(value).dtype in (np.float32, np.complex64):
+        return {"rtol": 2e-6, "atol": 1e-6}
+    return {"rtol": rtol, "atol": 1e-12}
+
+
 @pytest.mark.parametrize("rec", [r for _, r in RECORDS], ids=[f"{m}:{r.name}" for m, r in RECORDS])
 def test_forward_graph_matches_eager(rec):
     xs = _inputs(rec)
@@ -38,7 +46,7 @@ def test_forward_graph_matches_eager(rec):
     graph = _list(jit(rec.fn)(*xs))
     assert len(eager) == len(graph)
     for e, g in zip(eager, graph):
-        np.testing.assert_allclose(_np(g), _np(e), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(_np(g), _np(e), **_tol(e, 1e-12))
 
 
 def _scalar_loss(rec):
@@ -69,5 +77,5 @@ def test_gradients_graph_matches_eager(rec):
     graph = _list(jit(grad(loss, tuple(wrt)))(*xs))
     via_call = _list(grad(jit(loss), tuple(wrt))(*xs))
     for e, g, c in zip(eager, graph, via_call):
-        np.testing.assert_allclose(_np(g), _np(e), rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(_np(c), _np(e), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(_np(g), _np(e), **_tol(e, 1e-10))
+        np.testing.assert_allclose(_np(c), _np(e), **_tol(e, 1e-10))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 from .._backend import get_device
 from .._primitive import Primitive, ShapedArray, current_interpreter, interpreter
 from ..autograd.tape import GradMode, backward
+from ..context import get_context
 from ..dtype import from_numpy
 from ..tensor import Tensor
 from ._mutable import is_mutable
@@ -115,6 +117,44 @@ def _describe_change(old: Any, new: Any, where: str = "") -> str:
     return "unknown change"
 
 
+# ---- compile-time constants -----------------------------------------------------------------
+
+
+def _refs(pair: tuple[Any, Any]) -> int:
+    return sys.getrefcount(pair[1])
+
+
+def _data_refs(pair: tuple[Any, Any]) -> int:
+    return sys.getrefcount(pair[1]._data)
+
+
+def _graph_only(captured: list[tuple[Var, Tensor]]) -> set[int]:
+    """Ids of captured Vars whose tensors only the graph references.
+
+    Such a tensor was made while tracing (``Tensor(2.0)``, the 0-d operand of ``x * 2``,
+    ``ops.ones(...)`` in Python code) and dropped by the traced code: nobody else can reach
+    it, so its value is fixed and constant folding may read it. Parameters and any tensor
+    held elsewhere (a closure, a Cell attribute, an argument tuple, an effect's target) have
+    more references and stay live inputs, re-read on every call. Counts are compared with a
+    probe stored the same way, so the test does not depend on interpreter details; a tensor
+    kept alive by a reference cycle merely misses folding.
+    """
+    import numpy as np
+
+    probe = (None, Tensor._wrap(np.empty(1), None))  # type: ignore[arg-type]
+    base, base_data = _refs(probe), _data_refs(probe)
+    out = set()
+    for pair in captured:
+        if (
+            type(pair[1]) is Tensor
+            and getattr(pair[1]._data, "base", 0) is None
+            and _refs(pair) <= base
+            and _data_refs(pair) <= base_data
+        ):
+            out.add(pair[0].id)
+    return out
+
+
 # ---- flattening outputs --------------------------------------------------------------------
 
 
@@ -193,7 +233,8 @@ class JitFunction:
         mode = None
         if self.cell is not None and hasattr(self.cell, "cells_and_names"):
             mode = tuple(c.training for _, c in self.cell.cells_and_names())
-        return (desc, mode), leaves
+        # fusion is decided at compile time, so the switch is part of the signature
+        return (desc, mode, get_context("enable_graph_kernel")), leaves
 
     # -- compile ---------------------------------------------------------------------------
     def _compile(
@@ -223,15 +264,18 @@ class JitFunction:
             result = self.fn(*targs, **tkw)
         outvars: list[Any] = []
         tree = _out_tree(result, outvars, tracer)
+        invars = [t._data for t in sym]
+        del result, targs, tkw, sym, it  # so only the graph still holds trace-time tensors
         captured = list(tracer.captured.values())
         devices = [t._device for t in leaves] + [t._device for _, t in captured]
         graph = Graph(
-            invars=[t._data for t in sym],
+            invars=invars,
             captured=captured,
             eqns=tracer.eqns,
             outvars=outvars,
             out_tree=tree,
             device=devices[0] if devices else get_device(None),
+            constant_ids=_graph_only(captured),
         )
         from .passes import optimize
 

@@ -33,9 +33,12 @@ class Executable:
 
         self.in_slots = [index(v) for v in graph.invars]
         self.captured = [(index(v), t) for v, t in graph.captured]
+        self.consts = [(index(v), a) for v, a in graph.consts]
         steps = []
         for e in graph.eqns:
             impl = e.prim.impl_for(device) if device is not None else e.prim.impls["any"]
+            if e.out_alias is not None:
+                impl = _into(e, impl)
             params = {k: v for k, v in e.params.items()}
             steps.append(
                 (
@@ -66,6 +69,8 @@ class Executable:
             env[s] = a
         for s, t in self.captured:
             env[s] = t._data
+        for s, a in self.consts:
+            env[s] = a
         xp = self.xp
         for impl, ins, params, outs, multi, meta, free in self.steps:
             res = impl(xp, *[env[s] for s in ins], **params)
@@ -80,6 +85,13 @@ class Executable:
             env[s] if s is not None else v
             for s, v in zip(self.out_slots, self.graph.outvars, strict=True)
         ]
+
+
+def _into(e: Any, impl: Any) -> Any:
+    """``impl`` writing each aliased output into its (dying) input's buffer when it fits."""
+    from .passes.reuse import write_into
+
+    return write_into(e, impl)
 
 
 def _conform(out: Any, dtype: Any, xp: Any) -> Any:

@@ -4,6 +4,7 @@ A :class:`Var` is a symbolic array (shape and NumPy dtype, no data). An :class:`
 primitive call ``outputs = prim(*inputs, **params)``. A :class:`Graph` has input Vars (the
 function's tensor arguments), *captured* Vars (tensors the function read from outside —
 Parameters, constants — bound by reference, so in-place updates between calls are seen),
+*consts* (arrays fixed at compile time: folded values and tensors only the graph holds),
 its equations in execution order, and its output Vars.
 """
 
@@ -74,12 +75,16 @@ class Eqn:
     inputs: list[Var]
     params: dict[str, Any]
     outputs: list[Var]
+    #: buffer reuse: for each output, the index of an input whose buffer it is written into
+    out_alias: tuple[int | None, ...] | None = None
 
     def __repr__(self) -> str:
         outs = ", ".join(map(repr, self.outputs))
         ins = ", ".join(f"%{v.id}" for v in self.inputs)
         shown = {k: v for k, v in self.params.items() if k != "device"}
         extra = f" {shown}" if shown else ""
+        if self.out_alias is not None:
+            extra += f" in-place{list(self.out_alias)}"
         return f"{outs} = {self.prim.name}({ins}){extra}"
 
 
@@ -94,6 +99,10 @@ class Graph:
     out_tree: Any = None  # how to rebuild fn's output structure from outvars
     device: Any = None
     notes: list[str] = field(default_factory=list)  # what the passes did
+    consts: list[tuple[Var, Any]] = field(default_factory=list)  # (var, array fixed at compile)
+    #: captured Vars whose tensors nothing but the graph holds (see api._graph_only): their
+    #: values cannot change between calls, so constant folding may read them
+    constant_ids: set[int] = field(default_factory=set)
 
     def pretty(self) -> str:
         """A readable listing (what SPORELING_DUMP_IR prints)."""
@@ -103,9 +112,17 @@ class Graph:
                 f"  {var!r} <- captured {type(tensor).__name__} "
                 f"{getattr(tensor, 'name', '')}".rstrip()
             )
+        for var, arr in self.consts:
+            lines.append(f"  {var!r} <- const {_short(arr)}")
         lines += [f"  {e!r}" for e in self.eqns]
         lines.append(
             "  return "
             + ", ".join(repr(v) if isinstance(v, Var) else "const" for v in self.outvars)
         )
         return "\n".join(lines)
+
+
+def _short(arr: Any) -> str:
+    if getattr(arr, "size", 2) == 1:
+        return repr(arr.reshape(-1)[0].item())
+    return f"array{list(getattr(arr, 'shape', ()))}"

@@ -14,8 +14,16 @@ function of Python's ``math`` module (``exp``, ``log1p``, ``erf``, ``tanh``, ...
 from __future__ import annotations
 
 import ast
+import hashlib
+import importlib.util
 import math
 import os
+import sys
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,6 +34,11 @@ __all__ = [
     "kernel_source",
     "compile_expression",
     "run_elementwise",
+    "substitute",
+    "FusedProgram",
+    "fused_source",
+    "compile_fused",
+    "run_fused",
 ]
 
 _BUILTINS = {"max", "min", "abs", "where", "float", "int", "bool"}
@@ -159,3 +172,258 @@ def run_elementwise(
         else:
             kernel[blocks, threads](*flat, out)
     return out.reshape(shape)
+
+
+# ---- fused kernels: several expressions, broadcast inputs, row reductions -----------------
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, mapping: dict[str, str]) -> None:
+        self.mapping = {k: ast.parse(v, mode="eval").body for k, v in mapping.items()}
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        node.args = [self.visit(a) for a in node.args]  # the function name stays as written
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return self.mapping.get(node.id, node)
+
+
+def substitute(expr: str, mapping: dict[str, str]) -> str:
+    """``expr`` with names replaced by expressions (``{"x": "t3", "alpha": "0.2"}``)."""
+    tree = ast.parse(expr, mode="eval")
+    return ast.unparse(_Rename(mapping).visit(tree))
+
+
+@dataclass(frozen=True)
+class FusedProgram:
+    """One fused loop nest over ``n_dims`` loop dimensions (the group's broadcast shape,
+    size-1 dimensions dropped and equal-pattern neighbours merged).
+
+    Inputs are named ``v0, v1 ...``; ``inputs[k]`` says which loop dimensions input ``k``
+    spans (the others are broadcast). ``temps[j] = (dtype, expr)`` defines ``t<j>``, rounded
+    to ``dtype`` like the unfused op's result. ``outputs`` are temps stored at full shape;
+    ``reductions`` are ``(op, temp, out dtype)`` with op ``"sum"`` or ``"max"`` over the last
+    loop dimension (accumulated in float64 for sums).
+    """
+
+    n_dims: int
+    inputs: tuple[tuple[bool, ...], ...]
+    temps: tuple[tuple[str, str], ...]
+    outputs: tuple[int, ...]
+    reductions: tuple[tuple[str, int, str], ...] = ()
+
+
+def _index(spans: tuple[bool, ...], idx: list[str]) -> str:
+    used = [i for i, s in zip(idx, spans, strict=True) if s]
+    return ", ".join(used) if used else "0"
+
+
+def fused_source(prog: FusedProgram, target: str, name: str = "kernel") -> str:
+    """Python source of the loop kernel for ``prog`` on ``"cpu"`` (``kernel(lo, hi, n0...,
+    inputs..., outputs..., reductions...)``, ``lo:hi`` a range of the first loop dimension)
+    or ``"cuda"`` (``kernel(total, n0..., ...)``, one thread per element or per row)."""
+    nd = max(prog.n_dims, 1)
+    idx = [f"i{d}" for d in range(nd)]
+    dims = [f"n{d}" for d in range(nd)]
+    ins = [f"a{k}" for k in range(len(prog.inputs))]
+    outs = [f"o{k}" for k in range(len(prog.outputs))]
+    reds = [f"r{k}" for k in range(len(prog.reductions))]
+    spans = [s if prog.n_dims else (True,) for s in prog.inputs]
+    body = [f"v{k} = a{k}[{_index(s, idx)}]" for k, s in enumerate(spans)]
+    for j, (dt, expr) in enumerate(prog.temps):
+        code = ast.unparse(_ToNumba().visit(ast.parse(expr, mode="eval")))
+        body.append(f"t{j} = _as_{dt}({code})")
+    body += [f"o{k}[{', '.join(idx)}] = t{j}" for k, j in enumerate(prog.outputs)]
+    for k, (op, j, _dt) in enumerate(prog.reductions):
+        if op == "sum":
+            body.append(f"acc{k} += t{j}")
+        else:  # NaN propagates like numpy.max: once acc is NaN, nothing replaces it
+            body.append(f"if t{j} > acc{k} or t{j} != t{j}:\n    acc{k} = t{j}")
+    row = ", ".join(idx[:-1]) or "0"
+    init = [
+        f"acc{k} = {'0.0' if op == 'sum' else '-math.inf'}"
+        for k, (op, _, _) in enumerate(prog.reductions)
+    ]
+    store = [f"r{k}[{row}] = acc{k}" for k in range(len(prog.reductions))]
+    args = ", ".join([*dims, *ins, *outs, *reds])
+    lines: list[str] = []
+
+    def emit(depth: int, text: str) -> None:
+        lines.extend("    " * depth + ln for ln in text.split("\n"))
+
+    if target == "cpu":
+        lines.append(f"def {name}(lo, hi, {args}):")
+        for d in range(nd):
+            if d == nd - 1 and prog.reductions:
+                for ln in init:
+                    emit(d + 1, ln)
+            emit(d + 1, f"for {idx[d]} in range({'lo, hi' if d == 0 else dims[d]}):")
+        for ln in body:
+            emit(nd + 1, ln)
+        for ln in store:
+            emit(nd, ln)
+        return "\n".join(lines) + "\n"
+    if target != "cuda":
+        raise ValueError(
+            f"fused_source: argument 'target' expected 'cpu' or 'cuda', got {target!r}"
+        )
+    lines.append(f"def {name}(total, {args}):")
+    emit(1, "g = cuda.grid(1)")
+    emit(1, "if g < total:")
+    flat = idx[:-1] if prog.reductions else idx
+    for d in range(len(flat) - 1, 0, -1):
+        emit(2, f"{flat[d]} = g % {dims[d]}")
+        emit(2, f"g = g // {dims[d]}")
+    if flat:
+        emit(2, f"{flat[0]} = g")
+    if prog.reductions:
+        for ln in init:
+            emit(2, ln)
+        emit(2, f"for {idx[-1]} in range({dims[-1]}):")
+        for ln in body:
+            emit(3, ln)
+        for ln in store:
+            emit(2, ln)
+    else:
+        for ln in body:
+            emit(2, ln)
+    return "\n".join(lines) + "\n"
+
+
+_CASTS = "".join(f"_as_{n} = np.{n}\n" for n in ("float32", "float64", "int32", "int64", "bool_"))
+_FUSED: dict[tuple[FusedProgram, str], Kernel] = {}
+_FUSED_LOCK = threading.Lock()
+
+
+def kernel_cache_dir() -> Path:
+    """Where generated CPU kernels (and Numba's on-disk cache of them) live:
+    ``SPORELING_KERNEL_CACHE``, else ``~/.cache/sporeling/kernels``."""
+    root = os.environ.get("SPORELING_KERNEL_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "sporeling", "kernels"
+    )
+    return Path(root)
+
+
+def _load_module(src: str) -> dict[str, Any]:
+    """Write ``src`` to ``<cache>/k<hash>.py`` and import it, so Numba's ``cache=True``
+    finds a real file: a warm cache then loads machine code instead of compiling."""
+    digest = hashlib.sha256(src.encode()).hexdigest()[:24]
+    folder = kernel_cache_dir()
+    path = folder / f"k{digest}.py"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+            with os.fdopen(fd, "w") as fh:
+                fh.write(src)
+            os.replace(tmp, path)  # atomic: concurrent processes never read half a file
+    except OSError:  # read-only home: compile in memory, without the disk cache
+        namespace: dict[str, Any] = {}
+        exec(compile(src.replace("cache=True", "cache=False"), "<kernel>", "exec"), namespace)  # noqa: S102
+        return namespace
+    modname = f"sporeling_kernel_{digest}"
+    module = sys.modules.get(modname)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(modname, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[modname] = module
+    return vars(module)
+
+
+def compile_fused(prog: FusedProgram, target: str = "cpu") -> Kernel:
+    """The compiled kernel of ``prog`` (memoized; CPU kernels also cached on disk)."""
+    key = (prog, target)
+    fn = _FUSED.get(key)
+    if fn is not None:
+        return fn
+    with _FUSED_LOCK:
+        fn = _FUSED.get(key)
+        if fn is not None:
+            return fn
+        src = fused_source(prog, target)
+        if os.environ.get("SPORELING_DUMP_KERNELS", "") not in ("", "0"):
+            print(f"# generated fused {target} kernel\n{src}")
+        if target == "cpu":
+            # serial loop, released GIL: run_fused splits rows over threads itself, so the
+            # kernel stays cacheable (parallel=True kernels are not, see STYLE.md)
+            header = (
+                "import math\nimport numpy as np\nfrom numba import njit\n" + _CASTS + "\n\n"
+                "@njit(cache=True, nogil=True, error_model='numpy')\n"
+            )
+            fn = _load_module(header + src)["kernel"]
+        else:
+            from numba import cuda
+
+            namespace: dict[str, Any] = {"math": math, "np": np, "cuda": cuda}
+            exec(_CASTS, namespace)  # noqa: S102 - our own source
+            exec(compile(src, "<sporeling fused kernel>", "exec"), namespace)  # noqa: S102
+            fn = cuda.jit(namespace["kernel"])
+        _FUSED[key] = fn
+    return fn
+
+
+_POOL: ThreadPoolExecutor | None = None
+#: below this many elements a fused kernel runs on the calling thread only
+PARALLEL_MIN = 1 << 16
+
+
+def _threads() -> int:
+    try:
+        import numba
+
+        return max(1, int(numba.get_num_threads()))
+    except Exception:  # pragma: no cover - numba always importable here
+        return os.cpu_count() or 1
+
+
+def run_fused(
+    prog: FusedProgram,
+    loop: tuple[int, ...],
+    inputs: list[Any],
+    outputs: list[Any],
+    reductions: list[Any],
+    target: str = "cpu",
+    xp: Any = np,
+    threads: int | None = None,
+) -> None:
+    """Run ``prog`` over loop sizes ``loop`` on arrays already shaped for it (inputs: their
+    spanned loop dimensions; outputs: ``loop``; reductions: ``loop[:-1]`` or ``(1,)``)."""
+    global _POOL
+    kernel = compile_fused(prog, target)
+    dims = loop or (1,)
+    if target == "cpu":
+        rows = dims[0]
+        total = int(np.prod(dims, dtype=np.int64))
+        n = min(threads or _threads(), rows)
+        if total < PARALLEL_MIN or (prog.reductions and len(dims) == 1):
+            n = 1
+        if n <= 1:
+            kernel(0, rows, *dims, *inputs, *outputs, *reductions)
+            return
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=_threads(), thread_name_prefix="sporeling")
+        bounds = [rows * k // n for k in range(n + 1)]
+        futures = [
+            _POOL.submit(kernel, bounds[k], bounds[k + 1], *dims, *inputs, *outputs, *reductions)
+            for k in range(1, n)
+        ]
+        kernel(bounds[0], bounds[1], *dims, *inputs, *outputs, *reductions)
+        for f in futures:
+            f.result()
+        return
+    threads = 128
+    total = int(np.prod(dims[:-1] if prog.reductions else dims, dtype=np.int64))
+    blocks = max(1, (total + threads - 1) // threads)
+    if xp is np:  # host arrays (CUDA simulator, tests): copy through the device
+        from numba import cuda
+
+        d_in = [cuda.to_device(a) for a in inputs]
+        d_out = [cuda.to_device(a) for a in [*outputs, *reductions]]
+        kernel[blocks, threads](total, *dims, *d_in, *d_out)
+        for host, dev in zip([*outputs, *reductions], d_out, strict=True):
+            host[...] = dev.copy_to_host()
+    else:
+        kernel[blocks, threads](total, *dims, *inputs, *outputs, *reductions)

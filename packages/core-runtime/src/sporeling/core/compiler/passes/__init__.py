@@ -1,13 +1,33 @@
-"""Graph optimisation passes, run in order by :func:`optimize`."""
+"""Graph optimisation passes, run in order by :func:`optimize`.
+
+Order: drop dead code; fold what is known at compile time; merge duplicates (folding first,
+so equal constants and the ops on them meet); drop what merging left dead; fuse elementwise
+chains (on the final, smallest graph); then plan in-place writes (last, because fusion
+changes which buffers exist and when they die).
+
+Effects (``optimizer_step``, ``assign_inplace``) and random primitives are never removed,
+merged or moved across one another by any pass.
+"""
 
 from __future__ import annotations
 
 from ..graph import Graph
+from .cse import common_subexpression_elimination
 from .dce import dead_code_elimination
+from .fold import constant_folding
+from .fusion import elementwise_fusion
+from .reuse import buffer_reuse
 
 __all__ = ["optimize", "PASSES"]
 
-PASSES = [dead_code_elimination]
+PASSES = [
+    dead_code_elimination,
+    constant_folding,
+    common_subexpression_elimination,
+    dead_code_elimination,
+    elementwise_fusion,
+    buffer_reuse,
+]
 
 
 def optimize(graph: Graph) -> Graph:

@@ -1,0 +1,24 @@
+"""Helpers shared by the passes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: kinds whose calls are never removed, merged, folded or moved across one another
+ORDERED_KINDS = frozenset({"effect", "random"})
+
+
+def never_touch(prim: Any) -> bool:
+    """Effects, random draws, collectives and nested compiled calls: left exactly as traced."""
+    return prim.kind in ORDERED_KINDS or prim.name.startswith("comm_") or prim.name == "jit_call"
+
+
+def params_key(params: dict[str, Any]) -> tuple[Any, ...] | None:
+    """A hashable key of an equation's parameters (types included: ``1 != 1.0 != True``),
+    or None when a value is unhashable."""
+    key = tuple((k, type(v), v) for k, v in sorted(params.items()))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key

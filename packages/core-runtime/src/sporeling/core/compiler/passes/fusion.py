@@ -1,0 +1,334 @@
+"""Elementwise fusion: chains of elementwise ops (and broadcasts) become one generated kernel.
+
+Walking the equations in order, an elementwise equation joins the open group that produced
+one of its inputs when its output has the group's shape (inputs may be smaller: they are
+read with broadcast indexing, not materialised). A ``reduce_sum``/``reduce_max`` over the
+last axis of a group value joins as an epilogue (softmax's max and sum, layer norm's
+moments), after which only further such reductions may join. A group closes when anything
+outside it reads one of its values, and every group closes at an effect or a random draw,
+so a fused kernel — placed where its last member was — never moves work across them.
+
+Each group with two or more members, or with a reduction, becomes one equation of a
+generated :class:`FusedPrimitive` (kind ``"fused"``): the members' scalar expressions, with
+parameters substituted, are composed into a :class:`~..kernels.codegen.FusedProgram` and
+compiled by Numba (CPU, cached on disk) or Numba CUDA (GPU). Values used only inside the
+group are never written to memory. ``set_context(enable_graph_kernel=False)`` turns the
+pass off.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...context import get_context
+from ...kernels import codegen
+from ..graph import Graph, Var
+from ._util import ORDERED_KINDS, params_key
+
+__all__ = ["elementwise_fusion", "FusedPrimitive", "fusible_expression"]
+
+_DTYPES = {np.dtype(t) for t in ("float32", "float64", "int32", "int64", "bool")}
+_FLOATS = {np.dtype("float32"), np.dtype("float64")}
+_REDUCE = {"reduce_sum": "sum", "reduce_max": "max"}
+_EXPR_MEMO: dict[Any, Any] = {}
+
+
+def fusible_expression(e: Any) -> tuple[str, tuple[str, ...]] | None:
+    """``(expr, input names)`` of an elementwise equation, parameters substituted, or None
+    when it cannot be fused (no scalar form, unsupported dtype or parameter)."""
+    if any(v.dtype not in _DTYPES for v in (*e.inputs, *e.outputs)):
+        return None
+    prim = e.prim
+    if prim.name == "broadcast_to":
+        return ("x", ("x",)) if len(e.inputs) == 1 else None
+    if prim.kind != "elementwise" or not prim.scalar or prim.multiple_results:
+        return None
+    pk = params_key(e.params)
+    key = (prim.name, pk, len(e.inputs))
+    if pk is not None and key in _EXPR_MEMO:
+        return _EXPR_MEMO[key]
+    found = _expression(prim, e.params, len(e.inputs))
+    if pk is not None:
+        _EXPR_MEMO[key] = found
+    return found
+
+
+def _expression(prim: Any, params: dict[str, Any], n_inputs: int) -> Any:
+    mapping = {}
+    for k, val in params.items():
+        if prim.name == "cast" and k == "dtype":
+            continue  # the result's dtype does the conversion
+        if prim.name == "gelu" and k == "approximate":
+            if val != "none":  # the scalar form is the erf form
+                return None
+            continue
+        if type(val) not in (int, float):
+            return None
+        mapping[k] = repr(float(val))
+    expr = codegen.substitute(prim.scalar, mapping) if mapping else prim.scalar
+    try:
+        names = codegen.expression_inputs(expr)
+    except (codegen.UnsupportedExpression, SyntaxError):
+        return None
+    if len(names) != n_inputs:
+        return None
+    return expr, names
+
+
+class _Group:
+    __slots__ = ("shape", "members", "state", "n_ew", "temps")
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+        self.members: list[Any] = []
+        self.temps: set[int] = set()  # ids of the Vars its elementwise members produce
+        self.state = "open"  # "reducing" after a reduction joined, "closed" when read outside
+        self.n_ew = 0
+
+
+def elementwise_fusion(graph: Graph) -> Graph:
+    if not get_context("enable_graph_kernel"):
+        graph.notes.append("fusion off (enable_graph_kernel=False)")
+        return graph
+    owner: dict[int, _Group] = {}
+    group_of: dict[int, _Group] = {}  # id(eqn) -> group
+    groups: list[_Group] = []
+    exprs: dict[int, Any] = {}
+    for e in graph.eqns:
+        red = _reduction_target(e, owner)
+        if red is not None:
+            red.members.append(e)
+            red.state = "reducing"
+            group_of[id(e)] = red
+            owner[e.outputs[0].id] = red
+            continue
+        found = fusible_expression(e)
+        if found is not None:
+            exprs[id(e)] = found
+            out = e.outputs[0]
+            cands = {id(owner[v.id]): owner[v.id] for v in e.inputs if v.id in owner}
+            join = [g for g in cands.values() if g.state == "open" and g.shape == out.shape]
+            for g in cands.values():
+                if g not in join:
+                    g.state = "closed"
+            if join:
+                g = join[0]
+                for other in join[1:]:  # e reads several open groups: they become one
+                    for m in other.members:
+                        group_of[id(m)] = g
+                        for v in m.outputs:
+                            owner[v.id] = g
+                    g.members = sorted(g.members + other.members, key=_position(graph))
+                    g.n_ew += other.n_ew
+                    g.temps |= other.temps
+                    other.state = "merged"
+            else:
+                g = _Group(out.shape)
+                groups.append(g)
+            g.members.append(e)
+            g.n_ew += 1
+            g.temps.add(out.id)
+            group_of[id(e)] = g
+            owner[out.id] = g
+            continue
+        for v in e.inputs:
+            if v.id in owner:
+                owner[v.id].state = "closed"
+        if e.prim.kind in ORDERED_KINDS:
+            for g in groups:
+                g.state = "closed"
+    live = [g for g in groups if g.state != "merged" and (g.n_ew >= 2 or len(g.members) > g.n_ew)]
+    last = {id(g.members[-1]): g for g in live}
+    fused_ids = {id(m) for g in live for m in g.members}
+    outvars = {v.id for v in graph.outvars if isinstance(v, Var)}
+    readers: dict[int, list[Any]] = {}
+    for e in graph.eqns:
+        for v in e.inputs:
+            readers.setdefault(v.id, []).append(e)
+    eqns = []
+    n_fused = 0
+    for e in graph.eqns:
+        if id(e) in last:
+            eqns.append(_build(last[id(e)], exprs, readers, outvars, graph.device))
+            n_fused += len(last[id(e)].members)
+        elif id(e) not in fused_ids:
+            eqns.append(e)
+    graph.notes.append(f"fusion joined {n_fused} eqns into {len(live)} kernels")
+    graph.eqns = eqns
+    return graph
+
+
+def _position(graph: Graph) -> Any:
+    order = {id(e): i for i, e in enumerate(graph.eqns)}
+    return lambda e: order[id(e)]
+
+
+def _reduction_target(e: Any, owner: dict[int, _Group]) -> _Group | None:
+    """The group a last-axis sum/max of one of its values joins as an epilogue, or None."""
+    if e.prim.name not in _REDUCE or len(e.inputs) != 1:
+        return None
+    v = e.inputs[0]
+    g = owner.get(v.id)
+    if g is None or g.state not in ("open", "reducing") or v.id not in g.temps or not g.shape:
+        return None
+    if e.params.get("axis") != (len(g.shape) - 1,) or v.dtype not in _FLOATS:
+        return None
+    if e.outputs[0].dtype != v.dtype:
+        return None
+    return g
+
+
+def _build(
+    g: _Group, exprs: dict[int, Any], readers: dict[int, list[Any]], outvars: set[int], device: Any
+) -> Any:
+    from ..graph import Eqn
+
+    members = g.members
+    inside = {id(m) for m in members}
+    produced: dict[int, str] = {}
+    inputs: list[Var] = []
+    in_index: dict[int, int] = {}
+    temps: list[tuple[str, str]] = []
+    outs: list[Var] = []
+    out_temps: list[int] = []
+    reds: list[tuple[str, int, str]] = []
+    red_vars: list[Var] = []
+
+    def ref(v: Var) -> str:
+        if v.id in produced:
+            return produced[v.id]
+        if v.id not in in_index:
+            in_index[v.id] = len(inputs)
+            inputs.append(v)
+        return f"v{in_index[v.id]}"
+
+    for m in members:
+        out = m.outputs[0]
+        if m.prim.name in _REDUCE:
+            reds.append((_REDUCE[m.prim.name], int(produced[m.inputs[0].id][1:]), out.dtype.name))
+            red_vars.append(out)
+            continue
+        expr, names = exprs[id(m)]
+        mapping = {n: ref(v) for n, v in zip(names, m.inputs, strict=True)}
+        temps.append((_cast_name(out.dtype), codegen.substitute(expr, mapping)))
+        produced[out.id] = f"t{len(temps) - 1}"
+        used_outside = out.id in outvars or any(
+            id(r) not in inside for r in readers.get(out.id, ())
+        )
+        if used_outside:
+            outs.append(out)
+            out_temps.append(len(temps) - 1)
+    shape = g.shape
+    nd = len(shape)
+    with_red = bool(reds)
+    pats = []
+    for v in inputs:
+        s = (1,) * (nd - len(v.shape)) + v.shape
+        pats.append([s[d] == shape[d] and shape[d] != 1 for d in range(nd)])
+    loop: list[list[Any]] = []
+    for d in range(nd):
+        if shape[d] == 1 and not (with_red and d == nd - 1):
+            continue
+        flags = tuple(p[d] for p in pats)
+        if loop and loop[-1][1] == flags and not (with_red and d == nd - 1):
+            loop[-1][0] *= shape[d]
+        else:
+            loop.append([shape[d], flags])
+    sizes = tuple(int(n) for n, _ in loop)
+    spans = tuple(tuple(f[k] for _, f in loop) for k in range(len(inputs)))
+    prog = codegen.FusedProgram(len(loop), spans, tuple(temps), tuple(out_temps), tuple(reds))
+    in_shapes = [tuple(n for n, f in loop if f[k]) or (1,) for k in range(len(inputs))]
+    prim = FusedPrimitive(prog, sizes, in_shapes, outs, red_vars, members, device)
+    prim.inputs = inputs
+    return Eqn(prim, inputs, {}, [*outs, *red_vars])
+
+
+def _cast_name(dt: np.dtype) -> str:
+    return "bool_" if dt == np.bool_ else dt.name
+
+
+class FusedPrimitive:
+    """A generated primitive running one fused group (not registered: one per group)."""
+
+    kind = "fused"
+    multiple_results = True
+    vjp = None
+    scalar = None
+
+    def __init__(
+        self,
+        program: codegen.FusedProgram,
+        loop: tuple[int, ...],
+        in_shapes: list[tuple[int, ...]],
+        outs: list[Var],
+        reds: list[Var],
+        members: list[Any],
+        device: Any,
+    ) -> None:
+        self.program = program
+        self.loop = loop or (1,)
+        self.in_shapes = in_shapes
+        self.results = [*outs, *reds]
+        self.inputs: list[Var] = []
+        self.out_meta = [(v.shape, v.dtype) for v in outs]
+        self.red_meta = [(v.shape, v.dtype) for v in reds]
+        self.red_shape = self.loop[:-1] or (1,)
+        self.members = members
+        self.device = device
+        self.n_full = len(outs)  # outputs written at the loop's full shape (reusable buffers)
+        self.name = "fused[" + ",".join(m.prim.name for m in members) + "]"
+        self.impls = {"any": self.run}
+        self._warm = False
+        self._fallback = False
+
+    def __repr__(self) -> str:
+        return f"<primitive {self.name} (fused)>"
+
+    def impl_for(self, device: Any) -> Any:
+        return self.run
+
+    def run(self, xp: Any, *arrays: Any, outs: Any = None) -> tuple[Any, ...]:
+        if self._fallback:
+            return self._interpret(xp, arrays)
+        loop = self.loop
+        ins = [
+            xp.ascontiguousarray(a).reshape(s) for a, s in zip(arrays, self.in_shapes, strict=True)
+        ]
+        full = []
+        for k, (_shape, dt) in enumerate(self.out_meta):
+            buf = outs[k] if outs is not None else None
+            if (
+                buf is not None
+                and buf.dtype == dt
+                and buf.flags.c_contiguous
+                and buf.flags.writeable
+            ):
+                full.append(buf.reshape(loop))
+            else:
+                full.append(xp.empty(loop, dt))
+        reds = [xp.empty(self.red_shape, dt) for _, dt in self.red_meta]
+        target = "cpu" if xp is np else "cuda"
+        if not self._warm:
+            try:  # first call compiles (or loads from the disk cache) on this thread
+                codegen.compile_fused(self.program, target)
+                codegen.run_fused(self.program, loop, ins, full, reds, target, xp, threads=1)
+            except Exception:  # an expression Numba cannot type: run the ops one by one
+                self._fallback = True
+                return self._interpret(xp, arrays)
+            self._warm = True
+        else:
+            codegen.run_fused(self.program, loop, ins, full, reds, target, xp)
+        res = [a.reshape(s) for a, (s, _) in zip(full, self.out_meta, strict=True)]
+        res += [a.reshape(s) for a, (s, _) in zip(reds, self.red_meta, strict=True)]
+        return tuple(res)
+
+    def _interpret(self, xp: Any, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The unfused reference: the members' own impls in order."""
+        env = {v.id: a for v, a in zip(self.inputs, arrays, strict=True)}
+        for m in self.members:
+            impl = m.prim.impl_for(self.device) if self.device is not None else m.prim.impls["any"]
+            r = impl(xp, *[env[v.id] for v in m.inputs], **m.params)
+            env[m.outputs[0].id] = xp.asarray(r).astype(m.outputs[0].dtype, copy=False)
+        return tuple(env[v.id] for v in self.results)

@@ -1,0 +1,354 @@
+"""The graph passes on small graphs: CSE, constant folding, elementwise fusion (chains,
+broadcasts, reduction epilogues; forward and gradients; every op codegen supports; the CUDA
+simulator), buffer reuse, and the enable_graph_kernel switch."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from sporeling.core import Parameter, Tensor, grad, ops, set_context
+from sporeling.core import dtype as dtypes
+from sporeling.core._primitive import REGISTRY
+from sporeling.core.compiler import jit
+from sporeling.core.compiler.graph import Eqn, Var
+from sporeling.core.compiler.passes.fusion import fusible_expression
+from sporeling.core.ops._core import assign_inplace
+
+
+def t(*shape, seed=0, lo=-1.0, hi=1.0):
+    rng = np.random.default_rng(seed)
+    return Tensor(rng.uniform(lo, hi, shape).astype(np.float32))
+
+
+def graph_of(jf):
+    return next(iter(jf._cache.values())).graph
+
+
+def names(graph):
+    return [e.prim.name for e in graph.eqns]
+
+
+def members(graph):
+    return [m.prim.name for e in graph.eqns for m in getattr(e.prim, "members", [e])]
+
+
+@pytest.fixture
+def no_fusion():
+    set_context(enable_graph_kernel=False)
+    yield
+    set_context(enable_graph_kernel=True)
+
+
+def unfused(fn, *args):
+    set_context(enable_graph_kernel=False)
+    try:
+        return jit(fn)(*args)
+    finally:
+        set_context(enable_graph_kernel=True)
+
+
+def close(a, b, rtol=1e-6, atol=1e-6):
+    a = a if isinstance(a, (tuple, list)) else [a]
+    b = b if isinstance(b, (tuple, list)) else [b]
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x.asnumpy(), y.asnumpy(), rtol=rtol, atol=atol)
+
+
+# ---- common-subexpression elimination ----------------------------------------------------
+
+
+def test_cse_merges_duplicates(no_fusion):
+    jf = jit(lambda x: ops.exp(x * 2.0) + ops.exp(x * 2.0))
+    x = t(4)
+    close(jf(x), ops.exp(x * 2.0) * 2.0)
+    g = graph_of(jf)
+    assert names(g).count("exp") == 1 and names(g).count("mul") == 1  # equal constants merge
+    assert any(n.startswith("cse merged 2") for n in g.notes)
+
+
+def test_cse_keeps_random_ops(no_fusion):
+    jf = jit(lambda x: ops.standard_normal((4,)) + ops.standard_normal((4,)) + x)
+    out = jf(t(4)).asnumpy()
+    assert names(graph_of(jf)).count("random_standard_normal") == 2
+    assert out.shape == (4,)
+
+
+def test_cse_does_not_merge_across_effects(no_fusion):
+    p = Parameter(Tensor(np.ones(3, np.float32)), name="p")
+
+    def f(x):
+        before = p * 3.0
+        assign_inplace(p, x)
+        after = p * 3.0  # same prim, inputs and params: but p changed in between
+        return before, after
+
+    jf = jit(f)
+    before, after = jf(t(3))
+    np.testing.assert_allclose(before.asnumpy(), 3.0)
+    np.testing.assert_allclose(after.asnumpy(), t(3).asnumpy() * 3.0, rtol=1e-6)
+    assert names(graph_of(jf)).count("mul") == 2
+
+
+# ---- constant folding --------------------------------------------------------------------
+
+
+def test_folding_evaluates_constants(no_fusion):
+    def f(x):
+        c = ops.exp(Tensor(2.0)) * Tensor(3.0)  # all constant: computed once at compile time
+        return x * c
+
+    jf = jit(f)
+    x = t(5)
+    close(jf(x), f(x))
+    g = graph_of(jf)
+    assert names(g) == ["mul"]
+    assert any(n.startswith("fold evaluated 2") for n in g.notes)
+
+
+def test_folding_never_folds_parameters(no_fusion):
+    w = Parameter(Tensor(np.float32(2.0)), name="w")
+    held = Tensor(np.float32(5.0))  # a plain tensor held by the closure may change too
+    jf = jit(lambda x: x * ops.exp(w) + held * 1.0)
+    x = t(3)
+    close(jf(x), x * ops.exp(w) + held)
+    assert "exp" in names(graph_of(jf))
+    w.set_data(Tensor(np.float32(-1.0)))
+    assign_inplace(held, Tensor(np.float32(7.0)))
+    close(jf(x), x * ops.exp(w) + held)
+    assert jf.compile_count == 1
+
+
+# ---- elementwise fusion ------------------------------------------------------------------
+
+
+def test_fusion_chain_and_broadcast_forward_and_grad():
+    def f(x, w, b):
+        return ops.tanh(ops.sigmoid(x * w + b) * 2.0 - 0.5)
+
+    x, w, b = t(8, 16), t(16, seed=1), t(1, 16, seed=2)
+    fused = jit(f)
+    close(fused(x, w, b), unfused(f, x, w, b))
+    close(fused(x, w, b), f(x, w, b))
+    g = graph_of(fused)
+    assert len(g.eqns) == 1 and g.eqns[0].prim.kind == "fused"
+    loss = lambda x, w, b: ops.reduce_sum(f(x, w, b) * f(x, w, b))  # noqa: E731
+    gf = jit(grad(loss, (0, 1, 2)))
+    close(gf(x, w, b), unfused(grad(loss, (0, 1, 2)), x, w, b), rtol=1e-5)
+    close(gf(x, w, b), grad(loss, (0, 1, 2))(x, w, b), rtol=1e-5)
+    set_context(enable_graph_kernel=False)
+    try:
+        plain = jit(grad(loss, (0, 1, 2)))
+        plain(x, w, b)
+    finally:
+        set_context(enable_graph_kernel=True)
+    assert len(graph_of(gf).eqns) < len(graph_of(plain).eqns)
+
+
+def test_fusion_reduction_epilogue_softmax_and_moments():
+    def softmax(x):
+        e = ops.exp(x - ops.amax(x, -1, keep_dims=True))
+        return e / ops.reduce_sum(e, -1, keep_dims=True)
+
+    def moments(x, w):
+        y = x * w + 1.0
+        mean = ops.reduce_sum(y, -1, keep_dims=True) / y.shape[-1]
+        var = ops.reduce_sum(ops.square(y - mean), -1) / y.shape[-1]
+        return mean, var, ops.amax(ops.abs(y), -1)
+
+    x, w = t(6, 33), t(33, seed=1)
+    close(jit(softmax)(x), unfused(softmax, x))
+    close(jit(moments)(x, w), unfused(moments, x, w))
+    jm = jit(moments)
+    jm(x, w)
+    g = graph_of(jm)
+    fused = [e for e in g.eqns if e.prim.kind == "fused"]
+    assert any(e.prim.program.reductions for e in fused)
+    assert len(g.eqns) < 9
+    loss = lambda x: ops.reduce_sum(softmax(x) * x)  # noqa: E731
+    close(jit(grad(loss))(x), unfused(grad(loss), x), rtol=1e-5)
+
+
+def test_fusion_keeps_effects_and_randoms_in_order():
+    p = Parameter(Tensor(np.zeros(4, np.float32)), name="p")
+
+    def f(x):
+        a = x * 2.0
+        assign_inplace(p, a + 1.0)
+        return (p + x) * 3.0
+
+    jf = jit(f)
+    x = t(4)
+    out = jf(x)
+    np.testing.assert_allclose(out.asnumpy(), ((x.asnumpy() * 2 + 1) + x.asnumpy()) * 3, rtol=1e-6)
+    kinds = [e.prim.kind for e in graph_of(jf).eqns]
+    assert "effect" in kinds
+    eff = kinds.index("effect")
+    assert all(k != "fused" or i != eff for i, k in enumerate(kinds))
+
+
+def _cases():
+    out = []
+    for name, prim in sorted(REGISTRY.items()):
+        if prim.kind != "elementwise" or not prim.scalar:
+            continue
+        out.append(name)
+    return out
+
+
+@pytest.mark.parametrize("name", _cases())
+def test_every_fusible_op_matches_unfused(name):
+    """Each op with a scalar form, fused into a chain (x*1.5 -> op -> +0.25), forward and
+    with gradients, against the unfused graph."""
+    prim = REGISTRY[name]
+    rng = np.random.default_rng(0)
+    for dt in (np.float32, np.int64, np.bool_):
+        probe = _probe(prim, dt)
+        if probe is None or fusible_expression(probe) is None:
+            continue
+        n_in = len(probe.inputs)
+        break
+    else:
+        pytest.skip(f"{name}: no fusible float32/int64/bool form without parameters")
+    if dt is np.float32:
+        arrays = [rng.uniform(0.1, 0.9, (5, 7)).astype(dt) for _ in range(n_in)]
+    elif dt is np.int64:
+        arrays = [rng.integers(1, 7, (5, 7)).astype(dt) for _ in range(n_in)]
+    else:
+        arrays = [rng.random((5, 7)) < 0.5 for _ in range(n_in)]
+    if name == "select":
+        arrays[0] = rng.random((5, 7)) < 0.5
+    xs = [Tensor(a) for a in arrays]
+
+    def chain(*xs):
+        ys = list(xs)
+        if ys[-1].dtype.category == 2:
+            ys[-1] = ys[-1] * 1.5
+        out = prim.bind(*ys, **PARAMS.get(name, {}))
+        return out + 1 if out.dtype.category >= 1 else ops.logical_not(out)
+
+    fused = jit(chain)
+    close(fused(*xs), unfused(chain, *xs), rtol=1e-6, atol=1e-6)
+    assert any(e.prim.kind == "fused" for e in graph_of(fused).eqns)
+    if (
+        prim.vjp is not None
+        and dt is np.float32
+        and name not in ("floor", "ceil", "round", "trunc", "sign")
+    ):
+        loss = lambda *xs: ops.reduce_sum(chain(*xs) * chain(*xs))  # noqa: E731
+        close(jit(grad(loss))(*xs), unfused(grad(loss), *xs), rtol=1e-5, atol=1e-5)
+
+
+PARAMS = {
+    "gelu": {"approximate": "none"},
+    "leaky_relu": {"alpha": 0.2},
+    "elu": {"alpha": 1.0},
+    "celu": {"alpha": 1.5},
+    "hardshrink": {"lambd": 0.5},
+    "soft_shrink": {"lambd": 0.5},
+    "softplus": {"beta": 2.0, "threshold": 1.0},
+    "cast": {"dtype": dtypes.float64},
+}
+
+
+def _probe(prim, dt):
+    for n in (1, 2, 3):
+        ins = [Var((5, 7), dt) for _ in range(n)]
+        if prim.name == "select":
+            ins[0] = Var((5, 7), np.bool_)
+        try:
+            params = PARAMS.get(prim.name, {})
+            aval = prim.abstract_eval(tuple((v.shape, v.dtype) for v in ins), params)
+        except (TypeError, ValueError):
+            continue
+        e = Eqn(prim, ins, params, [Var(aval.shape, aval.dtype.np)])
+        if fusible_expression(e) is not None:
+            return e
+    return None
+
+
+def test_fused_kernels_in_cuda_simulator():
+    code = (
+        "import json, numpy as np\n"
+        "from sporeling.core.kernels.codegen import FusedProgram, run_fused\n"
+        "p = FusedProgram(2, ((True, True), (False, True)), (('float32', 'v0 * v1'),"
+        " ('float32', 'exp(t0)')), (1,), (('sum', 1, 'float32'), ('max', 0, 'float32')))\n"
+        "a = np.random.rand(5, 7).astype(np.float32); b = np.random.rand(7).astype(np.float32)\n"
+        "o = np.empty((5, 7), np.float32); s = np.empty(5, np.float32)\n"
+        "m = np.empty(5, np.float32)\n"
+        "run_fused(p, (5, 7), [a, b], [o], [s, m], 'cuda')\n"
+        "e = np.exp(a * b)\n"
+        "q = FusedProgram(1, ((True,), (False,)), (('float32', 'where(v0 > v1, v0, v1 * 2)'),),"
+        " (0,))\n"
+        "x = np.linspace(-1, 1, 9).astype(np.float32); y = np.float32([0.5])\n"
+        "z = np.empty(9, np.float32); run_fused(q, (9,), [x, y], [z], [], 'cuda')\n"
+        "print(json.dumps([float(np.abs(o - e).max()), float(np.abs(s - e.sum(1)).max()),"
+        " float(np.abs(m - (a * b).max(1)).max()),"
+        " float(np.abs(z - np.where(x > 0.5, x, 1.0)).max())]))\n"
+    )
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    errs = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert max(errs) < 1e-5, errs
+
+
+# ---- buffer reuse -------------------------------------------------------------------------
+
+
+def test_buffer_reuse_is_in_place_and_keeps_inputs():
+    def f(x, w):
+        a = ops.exp(x * w)  # fused group 1: a, and its row sums as an epilogue
+        s = ops.reduce_sum(a, -1, keep_dims=True)
+        return ops.sigmoid(a / s) * 2.0  # group 2: a dies here and is written in place
+
+    x, w = t(6, 6), t(6, seed=1)
+    x0, w0 = x.asnumpy().copy(), w.asnumpy().copy()
+    jf = jit(f)
+    close(jf(x, w), unfused(f, x, w))
+    close(jf(x, w), f(x, w))
+    np.testing.assert_array_equal(x.asnumpy(), x0)
+    np.testing.assert_array_equal(w.asnumpy(), w0)
+    assert any(e.out_alias for e in graph_of(jf).eqns)
+
+
+def test_buffer_reuse_without_fusion(no_fusion):
+    def f(x):
+        y = ops.matmul(x, x)
+        return ops.exp(y + 1.0) * 2.0
+
+    x = t(4, 4)
+    x0 = x.asnumpy().copy()
+    jf = jit(f)
+    close(jf(x), f(x))
+    np.testing.assert_array_equal(x.asnumpy(), x0)
+    assert sum(1 for e in graph_of(jf).eqns if e.out_alias) >= 2
+
+
+# ---- the switch ---------------------------------------------------------------------------
+
+
+def test_enable_graph_kernel_switch():
+    f = lambda x: ops.exp(x) * 2.0 + 1.0  # noqa: E731
+    jf = jit(f)
+    x = t(8)
+    a = jf(x)
+    assert any(e.prim.kind == "fused" for e in graph_of(jf).eqns)
+    set_context(enable_graph_kernel=False)
+    try:
+        b = jf(x)  # the switch is part of the signature: recompiles without fusion
+        assert jf.compile_count == 2
+        g = list(jf._cache.values())[-1].graph
+        assert all(e.prim.kind != "fused" for e in g.eqns)
+        assert any("fusion off" in n for n in g.notes)
+    finally:
+        set_context(enable_graph_kernel=True)
+    close(a, b)
+    jf(x)
+    assert jf.compile_count == 2  # back on: the first graph is a cache hit
