@@ -86,7 +86,7 @@ def main(argv: Sequence[str]) -> int:
     for k, im in enumerate(images):
         tile = Image.fromarray(im).convert("RGB")
         if tile.size != (cw, ch):
-            tile.thumbnail((cw, ch), Image.BILINEAR)
+            tile.thumbnail((cw, ch), Image.Resampling.BILINEAR)
         r, c = divmod(k, cols)
         x = PAD + c * (cw + PAD) + (cw - tile.size[0]) // 2
         y = PAD + r * (ch + PAD) + (ch - tile.size[1]) // 2

@@ -58,7 +58,7 @@ def load_spec(path: str | os.PathLike[str]) -> dict[str, Any]:
             raise CliError(f"spec {str(p)!r} is not valid JSON: {exc}", SPEC_ERROR) from None
     else:
         try:
-            import yaml
+            import yaml  # type: ignore[import-untyped, unused-ignore]
         except ImportError:
             raise CliError(
                 "reading a YAML spec needs PyYAML, which is not installed: "

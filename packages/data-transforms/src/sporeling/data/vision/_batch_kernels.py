@@ -15,10 +15,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-_JIT = {"cache": True, "nogil": True}
 
-
-@numba.njit(**_JIT)
+@numba.njit(cache=True, nogil=True)
 def _store(v, lo, hi, is_int):
     # Round and saturate for integer outputs; float outputs are passed through.
     if is_int:
@@ -30,7 +28,7 @@ def _store(v, lo, hi, is_int):
     return v
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, nogil=True)
 def _mixup_kernel(images, perm, lam, out, lo, hi, is_int):
     """out[i] = lam[i] * images[i] + (1 - lam[i]) * images[perm[i]] on (N, M) rows."""
     n, m = images.shape
@@ -43,7 +41,7 @@ def _mixup_kernel(images, perm, lam, out, lo, hi, is_int):
             out[i, k] = _store(v, lo, hi, is_int)
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, nogil=True)
 def _cutmix_kernel(images, perm, boxes, out):
     """Copy each sample, then paste box (x, y, w, h) of images[perm[i]] where w > 0.
 
@@ -65,7 +63,7 @@ def _cutmix_kernel(images, perm, boxes, out):
                     out[i, y, x, ch] = images[src, y, x, ch]
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, nogil=True)
 def _resized_crop_one(img, x0, y0, cw, ch, flip, out, nearest, lo, hi, is_int):
     """Crop (x0, y0, cw, ch) of one (H, W, C) image and resize it into `out` (OH, OW, C).
 
@@ -117,7 +115,7 @@ def _resized_crop_one(img, x0, y0, cw, ch, flip, out, nearest, lo, hi, is_int):
                 orow[ox, k] = _store(top + (bot - top) * wy, lo, hi, is_int)
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, nogil=True)
 def _resized_crop_kernel(images, boxes, flips, out, nearest, lo, hi, is_int):
     """Per-sample crop box (x, y, w, h) and flip flag over an (N, H, W, C) batch."""
     for i in range(images.shape[0]):
@@ -136,7 +134,7 @@ def _resized_crop_kernel(images, boxes, flips, out, nearest, lo, hi, is_int):
         )
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, nogil=True)
 def _hflip_kernel(images, flips, out):
     """out[i] = images[i] mirrored along W where flips[i], else a copy."""
     n, h, w, c = images.shape
@@ -160,13 +158,13 @@ def _hflip_kernel(images, flips, out):
                     dst[x, k] = src[sx, k]
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, nogil=True)
 def _gray(r, g, b):
     # ITU-R 601-2 luma, as Pillow's "L" conversion and OpenCV's RGB2GRAY.
     return 0.299 * r + 0.587 * g + 0.114 * b
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, nogil=True)
 def _shift_hue(r, g, b, shift):
     """Rotate the hue of one RGB pixel (0..255 floats) by `shift` turns (HSV model)."""
     mx = max(r, g, b)
@@ -202,7 +200,7 @@ def _shift_hue(r, g, b, shift):
     return v, p, q
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, nogil=True)
 def _color_adjust_kernel(images, factors, order, out, scratch):
     """Brightness, contrast, saturation and hue per sample, in a per-sample order.
 

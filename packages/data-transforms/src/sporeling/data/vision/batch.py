@@ -140,6 +140,8 @@ def _jitter_range(value: Any, op: str, arg: str, center: float, bound: float | N
 class _BatchOp(TensorOperation):
     """Common machinery: BatchInfo handling and the random stream of one batch."""
 
+    _op_index: int  # set by Transform.__new__
+
     def _batch_rng(self, batch_info: Any) -> np.random.Generator:
         """Keyed by (seed, op, epoch, batch) under per_batch_map with a seed set; else the
         stream of the current pipeline row when there is one, else the op's own stream."""
@@ -147,11 +149,9 @@ class _BatchOp(TensorOperation):
             epoch = int(batch_info.get_epoch_num())
             batch = int(batch_info.get_batch_num())
             return np.random.default_rng([config.get_seed(), self._op_index, epoch, batch, 0xBA7C])
-        try:
-            from sporeling.data.engine._rng import current_rng
-        except ImportError:  # pragma: no cover - the engine is optional for eager use
-            current_rng = None
-        rng = current_rng() if current_rng is not None else None
+        from sporeling.data.engine._rng import current_rng
+
+        rng = current_rng()
         return rng if rng is not None else self._rng()
 
     def __call__(self, *args: Any) -> Any:
@@ -374,6 +374,13 @@ class BatchRandomResizedCrop(_BatchOp):
     (one dtype and channel count). Output: one array (N, size[0], size[1], C), input dtype.
     """
 
+    size: tuple[int, int]
+    scale: tuple[float, float]
+    ratio: tuple[float, float]
+    interpolation: str
+    max_attempts: int
+    image_batch_format: str
+
     def __init__(
         self,
         size: int | Sequence[int],
@@ -412,7 +419,9 @@ class BatchRandomResizedCrop(_BatchOp):
             image_batch_format, "ImageBatchFormat", ("NHWC", "NCHW"), op, "image_batch_format"
         )
 
-    def crop_boxes(self, heights: np.ndarray, widths: np.ndarray, rng: np.random.Generator):
+    def crop_boxes(
+        self, heights: np.ndarray, widths: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         """(N, 4) int64 boxes (x, y, w, h) for images of the given sizes."""
         n = heights.shape[0]
         k = self.max_attempts
@@ -518,6 +527,9 @@ class BatchRandomHorizontalFlip(_BatchOp):
     Input: (N, H, W, C), (N, C, H, W) or (N, H, W) array; output: same shape and dtype.
     """
 
+    prob: float
+    image_batch_format: str
+
     def __init__(self, prob: float = 0.5, *, image_batch_format: Any = "NHWC") -> None:
         op = "BatchRandomHorizontalFlip"
         self.prob = _prob(prob, op)
@@ -536,7 +548,7 @@ class BatchRandomHorizontalFlip(_BatchOp):
                 f"{images.shape}; use RandomHorizontalFlip for a single image"
             )
         rng = self._batch_rng(batch_info)
-        flips = (rng.random(images.shape[0]) < self.prob).astype(np.uint8)
+        flips = np.asarray(rng.random(images.shape[0]) < self.prob, np.uint8)
         fmt = self.image_batch_format if images.ndim == 4 else "NHWC"
         out = np.empty_like(images)
         _k._hflip_kernel(_hwc_view(images, fmt), flips, _hwc_view(out, fmt))
