@@ -347,3 +347,52 @@ def test_input_errors():
         BatchRandomHorizontalFlip()(images[0, 0])
     with pytest.raises(ValueError, match="share one shape"):
         BatchRandomHorizontalFlip()([images[0], images[1, :5]])
+
+
+# ------------------------------------------------------------------------ in the pipeline
+
+
+def _dataset(n=12):
+    import sporeling.data as ds
+    from sporeling.data.transforms import OneHot
+
+    images = _images(n=n, h=10, w=14)
+    data = ds.NumpySlicesDataset(
+        {"image": images, "label": np.arange(n) % 4}, column_names=["image", "label"], shuffle=False
+    )
+    return data.map(OneHot(4), input_columns="label")
+
+
+def _epoch(data):
+    return [
+        tuple(np.asarray(v) for v in row) for row in data.create_tuple_iterator(output_numpy=True)
+    ]
+
+
+def test_in_pipeline_map_after_batch_and_per_batch_map():
+    config.set_seed(11)
+    mapped = _dataset().batch(4).map(CutMixBatch("NHWC"), input_columns=["image", "label"])
+    rows = _epoch(mapped)
+    assert len(rows) == 3
+    for image, label in rows:
+        assert image.shape == (4, 10, 14, 3) and image.dtype == np.uint8
+        assert label.dtype == np.float32
+        np.testing.assert_allclose(label.sum(axis=1), 1.0, rtol=1e-6)
+
+    def mixed(workers):
+        config.set_seed(12)
+        data = _dataset().batch(
+            4,
+            per_batch_map=MixUpBatch(),
+            input_columns=["image", "label"],
+            num_parallel_workers=workers,
+        )
+        return _epoch(data)
+
+    # Keyed by (seed, op, epoch, batch): the same with 1 or 2 workers.
+    for (i1, l1), (i2, l2) in zip(mixed(1), mixed(2)):
+        np.testing.assert_array_equal(i1, i2)
+        np.testing.assert_array_equal(l1, l2)
+        np.testing.assert_allclose(l1.sum(axis=1), 1.0, rtol=1e-6)
+    cropped = _dataset().batch(3, per_batch_map=BatchRandomResizedCrop(6), input_columns=["image"])
+    assert [r[0].shape for r in _epoch(cropped)] == [(3, 6, 6, 3)] * 4
