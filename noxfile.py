@@ -144,8 +144,10 @@ def tests(session: nox.Session, package: str) -> None:
     tests_dir = pkg.path.relative_to(ROOT) / "tests"
     if not tests_dir.is_dir():
         session.skip(f"{tests_dir} does not exist yet")
-    # core-runtime's [mpi] extra (mpi4py + mpich's mpiexec) runs tests/distributed
-    extras = "mpi" if package == "core-runtime" else ""
+    # extras the tests exercise, from [tool.sporeling] test-extras in the package's pyproject
+    # (core-runtime: mpi for tests/distributed; data-transforms: cli for YAML specs)
+    meta = nox.project.load_toml(pkg.path / "pyproject.toml")
+    extras = ",".join(meta.get("tool", {}).get("sporeling", {}).get("test-extras", []))
     install(session, *group("test"), *editable(TESTING, pkg, extras=extras))
     session.run("pytest", *pytest_args(session, tests_dir), env=NUMBA_ENV)
 
