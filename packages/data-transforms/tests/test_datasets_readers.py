@@ -220,6 +220,10 @@ def test_image_folder_bad_args(folder, tmp_path):
         ds.ImageFolderDataset(root, on_error="ignore")
     with pytest.raises(ValueError, match="not a directory"):
         ds.ImageFolderDataset(tmp_path / "nope")
+    with pytest.raises(ValueError, match="argument 'cache' is not supported"):
+        ds.ImageFolderDataset(root, cache=object())
+    with pytest.raises(ValueError, match="argument 'decrypt' is not supported"):
+        ds.ImageFolderDataset(root, decrypt=lambda data: data)
 
 
 # ---- CSV / text ------------------------------------------------------------------------------

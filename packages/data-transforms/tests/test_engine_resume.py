@@ -83,6 +83,8 @@ def test_shards_with_batch_and_distributed_sampler():
     assert sorted(parts) == list(range(20)) and sizes == [2, 2, 2]
     with pytest.raises(ValueError, match="shard_id"):
         ds.DistributedSampler(2, 2)
+    with pytest.raises(ValueError, match="argument 'offset' other than -1 is not supported"):
+        ds.DistributedSampler(2, 0, offset=1)
     with pytest.raises(ValueError, match="sampler.*num_shards"):
         ds.NumpySlicesDataset([1, 2], sampler=ds.SequentialSampler(), num_shards=2, shard_id=0)
 

@@ -51,8 +51,12 @@ def test_same_seed_builds_the_dense_parameters():
 
 
 def test_clear_errors():
-    with pytest.raises(NotImplementedError, match="add_bias_kv"):
+    with pytest.raises(ValueError, match="argument 'add_bias_kv'=True is not supported"):
         ParallelMultiheadAttention(8, 2, add_bias_kv=True)
+    with pytest.raises(ValueError, match="argument 'kdim'=4 is not supported"):
+        ParallelMultiheadAttention(8, 2, kdim=4)
+    with pytest.raises(ValueError, match="from_dense: argument 'mha' with .* is not supported"):
+        ParallelMultiheadAttention.from_dense(nn.MultiheadAttention(8, 2, add_zero_attn=True))
     with pytest.raises(ValueError, match="manual_shapes"):
         ParallelEmbeddingLookup(8, 2, slice_mode="field_slice")
     with pytest.raises(TypeError, match="group"):

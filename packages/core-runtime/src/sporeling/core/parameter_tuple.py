@@ -22,7 +22,7 @@ from .tensor import Parameter, Tensor
 __all__ = ["ParameterTuple"]
 
 
-class ParameterTuple(tuple):  # type: ignore[type-arg]
+class ParameterTuple(tuple[Parameter, ...]):
     """A tuple whose elements are all :class:`Parameter` objects."""
 
     def __new__(cls, iterable: Iterable[Parameter] = ()) -> ParameterTuple:

@@ -122,7 +122,6 @@ def main() -> int:
         if gather:
             checks += run("column(gather)", dense, col, [x])
         else:
-
             # local outputs, gathered again by _Gather: gather_output=False keeps slices
             checks += run("column(local)", dense, nn.SequentialCell([col, _Gather()]), [x3])
     dense_row = nn.Dense(4 * size, 5)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 import copy
-from typing import Any
+from typing import Any, overload
 
 from ._cache import load_module
 from ._errors import AutodiffError
@@ -64,6 +64,10 @@ def _add(a: ast.expr | None, b: ast.expr | None) -> ast.expr | None:
     return _bin(a, ast.Add(), b)
 
 
+@overload
+def _neg(a: ast.expr) -> ast.expr: ...
+@overload
+def _neg(a: ast.expr | None) -> ast.expr | None: ...
 def _neg(a: ast.expr | None) -> ast.expr | None:
     return None if a is None else ast.UnaryOp(op=ast.USub(), operand=a)
 
@@ -189,7 +193,7 @@ class _Deriver:
                 _c(1.1283791670955126),
                 ast.Mult(),
                 _call("exp", _neg(_bin(_cp(u), ast.Mult(), _cp(u)))),
-            ),  # type: ignore[arg-type]  # fmt: skip
+            ),  # fmt: skip
             "rsqrt": lambda: _bin(
                 _c(-0.5), ast.Mult(), _bin(_call("rsqrt", _cp(u)), ast.Div(), _cp(u))
             ),  # fmt: skip
@@ -221,7 +225,7 @@ class _Deriver:
     def contributions(
         self, e: ast.expr, dout: ast.expr, sign: float, out: dict[str, list[ast.stmt]]
     ) -> None:
-        keys = []
+        keys: list[tuple[tuple[str, str], ast.expr]] = []
         for n in ast.walk(e):
             if (
                 isinstance(n, ast.Subscript)
@@ -285,6 +289,7 @@ class _Deriver:
     def assignment(
         self, s: ast.stmt, env: dict[str, ast.expr], out: dict[str, list[ast.stmt]]
     ) -> None:
+        target: ast.expr
         if isinstance(s, ast.AugAssign):
             target, value = s.target, s.value
             if not isinstance(s.op, (ast.Add, ast.Sub)):

@@ -586,7 +586,7 @@ def cuda_source(info: KernelInfo, attrs: dict[str, Any]) -> str:
         fn = ast.FunctionDef(
             name=name, args=ast.arguments(posonlyargs=[], args=[ast.arg(t) for t in tensors],
                                           kwonlyargs=[], kw_defaults=[], defaults=[]),
-            body=kbody, decorator_list=[_attr("cuda.jit")], returns=None, type_params=[],
+            body=kbody, decorator_list=[_attr("cuda.jit")], returns=None,
         )  # fmt: skip
         mod = ast.Module(body=[fn], type_ignores=[])
         ast.fix_missing_locations(mod)
@@ -604,8 +604,8 @@ def cuda_source(info: KernelInfo, attrs: dict[str, Any]) -> str:
 
     for s in flat:
         if _is_decl(s):
-            (d,) = low([s])
-            host.append(ast.unparse(d))
+            (decl,) = low([s])
+            host.append(ast.unparse(decl))
             continue
         if (
             isinstance(s, ast.Assign)
@@ -617,8 +617,8 @@ def cuda_source(info: KernelInfo, attrs: dict[str, Any]) -> str:
             )
         ):
             hoisted.append(s)
-            (h,) = low([s])
-            host.append(ast.unparse(h))
+            (lowered,) = low([s])
+            host.append(ast.unparse(lowered))
             continue
         if isinstance(s, ast.For) and _loop_kind(s) == "parallel" and _bounds(s)[2] is None:
             flush_serial()

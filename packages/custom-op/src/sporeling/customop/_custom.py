@@ -305,11 +305,11 @@ class Custom:
             douts = list(ct) if isinstance(ct, tuple) else [ct]
             res = op(*inputs, *douts)
             res = res if isinstance(res, tuple) else (res,)
-            grads: list[Any] = [None] * len(inputs)
+            derived: list[Any] = [None] * len(inputs)
             for p, g in zip(positions, res):
                 if inputs[p].dtype.category == 2:
-                    grads[p] = g
-            return tuple(grads)
+                    derived[p] = g
+            return tuple(derived)
         raise ValueError(
             f"Custom '{self.name}' (func_type {self.func_type!r}) has no bprop, so it cannot "
             "be differentiated; pass bprop=lambda *inputs_out_dout: (grad, ...) written with ops"

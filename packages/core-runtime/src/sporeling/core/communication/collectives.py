@@ -152,14 +152,14 @@ def _scatter_abstract(x: ShapedArray, *, op: str, group: str) -> ShapedArray:
 
 def _scatter_vjp(g: Tensor, x: Tensor, *, out: Tensor, op: str, group: str) -> Any:
     if op != "sum":
-        raise NotImplementedError(
-            f"reduce_scatter: the gradient exists for ReduceOp.SUM only (as in MindSpore), "
-            f"got op={op!r}"
+        raise ValueError(
+            f"reduce_scatter: argument 'op' other than ReduceOp.SUM is not supported when "
+            f"differentiating (the gradient exists for SUM only, as in MindSpore), got op={op!r}"
         )
     return all_gather_p.bind(g, group=group)
 
 
-reduce_scatter_p = Primitive(
+reduce_scatter_p: Primitive = Primitive(
     "comm_reduce_scatter",
     "opaque",
     _scatter_abstract,
@@ -203,7 +203,7 @@ def _a2a_impl(xp: Any, x: Any, *, split_dim: int, concat_dim: int, group: str) -
     return xp.concatenate(list(got), axis=concat_dim)
 
 
-all_to_all_p = Primitive(
+all_to_all_p: Primitive = Primitive(
     "comm_all_to_all",
     "opaque",
     _a2a_abstract,

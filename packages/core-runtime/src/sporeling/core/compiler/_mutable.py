@@ -91,7 +91,7 @@ def mutable(input_data: Any, dynamic_len: bool = False) -> Any:
             else dict
         ]
         out = cls(input_data)
-        out.__ms_dynamic_len__ = bool(dynamic_len)  # type: ignore[attr-defined]
+        out.__ms_dynamic_len__ = bool(dynamic_len)
         return out
     raise TypeError(
         "mutable: argument 'input_data' expected a Tensor, a Python scalar, or a tuple/list/dict "

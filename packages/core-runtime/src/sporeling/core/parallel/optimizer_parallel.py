@@ -86,8 +86,8 @@ class _Plan:
         ]
         nbytes = total * np.dtype(bank.dtype).itemsize
         self.sliced = n > 1 and nbytes >= threshold * 1024 and total >= n
+        self.shard: _Shard | None = None  # set below exactly when the bank is sliced
         if not self.sliced:
-            self.shard = None
             return
         chunk = -(-total // n)
         bounds = [min(r * chunk, total) for r in range(n + 1)]
@@ -125,13 +125,13 @@ def sharded_update(opt: Any, bank: Any, step: int, inv_scale: float, rows: list[
             cupyx.scatter_add(seg, idx, vals)
     mean = _ctx.get_auto_parallel_context("gradients_mean")
     group = plan.group
-    if not plan.sliced:
+    shard = plan.shard
+    if shard is None:  # not sliced
         bank.grad[...] = group.allreduce(bank.grad, "sum")
         if mean and group.size > 1:
             bank.grad *= bank.dtype.type(1.0 / group.size)
         opt._update(bank, step, inv_scale, [])
         return
-    shard = plan.shard
     shard.grad[...] = group.reduce_scatter_v(bank.grad, plan.counts, "sum")
     if mean:
         shard.grad *= bank.dtype.type(1.0 / group.size)

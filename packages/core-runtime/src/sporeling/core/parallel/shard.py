@@ -100,7 +100,7 @@ take_block_p = Primitive(
         lambda: place_block_p.bind(g, block=block, shape=x.shape, group=group),
     ),
 )
-place_block_p = Primitive(
+place_block_p: Primitive = Primitive(
     "shard_place_block",
     "opaque",
     _pad_abstract,
@@ -162,7 +162,10 @@ class ShardedPrimitive:
     def spec(self, shapes: Sequence[tuple[int, ...]]) -> tuple[list[str], str]:
         raise NotImplementedError
 
-    def compute(self, *blocks: Tensor) -> Tensor:
+    def compute(self, *args: Any, **kwargs: Any) -> Tensor:
+        """The op on this rank's blocks: the ``n_inputs`` tensors, then any extra positional
+        inputs. Each subclass gives its own signature (``(*args: Any, **kwargs: Any)`` lets
+        mypy accept any of them as an override)."""
         raise NotImplementedError
 
     def __call__(self, *inputs: Any) -> Tensor:

@@ -164,7 +164,7 @@ tp_copy_p = Primitive(
     impl=_copy_impl,
     vjp=lambda g, x, *, out, group: (lambda: tp_reduce_p.bind(g, group=group),),
 )
-tp_reduce_p = Primitive(
+tp_reduce_p: Primitive = Primitive(
     "tp_reduce_from_mp",
     "opaque",
     _same,
@@ -178,7 +178,7 @@ tp_split_p = Primitive(
     impl=_split_impl,
     vjp=lambda g, x, *, out, axis, group: (lambda: tp_gather_p.bind(g, axis=axis, group=group),),
 )
-tp_gather_p = Primitive(
+tp_gather_p: Primitive = Primitive(
     "tp_gather_from_mp",
     "opaque",
     _gather_abstract,
@@ -657,20 +657,22 @@ class ParallelMultiheadAttention(_ParallelMixin, MultiheadAttention):
         group: str | None = None,
     ) -> None:
         cls = "ParallelMultiheadAttention"
-        if (
-            add_bias_kv
-            or add_zero_attn
-            or kdim not in (None, embed_dim)
-            or vdim
-            not in (
-                None,
-                embed_dim,
+
+        def unsupported(arg: str, value: Any) -> ValueError:
+            return ValueError(
+                f"{cls}: argument '{arg}'={value!r} is not supported with heads split over "
+                "ranks (add_bias_kv, add_zero_attn and kdim/vdim != embed_dim are not); use "
+                "nn.MultiheadAttention"
             )
-        ):
-            raise NotImplementedError(
-                f"{cls}: add_bias_kv, add_zero_attn and kdim/vdim != embed_dim are not supported "
-                "with heads split over ranks; use nn.MultiheadAttention"
-            )
+
+        if add_bias_kv:
+            raise unsupported("add_bias_kv", add_bias_kv)
+        if add_zero_attn:
+            raise unsupported("add_zero_attn", add_zero_attn)
+        if kdim not in (None, embed_dim):
+            raise unsupported("kdim", kdim)
+        if vdim not in (None, embed_dim):
+            raise unsupported("vdim", vdim)
         super().__init__(
             embed_dim, num_heads, dropout, has_bias, False, False, None, None, batch_first
         )
@@ -680,6 +682,8 @@ class ParallelMultiheadAttention(_ParallelMixin, MultiheadAttention):
         self.tensor_parallel_axes = {"in_proj_weight": (0, 3), "out_proj.weight": 1}
         if self.in_proj_bias is not None:
             self.tensor_parallel_axes["in_proj_bias"] = (0, 3)
+        # kdim == vdim == embed_dim (checked above), so the packed q/k/v weight exists
+        assert self.in_proj_weight is not None
         self._shard_from(self.in_proj_weight, self.in_proj_bias, self.out_proj.weight)
 
     def _shard_from(self, w_in: Tensor, b_in: Tensor | None, w_out: Tensor) -> None:
@@ -706,9 +710,10 @@ class ParallelMultiheadAttention(_ParallelMixin, MultiheadAttention):
     ) -> ParallelMultiheadAttention:
         """The head-parallel twin of ``mha`` (this rank's heads of its parameters)."""
         if mha.in_proj_weight is None or mha.bias_k is not None or mha.add_zero_attn:
-            raise NotImplementedError(
-                "ParallelMultiheadAttention.from_dense: only attention with kdim == vdim == "
-                "embed_dim, no add_bias_kv and no add_zero_attn can be split by heads"
+            raise ValueError(
+                "ParallelMultiheadAttention.from_dense: argument 'mha' with kdim/vdim != "
+                "embed_dim, add_bias_kv or add_zero_attn is not supported (only such attention "
+                "can be split by heads)"
             )
         layer = cls(
             mha.embed_dim,

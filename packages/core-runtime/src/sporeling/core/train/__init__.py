@@ -1,22 +1,99 @@
 """``sporeling.core.train``: Model, callbacks, metrics, checkpoints and in-memory datasets.
 
-Each part's owner adds one import line for its module below; ``__all__`` collects the
-``__all__`` of every imported submodule.
+Each part's owner adds an import of its module's names below and lists them in ``__all__``,
+which is written out (not computed) so type checkers see every name; tests/test_exports.py
+checks that it is every imported submodule's ``__all__``.
 """
 
-from types import ModuleType as _ModuleType
-
-from .callback import *  # noqa: F403
-from .dataset import *  # noqa: F403
-from .metrics import *  # noqa: F403
-from .model import *  # noqa: F403
-from .serialization import *  # noqa: F403
-
-__all__ = list(
-    dict.fromkeys(
-        _name
-        for _mod in list(globals().values())
-        if isinstance(_mod, _ModuleType) and _mod.__name__.startswith(__name__ + ".")
-        for _name in getattr(_mod, "__all__", ())
-    )
+from .callback import (
+    Callback,
+    CheckpointConfig,
+    EarlyStopping,
+    History,
+    LambdaCallback,
+    LossMonitor,
+    ModelCheckpoint,
+    ProgressBar,
+    ReduceLROnPlateau,
+    RunContext,
+    TimeMonitor,
 )
+from .dataset import ArrayDataset
+from .metrics import (
+    F1,
+    MAE,
+    MSE,
+    ROC,
+    ROCAUC,
+    Accuracy,
+    ConfusionMatrix,
+    Fbeta,
+    Loss,
+    Metric,
+    Precision,
+    Recall,
+    Top1CategoricalAccuracy,
+    Top5CategoricalAccuracy,
+    TopKCategoricalAccuracy,
+    auc,
+    get_metric_fn,
+    get_metrics,
+    names,
+    rearrange_inputs,
+)
+from .model import Model
+from .serialization import (
+    CheckpointError,
+    ParameterMismatchError,
+    load_checkpoint,
+    load_checkpoint_metadata,
+    load_param_into_net,
+    save_checkpoint,
+)
+
+__all__ = [
+    # .callback
+    "Callback",
+    "RunContext",
+    "LossMonitor",
+    "TimeMonitor",
+    "History",
+    "LambdaCallback",
+    "ProgressBar",
+    "EarlyStopping",
+    "ReduceLROnPlateau",
+    "CheckpointConfig",
+    "ModelCheckpoint",
+    # .dataset
+    "ArrayDataset",
+    # .metrics
+    "Metric",
+    "rearrange_inputs",
+    "Accuracy",
+    "Loss",
+    "Precision",
+    "Recall",
+    "Fbeta",
+    "F1",
+    "MAE",
+    "MSE",
+    "TopKCategoricalAccuracy",
+    "Top1CategoricalAccuracy",
+    "Top5CategoricalAccuracy",
+    "ConfusionMatrix",
+    "ROC",
+    "ROCAUC",
+    "auc",
+    "names",
+    "get_metric_fn",
+    "get_metrics",
+    # .model
+    "Model",
+    # .serialization
+    "save_checkpoint",
+    "load_checkpoint",
+    "load_param_into_net",
+    "load_checkpoint_metadata",
+    "CheckpointError",
+    "ParameterMismatchError",
+]

@@ -91,8 +91,11 @@ class ImageFolderDataset(MappableSource):
         root = _check_dir(where, dataset_dir)
         if not isinstance(decode, bool):
             raise TypeError(f"{where}: argument 'decode' expected a bool, got {decode!r}")
-        if cache is not None or decrypt is not None:
-            raise NotImplementedError(f"{where}: 'cache' and 'decrypt' are not supported")
+        for arg, value in (("cache", cache), ("decrypt", decrypt)):
+            if value is not None:
+                raise ValueError(
+                    f"{where}: argument '{arg}' is not supported (pass None), got {value!r}"
+                )
         exts = None
         if extensions is not None:
             if isinstance(extensions, str) or not isinstance(extensions, (list, tuple)):

@@ -147,7 +147,7 @@ class DistributedSampler(Sampler):
                 f"DistributedSampler: argument 'shuffle' expected a bool, got {shuffle!r}"
             )
         if offset != -1:
-            raise NotImplementedError(
+            raise ValueError(
                 f"DistributedSampler: argument 'offset' other than -1 is not supported, "
                 f"got {offset}"
             )

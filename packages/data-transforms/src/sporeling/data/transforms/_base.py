@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 from PIL import Image
@@ -134,11 +134,15 @@ class Transform:
     #: After this op, the resolution state is this (ToNumpy sets "C"); None: its own.
     _next_state: str | None = None
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Transform:
+    # Per instance, set in __new__ (so subclasses need not call super().__init__()).
+    _op_index: int
+    _rng_state: tuple[int, np.random.Generator] | None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         self = super().__new__(cls)
         self.implementation = cls.implementation
         self._op_index = config._next_op_index()
-        self._rng_state: tuple[int, np.random.Generator] | None = None
+        self._rng_state = None
         return self
 
     # -- implementations, overridden by subclasses ---------------------------------

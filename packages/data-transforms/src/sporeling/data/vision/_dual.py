@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from PIL import Image, ImageEnhance, ImageOps, UnidentifiedImageError
@@ -242,8 +242,12 @@ def np_pad(
                 axis=2,
             )
         return np.pad(img, widths, constant_values=fill if not isinstance(fill, tuple) else fill[0])
-    np_mode = {Border.EDGE: "edge", Border.REFLECT: "reflect", Border.SYMMETRIC: "symmetric"}[mode]
-    return np.pad(img, widths, mode=np_mode)
+    np_modes: dict[Border, Literal["edge", "reflect", "symmetric"]] = {
+        Border.EDGE: "edge",
+        Border.REFLECT: "reflect",
+        Border.SYMMETRIC: "symmetric",
+    }
+    return np.pad(img, widths, mode=np_modes[mode])
 
 
 def pil_pad(
@@ -818,7 +822,7 @@ class RandomColorAdjust(Transform):
         ):
             if lo != neutral or hi != neutral:
                 steps.append((name, float(rng.uniform(lo, hi))))
-        order = rng.permutation(len(steps)) if steps else []
+        order: np.ndarray | list[int] = rng.permutation(len(steps)) if steps else []
         return [steps[i] for i in order]
 
     def _execute_numpy(self, img: np.ndarray) -> np.ndarray:

@@ -4,10 +4,13 @@ one list raises MindSpore's RuntimeError."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sporeling.data.transforms._base import Transform
 
 
-def legacy_class(cls: type, implementation: str, module: str) -> type:
+def legacy_class(cls: type[Transform], implementation: str, module: str) -> type[Transform]:
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         cls.__init__(self, *args, **kwargs)
         self.implementation = implementation

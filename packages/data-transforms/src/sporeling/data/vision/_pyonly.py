@@ -243,7 +243,7 @@ class MixUp(PyTensorOperation):
                 self._prev = (x, y)
                 return x, y
             (ox, oy), self._prev = self._prev, (x, y)
-        lam = self._rng().beta(self.alpha, self.alpha, size=x.shape[0]).astype(np.float32)
+        lam = self._rng().beta(self.alpha, self.alpha, size=int(x.shape[0])).astype(np.float32)
         lx = lam.reshape((-1,) + (1,) * (x.ndim - 1))
         return lx * x + (1 - lx) * ox, lam[:, None] * y + (1 - lam[:, None]) * oy
 

@@ -6,6 +6,8 @@ RuntimeError, as in MindSpore.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sporeling.data import vision as _v
 from sporeling.data.vision._legacy import build as _build
 from sporeling.data.vision.utils import Border, Inter  # noqa: F401
@@ -28,7 +30,7 @@ globals().update(_build(_NAMES, _source, "PY", __name__))
 class Normalize(globals()["Normalize"]):  # type: ignore[misc]
     """Legacy Python Normalize works on CHW arrays (after ToTensor)."""
 
-    def __init__(self, mean, std):  # type: ignore[no-untyped-def]
+    def __init__(self, mean: Any, std: Any) -> None:
         super().__init__(mean, std, is_hwc=False)
 
 

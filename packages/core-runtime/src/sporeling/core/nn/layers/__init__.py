@@ -1,24 +1,154 @@
-"""``sporeling.core.nn`` layers with MindSpore 1.8 names, signatures and defaults."""
+"""``sporeling.core.nn`` layers with MindSpore 1.8 names, signatures and defaults.
 
-from . import activation, attention, basic, conv, embedding, normalization, pooling, rnn
-from .activation import *  # noqa: F403
-from .attention import *  # noqa: F403
-from .basic import *  # noqa: F403
-from .conv import *  # noqa: F403
-from .embedding import *  # noqa: F403
-from .micro_batch import MicroBatchInterleaved  # noqa: F401
-from .normalization import *  # noqa: F403
-from .pooling import *  # noqa: F403
-from .rnn import *  # noqa: F403
+``__all__`` is written out (not computed) so type checkers see every name: it is each
+submodule's ``__all__`` in import order; tests/test_exports.py checks that they agree.
+"""
 
-__all__ = (
-    activation.__all__
-    + attention.__all__
-    + basic.__all__
-    + conv.__all__
-    + embedding.__all__
-    + ["MicroBatchInterleaved"]
-    + normalization.__all__
-    + pooling.__all__
-    + rnn.__all__
+from . import activation as activation
+from . import attention as attention
+from . import basic as basic
+from . import conv as conv
+from . import embedding as embedding
+from . import normalization as normalization
+from . import pooling as pooling
+from . import rnn as rnn
+from .activation import (
+    CELU,
+    ELU,
+    GELU,
+    FastGelu,
+    HShrink,
+    HSigmoid,
+    HSwish,
+    LeakyReLU,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    PReLU,
+    ReLU,
+    ReLU6,
+    SeLU,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
+    SoftShrink,
+    Softsign,
+    Tanh,
+    get_activation,
 )
+from .attention import MultiheadAttention
+from .basic import (
+    Dense,
+    Dropout,
+    Flatten,
+    Identity,
+)
+from .conv import (
+    Conv1d,
+    Conv1dTranspose,
+    Conv2d,
+    Conv2dTranspose,
+    Conv3d,
+    Conv3dTranspose,
+)
+from .embedding import (
+    Embedding,
+    EmbeddingLookup,
+    RowTensor,
+)
+from .micro_batch import MicroBatchInterleaved
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    GroupNorm,
+    LayerNorm,
+)
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
+from .rnn import (
+    GRU,
+    LSTM,
+    RNN,
+    GRUCell,
+    LSTMCell,
+    RNNCell,
+)
+
+__all__ = [
+    # .activation
+    "ReLU",
+    "ReLU6",
+    "LeakyReLU",
+    "ELU",
+    "CELU",
+    "SeLU",
+    "GELU",
+    "FastGelu",
+    "Sigmoid",
+    "LogSigmoid",
+    "Tanh",
+    "Softmax",
+    "LogSoftmax",
+    "SiLU",
+    "HSwish",
+    "HSigmoid",
+    "Mish",
+    "SoftShrink",
+    "HShrink",
+    "Softsign",
+    "Softplus",
+    "PReLU",
+    "get_activation",
+    # .attention
+    "MultiheadAttention",
+    # .basic
+    "Dense",
+    "Flatten",
+    "Dropout",
+    "Identity",
+    # .conv
+    "Conv1d",
+    "Conv2d",
+    "Conv3d",
+    "Conv1dTranspose",
+    "Conv2dTranspose",
+    "Conv3dTranspose",
+    # .embedding
+    "Embedding",
+    "EmbeddingLookup",
+    "RowTensor",
+    # .micro_batch
+    "MicroBatchInterleaved",
+    # .normalization
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "BatchNorm3d",
+    "LayerNorm",
+    "GroupNorm",
+    # .pooling
+    "MaxPool1d",
+    "MaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    # .rnn
+    "RNN",
+    "LSTM",
+    "GRU",
+    "RNNCell",
+    "LSTMCell",
+    "GRUCell",
+]

@@ -191,6 +191,7 @@ class Softmax(Cell):
 
     def __init__(self, axis: Any = -1) -> None:
         super().__init__()
+        self.axis: int | tuple[int, ...]
         if isinstance(axis, (tuple, list)):
             self.axis = tuple(check_int("Softmax", "axis", a) for a in axis)
         else:

@@ -209,7 +209,7 @@ class RowTensor(Tensor):
         self.grad = None
 
     # The dense array: built on first read, then kept in the base class's slot.
-    @property  # type: ignore[override]
+    @property
     def _data(self) -> Any:
         try:
             return _DATA_SLOT.__get__(self, RowTensor)

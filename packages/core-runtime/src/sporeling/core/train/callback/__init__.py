@@ -1,19 +1,45 @@
 """``sporeling.core.train.callback``: the Callback base and the built-in callbacks.
 
-Each part's owner adds one import line for its module below; ``__all__`` collects the
-``__all__`` of every imported submodule (Model treats these names as built-in callbacks).
+Each part's owner adds an import of its module's names below and lists them in ``__all__``
+(Model treats these names as built-in callbacks). ``__all__`` is written out (not computed)
+so type checkers see every name; tests/test_exports.py checks that it is every imported
+submodule's ``__all__``.
 """
 
-from types import ModuleType as _ModuleType
-
-from ._callback import *  # noqa: F403
-from ._monitors import *  # noqa: F403
-from ._plateau import *  # noqa: F403
-from .checkpoint import *  # noqa: F403
+from ._callback import (
+    Callback,
+    RunContext,
+)
+from ._monitors import (
+    History,
+    LambdaCallback,
+    LossMonitor,
+    ProgressBar,
+    TimeMonitor,
+)
+from ._plateau import (
+    EarlyStopping,
+    ReduceLROnPlateau,
+)
+from .checkpoint import (
+    CheckpointConfig,
+    ModelCheckpoint,
+)
 
 __all__ = [
-    _name
-    for _mod in list(globals().values())
-    if isinstance(_mod, _ModuleType) and _mod.__name__.startswith(__name__ + ".")
-    for _name in getattr(_mod, "__all__", ())
+    # ._callback
+    "Callback",
+    "RunContext",
+    # ._monitors
+    "LossMonitor",
+    "TimeMonitor",
+    "History",
+    "LambdaCallback",
+    "ProgressBar",
+    # ._plateau
+    "EarlyStopping",
+    "ReduceLROnPlateau",
+    # .checkpoint
+    "CheckpointConfig",
+    "ModelCheckpoint",
 ]
