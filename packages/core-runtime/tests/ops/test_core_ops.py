@@ -45,6 +45,14 @@ RECORDS = [
         ],
         order=2,
     ),
+    OpRecord(
+        "dense",
+        ops.dense,
+        lambda x, w: x @ w.T,
+        [((3, 4), (5, 4)), ((2, 3, 4), (5, 4)), ((4,), (2, 4))],
+        order=2,
+    ),
+    OpRecord("dense_bias", ops.dense, lambda x, w, b: x @ w.T + b, [((3, 4), (5, 4), (5,))]),
     OpRecord("reduce_sum", lambda x: ops.reduce_sum(x, 1), lambda x: np.sum(x, 1), [((3, 4),)]),
     OpRecord("reduce_sum_all", lambda x: ops.reduce_sum(x), np.sum, [((3, 4),), ((2, 3, 4),)]),
     OpRecord(

@@ -10,7 +10,7 @@ from ..tensor import Tensor
 from ._core import broadcast_shapes, sum_to, transpose
 from ._elementwise import promote_args
 
-__all__ = ["matmul"]
+__all__ = ["matmul", "dense"]
 
 
 def _mT(t: Tensor) -> Tensor:
@@ -82,3 +82,61 @@ def matmul(input: Any, other: Any) -> Tensor:  # noqa: A002 - MindSpore's argume
 
 
 _ = _dt
+
+
+def _dense_abstract(x: ShapedArray, w: ShapedArray) -> ShapedArray:
+    if w.ndim != 2 or x.ndim < 1:
+        raise ValueError(
+            f"dense: argument 'weight' expected a 2-d (out, in) tensor and 'input' at least 1-d, "
+            f"got shapes {x.shape} and {w.shape}"
+        )
+    if x.shape[-1] != w.shape[1]:
+        raise ValueError(
+            f"dense: the input's last dimension {x.shape[-1]} does not match weight's "
+            f"in-dimension {w.shape[1]} (weight shape {w.shape})"
+        )
+    if x.dtype != w.dtype:
+        raise TypeError(f"dense: input and weight must share a dtype, got {x.dtype} and {w.dtype}")
+    return ShapedArray(x.shape[:-1] + (w.shape[0],), x.dtype)
+
+
+def _dense_vjp(g: Tensor, x: Tensor, w: Tensor, *, out: Tensor) -> tuple[Any, Any]:
+    from ._core import reshape
+
+    def dx() -> Tensor:
+        return matmul(g, w)
+
+    def dw() -> Tensor:
+        # (out, in) directly and contiguous: g2.T @ x2 over every leading dimension
+        g2 = reshape(g, (-1, g.shape[-1]))
+        x2 = reshape(x, (-1, x.shape[-1]))
+        return matmul(transpose(g2, (1, 0)), x2)
+
+    return dx, dw
+
+
+dense_p = Primitive(
+    "dense",
+    "opaque",
+    _dense_abstract,
+    impl=lambda xp, x, w: xp.matmul(x, w.T),
+    vjp=_dense_vjp,
+)
+
+
+def dense(input: Any, weight: Any, bias: Any = None) -> Tensor:  # noqa: A002 - MindSpore's name
+    """``input @ weight.T + bias`` (MindSpore's ``ops.dense``; weight is (out, in)).
+
+    One primitive, so the weight gradient comes out in the weight's own layout (a copy-free
+    flatten into the optimizer's buffer) instead of as a transposed view.
+
+    >>> dense(Tensor([[1.0, 2.0]]), Tensor([[3.0, 4.0]])).tolist()
+    [[11.0]]
+    """
+    x, w = promote_args("dense", input, weight, ("input", "weight"))
+    y = dense_p.bind(x, w)
+    if bias is not None:
+        from ._elementwise import add
+
+        y = add(y, bias)
+    return y

@@ -73,9 +73,7 @@ class Dense(Cell):
                 f"Dense: the input's last dimension is {x.shape[-1]} (shape {x.shape}), but the "
                 f"layer was built with in_channels={self.in_channels}"
             )
-        y = ops.matmul(x, ops.transpose(self.weight, (1, 0)))
-        if self.bias is not None:
-            y = y + self.bias
+        y = ops.dense(x, self.weight, self.bias)
         if self.activation is not None:
             y = self.activation(y)
         return y
