@@ -115,6 +115,19 @@ class _Conv(Cell):
     def _pad_arg(self) -> Any:
         return self.padding if self.pad_mode == "pad" else 0
 
+    def _forward(self, fn: Any, x: Tensor, weight: Tensor) -> Tensor:
+        """``fn(x, weight, ...)`` with this layer's bias, stride, padding, dilation and group."""
+        return fn(
+            x,
+            weight,
+            self.bias,
+            self.stride,
+            self.pad_mode,
+            self._pad_arg(),
+            self.dilation,
+            self.group,
+        )
+
     def extend_repr(self) -> str:
         ks = self.kernel_size if self._nd > 1 else self.kernel_size[0]
         st = self.stride if self._nd > 1 else self.stride[0]
@@ -174,16 +187,7 @@ class Conv2d(_Conv):
         if self.format == "NHWC":
             x = ops.transpose(x, (0, 3, 1, 2))
         check_channels(self.cls_name, x, 1, self.in_channels, "in_channels")
-        y = ops.conv2d(
-            x,
-            self.weight,
-            self.bias,
-            self.stride,
-            self.pad_mode,
-            self._pad_arg(),
-            self.dilation,
-            self.group,
-        )
+        y = self._forward(ops.conv2d, x, self.weight)
         return ops.transpose(y, (0, 2, 3, 1)) if self.format == "NHWC" else y
 
 
@@ -226,16 +230,7 @@ class Conv3d(_Conv):
     def construct(self, x: Tensor) -> Tensor:
         x = check_input(self.cls_name, x, (5,), self.format)
         check_channels(self.cls_name, x, 1, self.in_channels, "in_channels")
-        return ops.conv3d(
-            x,
-            self.weight,
-            self.bias,
-            self.stride,
-            self.pad_mode,
-            self._pad_arg(),
-            self.dilation,
-            self.group,
-        )
+        return self._forward(ops.conv3d, x, self.weight)
 
 
 class Conv1d(_Conv):
@@ -280,16 +275,7 @@ class Conv1d(_Conv):
         x = check_input(self.cls_name, x, (3,), "N, C, L")
         check_channels(self.cls_name, x, 1, self.in_channels, "in_channels")
         w = ops.reshape(self.weight, self.weight.shape[:2] + (self.kernel_size[0],))
-        return ops.conv1d(
-            x,
-            w,
-            self.bias,
-            self.stride,
-            self.pad_mode,
-            self._pad_arg(),
-            self.dilation,
-            self.group,
-        )
+        return self._forward(ops.conv1d, x, w)
 
 
 def _deconv_length(mode: str, n: int, k: int, s: int, d: int, pad_total: int) -> int:
