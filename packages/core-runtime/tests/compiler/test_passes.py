@@ -352,3 +352,15 @@ def test_enable_graph_kernel_switch():
     close(a, b)
     jf(x)
     assert jf.compile_count == 2  # back on: the first graph is a cache hit
+
+
+def test_tanh_gelu_fuses_and_matches():
+    x = Tensor(np.random.default_rng(0).standard_normal((64, 32)).astype(np.float32))
+
+    def f(x):
+        return ops.gelu(x * 2.0 + 1.0, approximate="tanh") * 3.0
+
+    jf = jit(f)
+    np.testing.assert_allclose(jf(x).asnumpy(), f(x).asnumpy(), rtol=2e-6, atol=1e-6)
+    graph = next(iter(jf._cache.values())).graph
+    assert not any(e.prim.name == "gelu" for e in graph.eqns)  # inside a fused kernel

@@ -55,14 +55,18 @@ def fusible_expression(e: Any) -> tuple[str, tuple[str, ...]] | None:
     return found
 
 
+#: GELU's tanh approximation (nn.GELU's default) as a scalar expression, so it fuses too
+_GELU_TANH = "x * 0.5 * (1 + tanh((x + 0.044715 * x * x * x) * 0.7978845608028654))"
+
+
 def _expression(prim: Any, params: dict[str, Any], n_inputs: int) -> Any:
     mapping = {}
     for k, val in params.items():
         if prim.name == "cast" and k == "dtype":
             continue  # the result's dtype does the conversion
         if prim.name == "gelu" and k == "approximate":
-            if val != "none":  # the scalar form is the erf form
-                return None
+            if val == "tanh":  # the primitive's scalar form is the erf form; this is the other
+                return _GELU_TANH, ("x",)
             continue
         if type(val) not in (int, float):
             return None
