@@ -3,8 +3,10 @@
 from .dataset import (
     BatchDataset,
     BatchInfo,
+    BucketBatchByLengthDataset,
     ConcatDataset,
     Dataset,
+    FilterDataset,
     MapDataset,
     PipelineError,
     ProjectDataset,
@@ -33,10 +35,12 @@ zip = zip_datasets  # noqa: A001 - mindspore.dataset.zip
 __all__ = [
     "BatchDataset",
     "BatchInfo",
+    "BucketBatchByLengthDataset",
     "ConcatDataset",
     "Dataset",
     "DictIterator",
     "DistributedSampler",
+    "FilterDataset",
     "MapDataset",
     "MappableSource",
     "PipelineError",

@@ -16,6 +16,7 @@ from ._rng import derive_seed
 from .workers import WorkerPool
 
 if TYPE_CHECKING:
+    from .filter_bucket import BucketBatchByLengthDataset, FilterDataset
     from .map_batch import BatchDataset, MapDataset
     from .structural import (
         ConcatDataset,
@@ -418,6 +419,60 @@ class Dataset:
             pad_info,
             python_multiprocessing,
             max_rowsize,
+        )
+
+    def filter(
+        self,
+        predicate: Callable[..., Any],
+        input_columns: str | list[str] | None = None,
+        num_parallel_workers: int | None = None,
+    ) -> FilterDataset:
+        """Keep the rows for which ``predicate(*input_columns)`` returns True.
+
+        ``input_columns=None`` passes every column. The predicate must return a bool; it runs
+        on ``num_parallel_workers`` threads (1 by default), in row order.
+        ``get_dataset_size()`` runs the input once (epoch 0) and counts the kept rows, as
+        MindSpore does; the count is cached. Resuming mid-epoch replays the epoch.
+        """
+        from .filter_bucket import FilterDataset
+
+        return FilterDataset(self, predicate, input_columns, num_parallel_workers)
+
+    def bucket_batch_by_length(
+        self,
+        column_names: str | list[str],
+        bucket_boundaries: list[int],
+        bucket_batch_sizes: list[int],
+        element_length_function: Callable[..., int] | None = None,
+        pad_info: dict[str, Any] | None = None,
+        pad_to_bucket_boundary: bool = False,
+        drop_remainder: bool = False,
+    ) -> BucketBatchByLengthDataset:
+        """Batch rows by length: ``n`` boundaries give ``n + 1`` buckets.
+
+        The buckets are ``[0, b[0])``, ``[b[i], b[i+1])``, ..., ``[b[n-1], inf)``. A row's length
+        is ``element_length_function(*column_names)``, or without one the ``shape[0]`` of the
+        single column in ``column_names`` (0 for a scalar). When bucket ``i`` holds
+        ``bucket_batch_sizes[i]`` rows they are padded and stacked into one batch; at the end
+        of the epoch the partial buckets follow in bucket order (unless ``drop_remainder``).
+
+        ``pad_info`` (``{column: (shape, value)}``): given, every column is padded (columns not
+        in it to the longest row of the batch with 0; ``None`` dims likewise, or to the bucket's
+        boundary - 1 with ``pad_to_bucket_boundary``, in which case a row in the last bucket is
+        an error). ``None``: no padding. ``get_dataset_size()`` runs the input once and counts,
+        as MindSpore does (cached). Resuming mid-epoch replays the epoch.
+        """
+        from .filter_bucket import BucketBatchByLengthDataset
+
+        return BucketBatchByLengthDataset(
+            self,
+            column_names,
+            bucket_boundaries,
+            bucket_batch_sizes,
+            element_length_function,
+            pad_info,
+            pad_to_bucket_boundary,
+            drop_remainder,
         )
 
     def shuffle(self, buffer_size: int) -> ShuffleDataset:

@@ -11,7 +11,8 @@ Every node answers three questions, which is all the iterators need:
 ``start`` is what makes resuming cheap and exact: a node that can seek passes it on
 (``map`` and ``project`` 1:1, ``batch`` times the batch size, ``skip``/``take``/``repeat``/
 ``concat`` by offsets, a random-access source by slicing its index order), and a node that
-cannot (a plain generator, ``map(on_error='skip')``) replays from 0 and drops rows.
+cannot (a plain generator, ``map(on_error='skip')``, ``filter``,
+``bucket_batch_by_length``) replays from 0 and drops rows.
 Seeking never changes the result because every random draw is keyed by
 ``(seed, epoch, node, row)``, never by how many rows ran before (see ``_rng``).
 """
@@ -42,6 +43,7 @@ from .base import (  # noqa: F401 - re-exported: the engine imports these from h
     to_numpy,
     zip_datasets,
 )
+from .filter_bucket import BucketBatchByLengthDataset, FilterDataset  # noqa: F401
 from .map_batch import BatchDataset, MapDataset  # noqa: F401
 from .structural import (  # noqa: F401
     ConcatDataset,
@@ -63,6 +65,8 @@ __all__ = [
     "zip_datasets",
     "MapDataset",
     "BatchDataset",
+    "FilterDataset",
+    "BucketBatchByLengthDataset",
     "ShuffleDataset",
     "RepeatDataset",
     "TakeDataset",
