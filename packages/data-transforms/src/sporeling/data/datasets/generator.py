@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.dataset import check_bool, check_columns, check_workers
+from ..engine.base import check_bool, check_columns, check_workers
 from ..engine.sources import MappableSource, StreamSource
 
 __all__ = ["GeneratorDataset", "NumpySlicesDataset"]

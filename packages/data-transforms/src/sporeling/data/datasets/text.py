@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.dataset import check_int
+from ..engine.base import check_int
 from ..engine.samplers import Sampler
 from ..engine.sources import MappableSource, check_shards
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .dataset import Dataset, Run, base_seed_for_run, check_columns, check_int, check_known
+from .base import Dataset, Run, base_seed_for_run, check_columns, check_int, check_known
 
 __all__ = ["TupleIterator", "DictIterator"]
 

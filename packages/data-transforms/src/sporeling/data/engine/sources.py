@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .dataset import (
+from .base import (
     Dataset,
     Item,
     PipelineError,
