@@ -15,12 +15,18 @@ from .tensor import Tensor
 __all__ = ["EagerInterpreter"]
 
 
-def _conform(out: Any, aval: Any, xp: Any) -> Any:
-    """Make a kernel's result a proper array of exactly the abstract dtype and shape."""
+def conform_dtype(out: Any, dtype: Any, xp: Any) -> Any:
+    """A kernel's result as a proper array of exactly ``dtype`` (NumPy may return scalars)."""
     if xp is np and type(out) is not np.ndarray:
         out = np.asarray(out)
-    if out.dtype != aval.dtype.np:
-        out = out.astype(aval.dtype.np)
+    if out.dtype != dtype:
+        out = out.astype(dtype)
+    return out
+
+
+def _conform(out: Any, aval: Any, xp: Any) -> Any:
+    """Make a kernel's result a proper array of exactly the abstract dtype and shape."""
+    out = conform_dtype(out, aval.dtype.np, xp)
     if out.shape != aval.shape:
         raise RuntimeError(
             f"internal error: a kernel returned shape {out.shape} where the abstract rule "

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..tensor import Tensor
-from .tape import GradMode, backward
+from .tape import GradMode, _zeros_for, backward
 
 __all__ = [
     "grad",
@@ -76,7 +76,7 @@ def _ones_like(t: Tensor) -> Tensor:
 
 
 def _zeros_like(t: Tensor) -> Tensor:
-    return Tensor._wrap(t._device.xp.zeros(t._data.shape, t._data.dtype), t._device)
+    return _zeros_for(t._data, t._device)
 
 
 def _as_weights(weights: Any) -> list[Tensor]:

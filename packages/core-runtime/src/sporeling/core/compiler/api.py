@@ -95,7 +95,7 @@ def _rebuild(desc: Any, original: Any, it: Any) -> Any:
     if kind in ("C", "M"):
         parts = desc[2] if kind == "C" else desc[3]
         items = [_rebuild(d, o, it) for d, o in zip(parts, original, strict=True)]
-        return type(original)(items) if kind == "M" else type(original)(items)
+        return type(original)(items)
     if kind in ("D", "MD"):
         return type(original)(
             (k, _rebuild(d, original[k], it)) for k, d in zip(desc[1], desc[2], strict=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .._eager import conform_dtype
 from .graph import Graph, Var
 
 __all__ = ["Executable"]
@@ -76,9 +77,9 @@ class Executable:
             res = impl(xp, *[env[s] for s in ins], **params)
             if multi:
                 for s, r, (dt, _shape) in zip(outs, res, meta, strict=True):
-                    env[s] = _conform(r, dt, xp)
+                    env[s] = conform_dtype(r, dt, xp)
             else:
-                env[outs[0]] = _conform(res, meta[0][0], xp)
+                env[outs[0]] = conform_dtype(res, meta[0][0], xp)
             for s in free:
                 env[s] = None
         return [
@@ -92,11 +93,3 @@ def _into(e: Any, impl: Any) -> Any:
     from .passes.reuse import write_into
 
     return write_into(e, impl)
-
-
-def _conform(out: Any, dtype: Any, xp: Any) -> Any:
-    if xp is np and type(out) is not np.ndarray:
-        out = np.asarray(out)
-    if out.dtype != dtype:
-        out = out.astype(dtype)
-    return out
