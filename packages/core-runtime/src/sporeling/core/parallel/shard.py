@@ -160,13 +160,13 @@ class ShardedPrimitive:
         return self
 
     def spec(self, shapes: Sequence[tuple[int, ...]]) -> tuple[list[str], str]:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define spec(shapes)")
 
     def compute(self, *args: Any, **kwargs: Any) -> Tensor:
         """The op on this rank's blocks: the ``n_inputs`` tensors, then any extra positional
         inputs. Each subclass gives its own signature (``(*args: Any, **kwargs: Any)`` lets
         mypy accept any of them as an override)."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define compute(...)")
 
     def __call__(self, *inputs: Any) -> Tensor:
         tensors = [x if isinstance(x, Tensor) else Tensor(x) for x in inputs[: self.n_inputs]]

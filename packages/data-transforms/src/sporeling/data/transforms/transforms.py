@@ -135,7 +135,7 @@ class _RandomOps(Transform):
         return self._pick(args)
 
     def _pick(self, args: tuple[Any, ...]) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define _pick(args)")
 
 
 class RandomApply(_RandomOps):

@@ -225,13 +225,13 @@ class LossScaleManager:
     """Base of the host-side loss scale managers used by ``Model``."""
 
     def get_loss_scale(self) -> float:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define get_loss_scale()")
 
     def update_loss_scale(self, overflow: bool) -> None:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define update_loss_scale()")
 
     def get_update_cell(self) -> Cell | None:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define get_update_cell()")
 
 
 class FixedLossScaleManager(LossScaleManager):

@@ -154,4 +154,4 @@ class EvaluationBase(Metric):
         return y_pred, y
 
     def eval(self) -> Any:  # pragma: no cover - abstract in subclasses
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define eval()")
