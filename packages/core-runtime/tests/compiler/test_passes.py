@@ -173,6 +173,65 @@ def test_fusion_reduction_epilogue_softmax_and_moments():
     close(jit(grad(loss))(x), unfused(grad(loss), x), rtol=1e-5)
 
 
+def test_fusion_column_epilogues_bias_grads_and_loss():
+    """Sums over every axis but the last (bias/scale gradients) and over every axis (a loss)
+    join the group that produced the summed value; elementwise members keep joining after
+    them, and a reader of a column sum is never fused into the kernel that makes it."""
+
+    def f(g, x, w):
+        d = ops.tanh(g) * (1.0 - x * x)
+        db = ops.reduce_sum(d, 0)  # column epilogue
+        dx = d * w  # joins after the column sum
+        dw = ops.reduce_sum(d * x, 0)  # second column epilogue
+        loss = ops.reduce_sum(dx * x)  # full sum: a column epilogue summed up
+        return dx, db, dw, loss, db * 2.0  # db's reader cannot join its own kernel
+
+    g, x, w = t(300, 33), t(300, 33, seed=1), t(33, seed=2)
+    jf = jit(f)
+    close(jf(g, x, w), unfused(f, g, x, w), rtol=1e-5, atol=1e-5)
+    close(jf(g, x, w), f(g, x, w), rtol=1e-5, atol=1e-5)
+    fused = [e for e in graph_of(jf).eqns if e.prim.kind == "fused"]
+    assert len(fused[0].prim.program.columns) == 3
+    assert [m.prim.name for m in fused[0].prim.members].count("reduce_sum") == 3
+    # a 3-d value summed over its two leading axes, and keep_dims
+    h = lambda a: ops.reduce_sum(ops.exp(a) * 2.0, (0, 1), keep_dims=True)  # noqa: E731
+    a = t(4, 70, 9)
+    close(jit(h)(a), h(a), rtol=1e-5)
+    assert any(e.prim.program.columns for e in graph_of(jit_cached(h, a)).eqns
+               if e.prim.kind == "fused")  # fmt: skip
+    # gradients of a bias+activation through the fused column sums
+    loss = lambda x, w, b: ops.reduce_sum(ops.sigmoid(x * w + b) * x)  # noqa: E731
+    b = t(33, seed=3)
+    close(jit(grad(loss, (0, 1, 2)))(x, w, b), grad(loss, (0, 1, 2))(x, w, b), rtol=1e-5)
+
+
+def test_simplify_drops_multiplication_by_ones():
+    """grad(sum(y * r)) seeds backward with broadcast ones: the pass removes the multiply;
+    a graph output computed as ``x * 1`` is kept (it must not alias the input)."""
+    r = t(64, 32, seed=5)
+    loss = lambda x: ops.reduce_sum(ops.exp(x) * r)  # noqa: E731
+    x = t(64, 32)
+    g = jit_cached(grad(loss), x)
+    close(g(x), grad(loss)(x), rtol=1e-6)
+    assert any("simplify dropped 1" in n for n in graph_of(g).notes)
+
+    def keep(x):
+        return x * ops.ones((64, 32), dtypes.float32)
+
+    k = jit_cached(keep, x)
+    out = k(x)
+    close(out, x)
+    assert out.asnumpy() is not x.asnumpy()
+    out.asnumpy()[0, 0] += 1.0
+    assert out.asnumpy()[0, 0] != x.asnumpy()[0, 0]
+
+
+def jit_cached(fn, *args):
+    jf = jit(fn)
+    jf(*args)
+    return jf
+
+
 def test_fusion_keeps_effects_and_randoms_in_order():
     p = Parameter(Tensor(np.zeros(4, np.float32)), name="p")
 
@@ -286,9 +345,12 @@ def test_fused_kernels_in_cuda_simulator():
         " (0,))\n"
         "x = np.linspace(-1, 1, 9).astype(np.float32); y = np.float32([0.5])\n"
         "z = np.empty(9, np.float32); run_fused(q, (9,), [x, y], [z], [], 'cuda')\n"
+        "c = FusedProgram(2, ((True, True),), (('float32', 'v0 * 2'),), (), (), (0,))\n"
+        "k = np.empty(7); run_fused(c, (5, 7), [a], [], [], 'cuda', columns=[k])\n"
         "print(json.dumps([float(np.abs(o - e).max()), float(np.abs(s - e.sum(1)).max()),"
         " float(np.abs(m - (a * b).max(1)).max()),"
-        " float(np.abs(z - np.where(x > 0.5, x, 1.0)).max())]))\n"
+        " float(np.abs(z - np.where(x > 0.5, x, 1.0)).max()),"
+        " float(np.abs(k - 2 * a.sum(0)).max())]))\n"
     )
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     proc = subprocess.run(

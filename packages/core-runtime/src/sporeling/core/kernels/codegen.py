@@ -204,7 +204,10 @@ class FusedProgram:
     spans (the others are broadcast). ``temps[j] = (dtype, expr)`` defines ``t<j>``, rounded
     to ``dtype`` like the unfused op's result. ``outputs`` are temps stored at full shape;
     ``reductions`` are ``(op, temp, out dtype)`` with op ``"sum"`` or ``"max"`` over the last
-    loop dimension (accumulated in float64 for sums).
+    loop dimension (accumulated in float64 for sums). ``columns`` are temps summed over every
+    loop dimension but the last (a bias gradient's ``reduce_sum(g, 0)``), into float64
+    accumulators ``c<k>`` of the last dimension's length: per thread on the CPU, by atomic
+    adds on the GPU.
     """
 
     n_dims: int
@@ -212,6 +215,7 @@ class FusedProgram:
     temps: tuple[tuple[str, str], ...]
     outputs: tuple[int, ...]
     reductions: tuple[tuple[str, int, str], ...] = ()
+    columns: tuple[int, ...] = ()
 
 
 def _index(spans: tuple[bool, ...], idx: list[str]) -> str:
@@ -246,7 +250,10 @@ def fused_source(prog: FusedProgram, target: str, name: str = "kernel") -> str:
         for k, (op, _, _) in enumerate(prog.reductions)
     ]
     store = [f"r{k}[{row}] = acc{k}" for k in range(len(prog.reductions))]
-    args = ", ".join([*dims, *ins, *outs, *reds])
+    cols = [f"c{k}" for k in range(len(prog.columns))]
+    add = "cuda.atomic.add(c{k}, {i}, t{j})" if target == "cuda" else "c{k}[{i}] += t{j}"
+    body += [add.format(k=k, i=idx[-1], j=j) for k, j in enumerate(prog.columns)]
+    args = ", ".join([*dims, *ins, *outs, *reds, *cols])
     lines: list[str] = []
 
     def emit(depth: int, text: str) -> None:
@@ -388,42 +395,52 @@ def run_fused(
     target: str = "cpu",
     xp: Any = np,
     threads: int | None = None,
+    columns: list[Any] | None = None,
 ) -> None:
     """Run ``prog`` over loop sizes ``loop`` on arrays already shaped for it (inputs: their
-    spanned loop dimensions; outputs: ``loop``; reductions: ``loop[:-1]`` or ``(1,)``)."""
+    spanned loop dimensions; outputs: ``loop``; reductions: ``loop[:-1]`` or ``(1,)``;
+    columns: float64 arrays of ``loop[-1]`` elements, overwritten with the column sums)."""
     global _POOL
     kernel = compile_fused(prog, target)
     dims = loop or (1,)
+    columns = list(columns or ())
     if target == "cpu":
         rows = dims[0]
         total = int(np.prod(dims, dtype=np.int64))
         n = min(threads or _threads(), rows)
         if total < PARALLEL_MIN or (prog.reductions and len(dims) == 1):
             n = 1
+        # each thread sums its rows into its own accumulators; they are added up at the end
+        parts = [np.zeros((n, dims[-1])) for _ in columns]
+
+        def call(k: int, lo: int, hi: int) -> None:
+            kernel(lo, hi, *dims, *inputs, *outputs, *reductions, *[p[k] for p in parts])
+
         if n <= 1:
-            kernel(0, rows, *dims, *inputs, *outputs, *reductions)
-            return
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=_threads(), thread_name_prefix="sporeling")
-        bounds = [rows * k // n for k in range(n + 1)]
-        futures = [
-            _POOL.submit(kernel, bounds[k], bounds[k + 1], *dims, *inputs, *outputs, *reductions)
-            for k in range(1, n)
-        ]
-        kernel(bounds[0], bounds[1], *dims, *inputs, *outputs, *reductions)
-        for f in futures:
-            f.result()
+            call(0, 0, rows)
+        else:
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(max_workers=_threads(), thread_name_prefix="sporeling")
+            bounds = [rows * k // n for k in range(n + 1)]
+            futures = [_POOL.submit(call, k, bounds[k], bounds[k + 1]) for k in range(1, n)]
+            call(0, bounds[0], bounds[1])
+            for f in futures:
+                f.result()
+        for c, p in zip(columns, parts, strict=True):
+            np.sum(p, axis=0, out=c)
         return
     threads = 128
     total = int(np.prod(dims[:-1] if prog.reductions else dims, dtype=np.int64))
     blocks = max(1, (total + threads - 1) // threads)
+    for c in columns:
+        c[...] = 0
     if xp is np:  # host arrays (CUDA simulator, tests): copy through the device
         from numba import cuda
 
         d_in = [cuda.to_device(a) for a in inputs]
-        d_out = [cuda.to_device(a) for a in [*outputs, *reductions]]
+        d_out = [cuda.to_device(a) for a in [*outputs, *reductions, *columns]]
         kernel[blocks, threads](total, *dims, *d_in, *d_out)
-        for host, dev in zip([*outputs, *reductions], d_out, strict=True):
+        for host, dev in zip([*outputs, *reductions, *columns], d_out, strict=True):
             host[...] = dev.copy_to_host()
     else:
-        kernel[blocks, threads](total, *dims, *inputs, *outputs, *reductions)
+        kernel[blocks, threads](total, *dims, *inputs, *outputs, *reductions, *columns)

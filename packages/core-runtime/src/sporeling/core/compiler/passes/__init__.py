@@ -1,6 +1,7 @@
 """Graph optimisation passes, run in order by :func:`optimize`.
 
-Order: drop dead code; fold what is known at compile time; merge duplicates (folding first,
+Order: drop dead code; fold what is known at compile time; drop multiplications by ones
+(which folding reveals); merge duplicates (folding first,
 so equal constants and the ops on them meet); drop what merging left dead; fuse elementwise
 chains (on the final, smallest graph); then plan in-place writes (last, because fusion
 changes which buffers exist and when they die).
@@ -17,12 +18,14 @@ from .dce import dead_code_elimination
 from .fold import constant_folding
 from .fusion import elementwise_fusion
 from .reuse import buffer_reuse
+from .simplify import algebraic_simplification
 
 __all__ = ["optimize", "PASSES"]
 
 PASSES = [
     dead_code_elimination,
     constant_folding,
+    algebraic_simplification,
     common_subexpression_elimination,
     dead_code_elimination,
     elementwise_fusion,

@@ -4,9 +4,12 @@ Walking the equations in order, an elementwise equation joins the open group tha
 one of its inputs when its output has the group's shape (inputs may be smaller: they are
 read with broadcast indexing, not materialised). A ``reduce_sum``/``reduce_max`` over the
 last axis of a group value joins as an epilogue (softmax's max and sum, layer norm's
-moments), after which only further such reductions may join. A group closes when anything
-outside it reads one of its values, and every group closes at an effect or a random draw,
-so a fused kernel — placed where its last member was — never moves work across them.
+moments), after which only further such reductions may join. A ``reduce_sum`` over every
+axis but the last (bias and scale gradients) or over every axis (a loss) joins as a
+*column* epilogue, after which elementwise members may still join. A group closes when
+anything outside it reads one of its values (a reduction's result included), and every
+group closes at an effect or a random draw, so a fused kernel — placed where its last member
+was — never moves work across them.
 
 Each group with two or more members, or with a reduction, becomes one equation of a
 generated :class:`FusedPrimitive` (kind ``"fused"``): the members' scalar expressions, with
@@ -82,7 +85,7 @@ def _expression(prim: Any, params: dict[str, Any], n_inputs: int) -> Any:
 
 
 class _Group:
-    __slots__ = ("shape", "members", "state", "n_ew", "temps")
+    __slots__ = ("shape", "members", "state", "n_ew", "temps", "columns")
 
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.shape = shape
@@ -90,6 +93,7 @@ class _Group:
         self.temps: set[int] = set()  # ids of the Vars its elementwise members produce
         self.state = "open"  # "reducing" after a reduction joined, "closed" when read outside
         self.n_ew = 0
+        self.columns: dict[int, str] = {}  # id(eqn) -> "col" | "all", the column epilogues
 
 
 def elementwise_fusion(graph: Graph) -> Graph:
@@ -100,7 +104,19 @@ def elementwise_fusion(graph: Graph) -> Graph:
     group_of: dict[int, _Group] = {}  # id(eqn) -> group
     groups: list[_Group] = []
     exprs: dict[int, Any] = {}
+    col_owner: dict[int, _Group] = {}  # column results: final only after their whole kernel
     for e in graph.eqns:
+        for v in e.inputs:
+            if v.id in col_owner:
+                col_owner[v.id].state = "closed"
+        col = _column_target(e, owner)
+        if col is not None:
+            g, how = col
+            g.members.append(e)
+            g.columns[id(e)] = how
+            group_of[id(e)] = g
+            col_owner[e.outputs[0].id] = g
+            continue
         red = _reduction_target(e, owner)
         if red is not None:
             red.members.append(e)
@@ -184,6 +200,26 @@ def _reduction_target(e: Any, owner: dict[int, _Group]) -> _Group | None:
     return g
 
 
+def _column_target(e: Any, owner: dict[int, _Group]) -> tuple[_Group, str] | None:
+    """The group whose value ``e`` sums over every axis but the last (``"col"``) or over
+    every axis (``"all"``), with the group's shape of two or more axes; else None."""
+    if e.prim.name != "reduce_sum" or len(e.inputs) != 1:
+        return None
+    v = e.inputs[0]
+    g = owner.get(v.id)
+    if g is None or g.state not in ("open", "reducing") or v.id not in g.temps:
+        return None
+    nd = len(g.shape)
+    if nd < 2 or v.dtype not in _FLOATS or e.outputs[0].dtype != v.dtype:
+        return None
+    axis = e.params.get("axis")
+    if axis == tuple(range(nd - 1)):
+        return g, "col"
+    if axis == tuple(range(nd)):
+        return g, "all"
+    return None
+
+
 def _build(
     g: _Group, exprs: dict[int, Any], readers: dict[int, list[Any]], outvars: set[int], device: Any
 ) -> Any:
@@ -199,6 +235,8 @@ def _build(
     out_temps: list[int] = []
     reds: list[tuple[str, int, str]] = []
     red_vars: list[Var] = []
+    cols: list[int] = []
+    col_vars: list[Var] = []
 
     def ref(v: Var) -> str:
         if v.id in produced:
@@ -210,6 +248,10 @@ def _build(
 
     for m in members:
         out = m.outputs[0]
+        if id(m) in g.columns:
+            cols.append(int(produced[m.inputs[0].id][1:]))
+            col_vars.append(out)
+            continue
         if m.prim.name in _REDUCE:
             reds.append((_REDUCE[m.prim.name], int(produced[m.inputs[0].id][1:]), out.dtype.name))
             red_vars.append(out)
@@ -226,7 +268,7 @@ def _build(
             out_temps.append(len(temps) - 1)
     shape = g.shape
     nd = len(shape)
-    with_red = bool(reds)
+    with_red = bool(reds or cols)  # the last axis stays a loop dimension of its own
     pats = []
     for v in inputs:
         s = (1,) * (nd - len(v.shape)) + v.shape
@@ -242,11 +284,15 @@ def _build(
             loop.append([shape[d], flags])
     sizes = tuple(int(n) for n, _ in loop)
     spans = tuple(tuple(f[k] for _, f in loop) for k in range(len(inputs)))
-    prog = codegen.FusedProgram(len(loop), spans, tuple(temps), tuple(out_temps), tuple(reds))
+    prog = codegen.FusedProgram(
+        len(loop), spans, tuple(temps), tuple(out_temps), tuple(reds), tuple(cols)
+    )
     in_shapes = [tuple(n for n, f in loop if f[k]) or (1,) for k in range(len(inputs))]
+    col_all = [g.columns[id(m)] == "all" for m in members if id(m) in g.columns]
     prim = FusedPrimitive(prog, sizes, in_shapes, outs, red_vars, members, device)
+    prim.set_columns(col_vars, col_all)
     prim.inputs = inputs
-    return Eqn(prim, inputs, {}, [*outs, *red_vars])
+    return Eqn(prim, inputs, {}, [*outs, *red_vars, *col_vars])
 
 
 def _cast_name(dt: np.dtype) -> str:
@@ -279,6 +325,7 @@ class FusedPrimitive:
         self.out_meta = [(v.shape, v.dtype) for v in outs]
         self.red_meta = [(v.shape, v.dtype) for v in reds]
         self.red_shape = self.loop[:-1] or (1,)
+        self.col_meta: list[tuple[tuple[int, ...], Any, bool]] = []
         self.members = members
         self.device = device
         self.n_full = len(outs)  # outputs written at the loop's full shape (reusable buffers)
@@ -286,6 +333,12 @@ class FusedPrimitive:
         self.impls = {"any": self.run}
         self._warm = False
         self._fallback = False
+
+    def set_columns(self, cols: list[Var], summed_up: list[bool]) -> None:
+        """Column epilogues: results ``cols``, each also summed to a scalar where
+        ``summed_up`` (a reduction over every axis)."""
+        self.results += cols
+        self.col_meta = [(v.shape, v.dtype, a) for v, a in zip(cols, summed_up, strict=True)]
 
     def __repr__(self) -> str:
         return f"<primitive {self.name} (fused)>"
@@ -313,19 +366,24 @@ class FusedPrimitive:
             else:
                 full.append(xp.empty(loop, dt))
         reds = [xp.empty(self.red_shape, dt) for _, dt in self.red_meta]
+        cols = [xp.empty(loop[-1], np.float64) for _ in self.col_meta]
         target = "cpu" if xp is np else "cuda"
         if not self._warm:
             try:  # first call compiles (or loads from the disk cache) on this thread
                 codegen.compile_fused(self.program, target)
-                codegen.run_fused(self.program, loop, ins, full, reds, target, xp, threads=1)
+                codegen.run_fused(
+                    self.program, loop, ins, full, reds, target, xp, threads=1, columns=cols
+                )
             except Exception:  # an expression Numba cannot type: run the ops one by one
                 self._fallback = True
                 return self._interpret(xp, arrays)
             self._warm = True
         else:
-            codegen.run_fused(self.program, loop, ins, full, reds, target, xp)
+            codegen.run_fused(self.program, loop, ins, full, reds, target, xp, columns=cols)
         res = [a.reshape(s) for a, (s, _) in zip(full, self.out_meta, strict=True)]
         res += [a.reshape(s) for a, (s, _) in zip(reds, self.red_meta, strict=True)]
+        for c, (s, dt, summed_up) in zip(cols, self.col_meta, strict=True):
+            res.append((c.sum() if summed_up else c).astype(dt).reshape(s))
         return tuple(res)
 
     def _interpret(self, xp: Any, arrays: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -19,6 +19,9 @@ import numba
 import numpy as np
 
 from ._config import JIT_SERIAL
+from ._rows import n_blocks, run_blocks
+
+_JIT = {**JIT_SERIAL, "nogil": True}  # row blocks run on several threads (see _rows)
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "batch_norm_forward", "batch_norm_backward"]
 
@@ -40,9 +43,9 @@ def _ln_row_stats(x):  # pragma: no cover - compiled
     return mean, v / n
 
 
-@numba.jit(**JIT_SERIAL)
-def _layer_norm_fwd_kernel(x2, gamma, beta, eps, y2, mean, var):  # pragma: no cover
-    for i in range(x2.shape[0]):
+@numba.jit(**_JIT)
+def _layer_norm_fwd_kernel(lo, hi, x2, gamma, beta, eps, y2, mean, var):  # pragma: no cover
+    for i in range(lo, hi):
         x = x2[i]
         mu, v = _ln_row_stats(x)
         rstd = 1.0 / math.sqrt(v + eps)
@@ -52,12 +55,12 @@ def _layer_norm_fwd_kernel(x2, gamma, beta, eps, y2, mean, var):  # pragma: no c
         var[i] = v
 
 
-@numba.jit(**JIT_SERIAL)
+@numba.jit(**_JIT)
 def _layer_norm_bwd_kernel(
-    gy2, gmean, gvar, x2, gamma, mean, var, eps, dx2, dgamma, dbeta
+    lo, hi, gy2, gmean, gvar, x2, gamma, mean, var, eps, dx2, dgamma, dbeta
 ):  # pragma: no cover - compiled
     n = x2.shape[1]
-    for i in range(x2.shape[0]):
+    for i in range(lo, hi):
         mu = mean[i]
         rstd = 1.0 / math.sqrt(var[i] + eps)
         a = 0.0  # sum(dxhat)
@@ -88,7 +91,11 @@ def layer_norm_forward(
     y = np.empty_like(x2)
     mean = np.empty(x2.shape[0], x2.dtype)
     var = np.empty(x2.shape[0], x2.dtype)
-    _layer_norm_fwd_kernel(x2, gamma, beta, eps, y, mean, var)
+    run_blocks(
+        lambda _, lo, hi: _layer_norm_fwd_kernel(lo, hi, x2, gamma, beta, eps, y, mean, var),
+        x2.shape[0],
+        n_blocks(x2.shape[0], x2.size),
+    )
     return y, mean, var
 
 
@@ -105,10 +112,17 @@ def layer_norm_backward(
     """Gradients ``(dx, dgamma, dbeta)`` of a row layer norm (rows of length N)."""
     dx = np.empty_like(x2)
     acc = np.float64 if x2.dtype == np.float32 else x2.dtype
-    dgamma = np.zeros(x2.shape[1], acc)
-    dbeta = np.zeros(x2.shape[1], acc)
-    _layer_norm_bwd_kernel(gy2, gmean, gvar, x2, gamma, mean, var, eps, dx, dgamma, dbeta)
-    return dx, dgamma, dbeta
+    blocks = n_blocks(x2.shape[0], x2.size)
+    dgamma = np.zeros((blocks, x2.shape[1]), acc)  # one partial sum per row block
+    dbeta = np.zeros((blocks, x2.shape[1]), acc)
+
+    def block(k: int, lo: int, hi: int) -> None:
+        _layer_norm_bwd_kernel(
+            lo, hi, gy2, gmean, gvar, x2, gamma, mean, var, eps, dx, dgamma[k], dbeta[k]
+        )
+
+    run_blocks(block, x2.shape[0], blocks)
+    return dx, dgamma.sum(axis=0), dbeta.sum(axis=0)
 
 
 # ---- batch norm ---------------------------------------------------------------------
