@@ -8,6 +8,7 @@ too, which is how second-order gradients work.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from ..tensor import Tensor
@@ -19,13 +20,23 @@ __all__ = ["Node", "GradMode", "backward", "backward_into_leaves", "GRADIENT_REA
 #: order gradients complete -- data parallelism starts its bucketed all-reduces from here
 #: while the rest of the backward pass is still running. Targets whose count of pending
 #: contributions never reaches zero (pruned branches) are reported at the end of the sweep.
+#: The list is process-wide; sweeps without explicit targets (``targets=None``) never call it.
 GRADIENT_READY_HOOKS: list[Any] = []
 
 
-class GradMode:
-    """Whether ops record nodes (off inside ``no_grad`` and non-create-graph backward)."""
+class _GradMode(threading.local):
+    """Whether ops record nodes (off inside ``no_grad`` and non-create-graph backward).
+
+    Thread-local, so that threads recording tapes at once (``nn.MicroBatchInterleaved``
+    runs its copies on threads) do not switch recording off for each other; a new thread
+    starts with recording on, as in PyTorch. Nodes themselves hang off the tensors, so
+    there is no other shared tape state.
+    """
 
     enabled = True
+
+
+GradMode = _GradMode()
 
 
 class Node:

@@ -1,7 +1,8 @@
 """Transports under the collectives: a world of one process, MPI (mpi4py) and NCCL (CuPy).
 
 Each backend exposes the same small set of blocking calls on raw arrays (NumPy on the CPU,
-CuPy on the GPU) plus a non-blocking all-reduce, over a :class:`Group`. Nothing here is
+CuPy on the GPU) plus non-blocking all-reduce, all-gather and reduce-scatter (each returns
+a :class:`Pending` handle whose ``wait()`` gives the result), over a :class:`Group`. Nothing here is
 home-made: MPI does the CPU work, NCCL the GPU work (bootstrapped by broadcasting its
 unique id over MPI), and a GPU array meets an MPI-only world by staging through the host.
 
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Group", "import_mpi", "launched_by_mpi"]
+__all__ = ["Group", "Pending", "import_mpi", "launched_by_mpi"]
 
 _LAUNCH_VARS = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS")
 
@@ -86,6 +87,37 @@ class _StreamRequest:
 
     def Wait(self) -> None:  # noqa: N802
         self._cupy.cuda.get_current_stream().wait_event(self._event)
+
+
+class Pending:
+    """A started non-blocking collective: ``test()`` polls (and lets MPI progress),
+    ``wait()`` blocks until it is complete and returns its result array.
+
+    The input buffer is kept alive until then (MPI and NCCL read it in the background).
+    """
+
+    def __init__(self, request: Any, out: Any, keep: Any = None, after: Any = None) -> None:
+        self._request = request
+        self._out = out
+        self._keep = keep
+        self._after = after
+        self.complete = isinstance(request, _Done) and after is None
+
+    def test(self) -> bool:
+        if not self.complete and self._request.Test():
+            self.complete = True
+        return self.complete
+
+    def wait(self) -> Any:
+        if self._request is not None:
+            self._request.Wait()
+            self._request = None
+            self._keep = None
+            if self._after is not None:
+                self._out = self._after(self._out)
+                self._after = None
+        self.complete = True
+        return self._out
 
 
 class Group:
@@ -186,6 +218,61 @@ class Group:
                                 self._nccl_op(op), stream.ptr)  # fmt: skip
             return _StreamRequest(cupy, stream)
         return self.comm.Iallreduce(self._mpi().IN_PLACE, buf, op=self._mpi_op(op))
+
+    def _start(self, call: str, a: Any, out: Any, *args: Any, **kw: Any) -> Pending:
+        """Start a non-blocking collective: MPI's ``I<call>`` on CPU arrays, NCCL's on a
+        side stream for GPU arrays (``call`` is then the NCCL method name)."""
+        if _is_gpu(a):
+            import cupy
+
+            stream = self._side_stream()
+            stream.wait_event(cupy.cuda.get_current_stream().record())
+            getattr(self.nccl, call)(a.data.ptr, out.data.ptr, *args, stream.ptr)
+            return Pending(_StreamRequest(cupy, stream), out, keep=a)
+        return Pending(getattr(self.comm, call)(a, out, **kw), out, keep=a)
+
+    def iallreduce(self, a: Any, op: str = "sum") -> Pending:
+        """Start ``allreduce(a, op)``; ``wait()`` returns the result (a new array)."""
+        if self.size == 1 or (_is_gpu(a) and self.nccl is None):
+            return Pending(_Done(), self.allreduce(a, op))
+        if _is_gpu(a):
+            import cupy
+
+            a = cupy.ascontiguousarray(a)
+            return self._start("allReduce", a, cupy.empty_like(a), a.size,
+                               self._nccl_dtype(a), self._nccl_op(op))  # fmt: skip
+        a = np.ascontiguousarray(a)
+        return self._start("Iallreduce", a, np.empty_like(a), op=self._mpi_op(op))
+
+    def iallgather(self, a: Any) -> Pending:
+        """Start ``allgather(a)`` (concatenation along axis 0)."""
+        if self.size == 1 or a.ndim == 0 or (_is_gpu(a) and self.nccl is None):
+            return Pending(_Done(), self.allgather(a))
+        shape = (self.size * a.shape[0], *a.shape[1:])
+        if _is_gpu(a):
+            import cupy
+
+            a = cupy.ascontiguousarray(a)
+            out = cupy.empty(shape, a.dtype)
+            return self._start("allGather", a, out, a.size, self._nccl_dtype(a))
+        a = np.ascontiguousarray(a)
+        return self._start("Iallgather", a, np.empty(shape, a.dtype))
+
+    def ireduce_scatter(self, a: Any, op: str = "sum") -> Pending:
+        """Start ``reduce_scatter(a, op)`` (this rank keeps block ``rank`` of axis 0)."""
+        if self.size == 1 or (_is_gpu(a) and self.nccl is None):
+            return Pending(_Done(), self.reduce_scatter(a, op))
+        block = (a.shape[0] // self.size, *a.shape[1:])
+        if _is_gpu(a):
+            import cupy
+
+            a = cupy.ascontiguousarray(a)
+            out = cupy.empty(block, a.dtype)
+            return self._start("reduceScatter", a, out, out.size, self._nccl_dtype(a),
+                               self._nccl_op(op))  # fmt: skip
+        a = np.ascontiguousarray(a)
+        out = np.empty(block, a.dtype)
+        return self._start("Ireduce_scatter_block", a, out, op=self._mpi_op(op))
 
     def allgather(self, a: Any) -> Any:
         """Concatenate every rank's ``a`` along axis 0 (group-rank order)."""

@@ -17,7 +17,10 @@ all_to_all             ``all_to_all(dy)`` with ``split_dim``/``concat_dim`` swap
 =====================  ====================================================================
 
 ``send``/``recv``/``barrier`` are not differentiable (they are point-to-point plumbing).
-Collectives work on CPU tensors over MPI and on GPU tensors over NCCL.
+Collectives work on CPU tensors over MPI and on GPU tensors over NCCL. Inside a copy of
+``nn.MicroBatchInterleaved`` (forward or backward) the all-reduce, all-gather and
+reduce-scatter are started non-blocking and the other copies compute meanwhile
+(:mod:`~sporeling.core.communication.overlap`).
 
 >>> from sporeling.core import Tensor, communication as comm
 >>> comm.init()
@@ -33,6 +36,7 @@ from .._primitive import Primitive, ShapedArray
 from ..errors import describe
 from ..tensor import Tensor
 from .management import GlobalComm, get_group
+from .overlap import collective
 
 __all__ = [
     "ReduceOp",
@@ -120,7 +124,9 @@ all_reduce_p = Primitive(
     "comm_all_reduce",
     "opaque",
     _same,
-    impl=lambda xp, x, *, op, group: get_group(group, "all_reduce").allreduce(x, op),
+    impl=lambda xp, x, *, op, group: collective(
+        get_group(group, "all_reduce"), "allreduce", x, op=op
+    ),
     vjp=_all_reduce_vjp,
 )
 
@@ -135,7 +141,7 @@ all_gather_p = Primitive(
     "comm_all_gather",
     "opaque",
     _gather_abstract,
-    impl=lambda xp, x, *, group: get_group(group, "all_gather").allgather(x),
+    impl=lambda xp, x, *, group: collective(get_group(group, "all_gather"), "allgather", x),
     vjp=lambda g, x, *, out, group: reduce_scatter_p.bind(g, op="sum", group=group),
 )
 
@@ -163,7 +169,9 @@ reduce_scatter_p: Primitive = Primitive(
     "comm_reduce_scatter",
     "opaque",
     _scatter_abstract,
-    impl=lambda xp, x, *, op, group: get_group(group, "reduce_scatter").reduce_scatter(x, op),
+    impl=lambda xp, x, *, op, group: collective(
+        get_group(group, "reduce_scatter"), "reduce_scatter", x, op=op
+    ),
     vjp=_scatter_vjp,
 )
 
@@ -177,7 +185,9 @@ broadcast_p = Primitive(
     "comm_broadcast",
     "opaque",
     _same,
-    impl=lambda xp, x, *, root, group: get_group(group, "broadcast").broadcast(x, root),
+    impl=lambda xp, x, *, root, group: collective(
+        get_group(group, "broadcast"), "broadcast", x, root=root
+    ),
     vjp=_broadcast_vjp,
 )
 
@@ -199,7 +209,7 @@ def _a2a_impl(xp: Any, x: Any, *, split_dim: int, concat_dim: int, group: str) -
     g = get_group(group, "all_to_all")
     n = g.size
     blocks = xp.stack(xp.split(x, n, axis=split_dim))  # (n, ...) block i goes to rank i
-    got = g.alltoall(blocks)
+    got = collective(g, "alltoall", blocks)
     return xp.concatenate(list(got), axis=concat_dim)
 
 

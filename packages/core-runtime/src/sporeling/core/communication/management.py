@@ -60,6 +60,30 @@ class _State:
     local: Group | None = None
     groups: dict[str, Group] = {}
     mpi_inited_here = False
+    thread_level: int | None = None  # what MPI_Init_thread provided (None: no MPI)
+
+
+#: MPI's thread support levels, in increasing order (their values in the MPI standard).
+THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
+
+
+def require_thread_level(func: str, level: str) -> None:
+    """Raise unless MPI was started with at least ``level`` of thread support.
+
+    ``init`` starts MPI through mpi4py, which asks for ``MPI_THREAD_MULTIPLE`` unless
+    ``mpi4py.rc.thread_level`` says otherwise; a world without MPI needs nothing.
+    """
+    provided = _State.thread_level
+    if provided is None or _State.world is None or _State.world.size == 1:
+        return
+    need = THREAD_LEVELS.index(level)
+    if provided < need:
+        raise RuntimeError(
+            f"{func}: needs MPI thread support MPI_THREAD_{level.upper()} (MPI calls from "
+            f"several threads), but the MPI library provided "
+            f"MPI_THREAD_{THREAD_LEVELS[provided].upper()}; leave mpi4py.rc.thread_level at "
+            f"'multiple' (its default) or set it to '{level}' before sporeling's init()"
+        )
 
 
 def _fail(func: str, what: str) -> RuntimeError:
@@ -97,6 +121,10 @@ def init(backend_name: str | None = None) -> None:
         MPI = None  # noqa: N806 - one process without MPI: a world of one
     if MPI is not None:
         comm = MPI.COMM_WORLD
+        _State.thread_level = THREAD_LEVELS.index(
+            {MPI.THREAD_SINGLE: "single", MPI.THREAD_FUNNELED: "funneled",
+             MPI.THREAD_SERIALIZED: "serialized"}.get(MPI.Query_thread(), "multiple")
+        )  # fmt: skip
         rank, size = comm.Get_rank(), comm.Get_size()
         local_comm = comm.Split_type(MPI.COMM_TYPE_SHARED, key=rank)
         local = Group("local", [], local_comm.Get_rank(), local_comm)
@@ -104,6 +132,7 @@ def init(backend_name: str | None = None) -> None:
     else:
         rank, size = 0, 1
         local = Group("local", [0], 0, None)
+        _State.thread_level = None
     world = Group("world", list(range(size)), rank, comm)
     if backend == "nccl":
         world.nccl = _nccl_comm("init", world, local.rank)
@@ -143,6 +172,7 @@ def release() -> None:
     _State.world = None
     _State.local = None
     _State.backend = None
+    _State.thread_level = None
     GlobalComm.INITED = False
     GlobalComm.WORLD_COMM_GROUP = HCCL_WORLD_COMM_GROUP
 

@@ -45,6 +45,7 @@ from typing import Any
 from .. import dtype as _dt
 from .. import ops
 from .._primitive import Primitive, ShapedArray
+from ..communication.overlap import collective
 from ..nn.layers.attention import MultiheadAttention, _mask_to_float
 from ..nn.layers.basic import Dense
 from ..nn.layers.embedding import (
@@ -93,8 +94,10 @@ def group_rank_size(group: str | None = None) -> tuple[int, int]:
 
 def _collective(name: str, arr: Any, group: str | None, **kw: Any) -> Any:
     """Collective ``name`` (a raw :class:`Group` method: ``allreduce``, ``allgather``...) on
-    an array; no autograd here: the region primitives below own the gradients."""
-    return getattr(_group(group, name), name)(arr, **kw)
+    an array; no autograd here: the region primitives below own the gradients. Inside a
+    copy of ``nn.MicroBatchInterleaved`` it is started non-blocking and the other copies
+    compute while it is in flight (:func:`~sporeling.core.communication.overlap.collective`)."""
+    return collective(_group(group, name), name, arr, **kw)
 
 
 def _all_gather_axis(xp: Any, x: Any, axis: int, group: str | None, size: int) -> Any:

@@ -9,9 +9,21 @@ loss they are ``interleave_num`` times the full-batch mean.
 A batch that does not divide raises ``ValueError``. Non-Tensor inputs are passed to every
 copy unchanged.
 
-Overlap: the copies are independent, so a scheduler may run one copy's collectives while
-another computes (MindSpore's graph mode does). In Sporeling's eager mode the copies run
-one after the other; each op sees ``1 / interleave_num`` of the batch.
+Overlap (eager mode): the copies take turns on threads, handing the turn on at each
+collective, which is started non-blocking -- so copy ``k+1`` computes while copy ``k``'s
+all-reduce or all-gather (e.g. a ``RowParallelDense``'s) is in flight, in the forward and
+again in the backward (:mod:`sporeling.core.communication.overlap`,
+:mod:`sporeling.core.parallel.interleave`). Every rank starts its collectives in the same
+order, and MPI needs only ``MPI_THREAD_SERIALIZED``.
+
+``overlap`` (attribute): ``None`` (default) takes turns on threads when the world has more
+than one process and runs the copies one after the other otherwise; ``True``/``False``
+force either (``False`` is the no-overlap baseline). ``events`` (attribute) is the
+:class:`~sporeling.core.communication.overlap.EventLog` of the last step: compute turns
+and each collective's start/wait/completion, forward and backward.
+
+Under graph-mode tracing, and inside nested differentiation (``grad`` of ``grad``), the
+copies run one after the other on the caller's tape, as plain ops.
 
 >>> import numpy as np
 >>> from sporeling.core import Tensor, nn
@@ -38,6 +50,22 @@ def _add(a: Any, b: Any) -> Any:
     return a + b
 
 
+def _eager_outermost() -> bool:
+    """True when copies may run on threads: eager execution, no nested differentiation."""
+    from ..._eager import EagerInterpreter
+    from ..._primitive import current_interpreter
+    from ...autograd import functional
+
+    return isinstance(current_interpreter(), EagerInterpreter) and functional._DEPTH[0] <= 1
+
+
+def _multi_process() -> bool:
+    from ...communication import management
+
+    world = management._State.world
+    return management.GlobalComm.INITED and world is not None and world.size > 1
+
+
 class MicroBatchInterleaved(Cell):
     """Run ``network`` on ``interleave_num`` slices of the batch and sum the outputs."""
 
@@ -49,6 +77,10 @@ class MicroBatchInterleaved(Cell):
         self.interleave_num = check_int(
             "MicroBatchInterleaved", "interleave_num", interleave_num, 1
         )
+        self.overlap: bool | None = None
+        from ...communication.overlap import EventLog
+
+        self.events = EventLog()
 
     def construct(self, *inputs: Any) -> Any:
         n = self.interleave_num
@@ -64,6 +96,23 @@ class MicroBatchInterleaved(Cell):
                     batch = x.shape[0]
         if batch is None:
             raise ValueError("MicroBatchInterleaved: no Tensor input to split along dim 0")
+        if n == 1:
+            return self.network(*inputs)
+        if self.overlap not in (None, True, False):
+            raise arg_error(
+                "MicroBatchInterleaved", "overlap", self.overlap, "None, True or False", TypeError
+            )
+        if not _eager_outermost():
+            return self._on_caller_tape(inputs)
+        from ...parallel.interleave import interleaved_call
+
+        threads = _multi_process() if self.overlap is None else bool(self.overlap)
+        self.events.clear()
+        return interleaved_call(self.network, inputs, n, threads, self.events)
+
+    def _on_caller_tape(self, inputs: tuple[Any, ...]) -> Any:
+        """The copies one after the other as plain ops (graph tracing, higher order)."""
+        n = self.interleave_num
         out: Any = None
         for k in range(n):
             part = [ops.split(x, 0, n)[k] if isinstance(x, Tensor) else x for x in inputs]

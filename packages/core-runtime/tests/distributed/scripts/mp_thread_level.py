@@ -1,0 +1,40 @@
+"""Run under ``mpiexec -n 2``: MPI started with MPI_THREAD_SINGLE refuses interleaved copies
+on threads with a clear error, and still runs them one after the other.
+
+Prints ``OK thread_level`` on every rank.
+"""
+
+from __future__ import annotations
+
+import mpi4py
+
+mpi4py.rc.thread_level = "single"  # before MPI starts: ask for less than the copies need
+
+import numpy as np  # noqa: E402
+
+from sporeling.core import Tensor, nn, ops, set_seed  # noqa: E402
+from sporeling.core.communication import get_rank, init  # noqa: E402
+from sporeling.core.parallel.tensor_parallel import RowParallelDense  # noqa: E402
+
+
+def main() -> None:
+    init()
+    set_seed(0)
+    net = RowParallelDense(8, 4)
+    x = Tensor(np.ones((4, 8), np.float32))
+    inter = nn.MicroBatchInterleaved(net, 2)
+    try:
+        inter(x)
+    except RuntimeError as exc:
+        msg = str(exc)
+        assert "MPI_THREAD_SERIALIZED" in msg and "MPI_THREAD_SINGLE" in msg, msg
+    else:
+        raise AssertionError("MPI_THREAD_SINGLE did not refuse copies on threads")
+    inter.overlap = False  # one after the other: no threads, no requirement
+    np.testing.assert_allclose(inter(x).asnumpy(), ops.reduce_sum(ops.reshape(
+        net(x), (2, 2, 4)), 0).asnumpy(), 1e-6)  # fmt: skip
+    print(f"OK thread_level rank={get_rank()}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
