@@ -16,6 +16,7 @@ from sporeling.core._primitive import REGISTRY
 from sporeling.core.compiler import jit
 from sporeling.core.compiler.graph import Eqn, Var
 from sporeling.core.compiler.passes.fusion import fusible_expression
+from sporeling.core.kernels.codegen_rows import RowProgram
 from sporeling.core.ops._core import assign_inplace
 
 
@@ -165,10 +166,12 @@ def test_fusion_reduction_epilogue_softmax_and_moments():
     close(jit(moments)(x, w), unfused(moments, x, w))
     jm = jit(moments)
     jm(x, w)
-    g = graph_of(jm)
-    fused = [e for e in g.eqns if e.prim.kind == "fused"]
-    assert any(e.prim.program.reductions for e in fused)
-    assert len(g.eqns) < 9
+    g = graph_of(jm)  # one row kernel: sum, then squared deviations from the mean, and max
+    assert [e.prim.kind for e in g.eqns] == ["fused"]
+    assert isinstance(g.eqns[0].prim.program, RowProgram)
+    assert g.eqns[0].prim.program.n_passes == 2
+    js = jit_cached(softmax, x)
+    assert [e.prim.kind for e in graph_of(js).eqns] == ["fused"]
     loss = lambda x: ops.reduce_sum(softmax(x) * x)  # noqa: E731
     close(jit(grad(loss))(x), unfused(grad(loss), x), rtol=1e-5)
 
@@ -361,14 +364,67 @@ def test_fused_kernels_in_cuda_simulator():
     assert max(errs) < 1e-5, errs
 
 
+def test_row_kernels_cpu_and_cuda_simulator():
+    """A three-pass row program (softmax of x * 0.5 + m, its row sums and column sums) on the
+    CPU and, in a subprocess, in Numba's CUDA simulator, against NumPy."""
+    code = (
+        "import json, numpy as np\n"
+        "from sporeling.core.kernels.codegen_rows import RowProgram, RowStep as S, run_rows\n"
+        "p = RowProgram(3, ((True, True, True), (False, True, True)), ("
+        "S('elem', 0, 'float32', 'v0 * 0.5 + v1'), S('max', 0, 'float32', source=0),"
+        "S('elem', 1, 'float32', 'exp(t0 - t1)'), S('sum', 1, 'float32', source=2),"
+        "S('row', 2, 'float32', '1.0 / t3'), S('elem', 2, 'float32', 't2 * t4')),"
+        " outputs=(5,), row_outputs=(3,), columns=(5,))\n"
+        "x = np.random.rand(2, 3, 5).astype(np.float32)\n"
+        "m = np.random.rand(3, 5).astype(np.float32)\n"
+        "z = x * 0.5 + m; e = np.exp(z - z.max(-1, keepdims=True))\n"
+        "ref = e / e.sum(-1, keepdims=True)\n"
+        "errs = []\n"
+        "for target in ('cpu', 'cuda'):\n"
+        "    o = np.empty((2, 3, 5), np.float32); r = np.empty((2, 3), np.float32)\n"
+        "    c = np.empty(5)\n"
+        "    run_rows(p, (2, 3, 5), [x, m], [o], [r], [c], target)\n"
+        "    errs += [float(np.abs(o - ref).max()), float(np.abs(r - e.sum(-1)).max()),"
+        " float(np.abs(c - ref.sum((0, 1))).max())]\n"
+        "print(json.dumps(errs))\n"
+    )
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    errs = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(errs) == 6 and max(errs) < 1e-5, errs
+
+
+def test_row_fusion_attention_softmax_and_its_gradient():
+    """softmax(q k^T * s + mask) with a mask broadcast over batch and heads: the scale, the
+    mask add and the softmax are one row kernel, and so is the softmax gradient."""
+    mask = Tensor(np.triu(np.full((8, 8), -1e9, np.float32), 1))
+
+    def att(s, v):
+        e = ops.exp(s * 0.125 + mask - ops.amax(s * 0.125 + mask, -1, keep_dims=True))
+        p = e / ops.reduce_sum(e, -1, keep_dims=True)
+        return ops.reduce_sum(p * v)
+
+    s, v = t(2, 3, 8, 8), t(2, 3, 8, 8, seed=1)
+    jf = jit_cached(att, s, v)
+    close(jf(s, v), att(s, v), rtol=1e-5)
+    kinds = [e.prim.kind for e in graph_of(jf).eqns]
+    assert kinds == ["fused"], kinds
+    jg = jit_cached(grad(att, (0, 1)), s, v)
+    close(jg(s, v), grad(att, (0, 1))(s, v), rtol=1e-5, atol=1e-6)
+    assert all(not getattr(e.prim, "_fallback", False) for e in graph_of(jg).eqns)
+
+
 # ---- buffer reuse -------------------------------------------------------------------------
 
 
 def test_buffer_reuse_is_in_place_and_keeps_inputs():
     def f(x, w):
-        a = ops.exp(x * w)  # fused group 1: a, and its row sums as an epilogue
-        s = ops.reduce_sum(a, -1, keep_dims=True)
-        return ops.sigmoid(a / s) * 2.0  # group 2: a dies here and is written in place
+        a = ops.exp(x * w)  # fused group 1
+        m = ops.amax(a, 0)  # reads a (column maxima are not fused): group 1 ends, a is stored
+        return ops.sigmoid(a / m) * 2.0  # group 2: a dies here and is written in place
 
     x, w = t(6, 6), t(6, seed=1)
     x0, w0 = x.asnumpy().copy(), w.asnumpy().copy()

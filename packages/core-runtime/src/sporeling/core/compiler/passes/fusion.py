@@ -27,6 +27,7 @@ import numpy as np
 
 from ...context import get_context
 from ...kernels import codegen
+from ...kernels.codegen_rows import RowProgram, RowStep, run_rows
 from ..graph import Graph, Var
 from ._util import ORDERED_KINDS, params_key
 
@@ -85,81 +86,143 @@ def _expression(prim: Any, params: dict[str, Any], n_inputs: int) -> Any:
 
 
 class _Group:
-    __slots__ = ("shape", "members", "state", "n_ew", "temps", "columns")
+    __slots__ = ("shape", "members", "state", "n_ew", "temps", "rows", "columns")
 
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.shape = shape
         self.members: list[Any] = []
         self.temps: set[int] = set()  # ids of the Vars its elementwise members produce
-        self.state = "open"  # "reducing" after a reduction joined, "closed" when read outside
+        self.rows: set[int] = set()  # ids of its row values (row reductions and their uses)
+        self.state = "open"  # "closed" when read outside, "merged" into another group
         self.n_ew = 0
         self.columns: dict[int, str] = {}  # id(eqn) -> "col" | "all", the column epilogues
+
+    @property
+    def row_shape(self) -> tuple[int, ...]:
+        return (*self.shape[:-1], 1)
+
+    def absorb(self, other: _Group) -> None:
+        self.members += other.members
+        self.n_ew += other.n_ew
+        self.temps |= other.temps
+        self.rows |= other.rows
+        self.columns.update(other.columns)
+        other.state = "merged"
+
+
+class _Fuser:
+    """Walks the equations once, growing groups (see the module docstring)."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.owner: dict[int, _Group] = {}  # Var id -> the group that computes it
+        self.groups: list[_Group] = []
+        self.exprs: dict[int, Any] = {}  # id(eqn) -> (expr, names)
+        self.col_owner: dict[int, _Group] = {}  # column results: final after the whole kernel
+        #: the pass of a row kernel from which a value can be used (reductions: the next one)
+        self.avail: dict[int, int] = {}
+
+    def run(self) -> list[_Group]:
+        order = {id(e): i for i, e in enumerate(self.graph.eqns)}
+        for e in self.graph.eqns:
+            for v in e.inputs:
+                if v.id in self.col_owner:
+                    self.col_owner[v.id].state = "closed"
+            if not self._join(e):
+                for v in e.inputs:
+                    if v.id in self.owner:
+                        self.owner[v.id].state = "closed"
+                if e.prim.kind in ORDERED_KINDS:
+                    for g in self.groups:
+                        g.state = "closed"
+        live = [g for g in self.groups if g.state != "merged"]
+        for g in live:
+            g.members.sort(key=lambda m: order[id(m)])
+        return [g for g in live if g.n_ew >= 2 or (g.n_ew and len(g.members) > g.n_ew)]
+
+    def _open(self, v: Any) -> _Group | None:
+        g = self.owner.get(v.id)
+        return g if g is not None and g.state == "open" else None
+
+    def _add(self, g: _Group, e: Any, out: Any, avail: int, row: bool) -> None:
+        g.members.append(e)
+        self.owner[out.id] = g
+        self.avail[out.id] = avail
+        (g.rows if row else g.temps).add(out.id)
+
+    def _join(self, e: Any) -> bool:
+        """Add ``e`` to a group; False when it cannot be fused."""
+        col = _column_target(e, self.owner)
+        if col is not None:
+            g, how = col
+            g.members.append(e)
+            g.columns[id(e)] = how
+            self.col_owner[e.outputs[0].id] = g
+            return True
+        red = _reduction_target(e, self.owner)
+        if red is not None:
+            self._add(red, e, e.outputs[0], self.avail.get(e.inputs[0].id, 0) + 1, row=True)
+            return True
+        if _starts_row_group(e, self.owner):  # softmax's max of its input, say: its readers join
+            g = _Group(e.inputs[0].shape)
+            self.groups.append(g)
+            self._add(g, e, e.outputs[0], 1, row=True)
+            return True
+        if e.prim.name in ("reshape", "expand_dims") and len(e.inputs) == 1:
+            rg = self._open(e.inputs[0])
+            out = e.outputs[0]
+            if rg is not None and e.inputs[0].id in rg.rows and out.shape == rg.row_shape:
+                self.exprs[id(e)] = ("x", ("x",))  # the same row value, with a trailing 1
+                self._add(rg, e, out, self.avail[e.inputs[0].id], row=True)
+                return True
+            return False
+        found = fusible_expression(e)
+        if found is None:
+            return False
+        out = e.outputs[0]
+        cands = {id(self.owner[v.id]): self.owner[v.id] for v in e.inputs if v.id in self.owner}
+        join = [g for g in cands.values() if g.state == "open" and g.shape == out.shape]
+        row = not join and [
+            g for g in cands.values() if g.state == "open" and _row_member(g, e)
+        ]  # fmt: skip
+        if row:  # a scalar per row, computed from the group's row values
+            join = row[:1]
+            if any(v.id in self.owner and self.owner[v.id] is not join[0] for v in e.inputs):
+                return False  # reads another group's value: leave both as they are
+        for g in join:  # row values broadcast per row only in their (..., 1) form
+            want = out.shape if row else g.row_shape
+            if any(v.id in g.rows and v.shape != want for v in e.inputs):
+                return False
+        for g in cands.values():
+            if g not in join:
+                g.state = "closed"
+        if join:
+            g = join[0]
+            for other in join[1:]:  # e reads several open groups: they become one
+                for m in other.members:
+                    for v in m.outputs:
+                        if v.id in self.owner:
+                            self.owner[v.id] = g
+                        if v.id in self.col_owner:
+                            self.col_owner[v.id] = g
+                g.absorb(other)
+        else:
+            g = _Group(out.shape)
+            self.groups.append(g)
+        self.exprs[id(e)] = found
+        avail = max((self.avail.get(v.id, 0) for v in e.inputs if v.id in self.owner), default=0)
+        self._add(g, e, out, avail, row=bool(row))
+        g.n_ew += 1
+        return True
 
 
 def elementwise_fusion(graph: Graph) -> Graph:
     if not get_context("enable_graph_kernel"):
         graph.notes.append("fusion off (enable_graph_kernel=False)")
         return graph
-    owner: dict[int, _Group] = {}
-    group_of: dict[int, _Group] = {}  # id(eqn) -> group
-    groups: list[_Group] = []
-    exprs: dict[int, Any] = {}
-    col_owner: dict[int, _Group] = {}  # column results: final only after their whole kernel
-    for e in graph.eqns:
-        for v in e.inputs:
-            if v.id in col_owner:
-                col_owner[v.id].state = "closed"
-        col = _column_target(e, owner)
-        if col is not None:
-            g, how = col
-            g.members.append(e)
-            g.columns[id(e)] = how
-            group_of[id(e)] = g
-            col_owner[e.outputs[0].id] = g
-            continue
-        red = _reduction_target(e, owner)
-        if red is not None:
-            red.members.append(e)
-            red.state = "reducing"
-            group_of[id(e)] = red
-            owner[e.outputs[0].id] = red
-            continue
-        found = fusible_expression(e)
-        if found is not None:
-            exprs[id(e)] = found
-            out = e.outputs[0]
-            cands = {id(owner[v.id]): owner[v.id] for v in e.inputs if v.id in owner}
-            join = [g for g in cands.values() if g.state == "open" and g.shape == out.shape]
-            for g in cands.values():
-                if g not in join:
-                    g.state = "closed"
-            if join:
-                g = join[0]
-                for other in join[1:]:  # e reads several open groups: they become one
-                    for m in other.members:
-                        group_of[id(m)] = g
-                        for v in m.outputs:
-                            owner[v.id] = g
-                    g.members = sorted(g.members + other.members, key=_position(graph))
-                    g.n_ew += other.n_ew
-                    g.temps |= other.temps
-                    other.state = "merged"
-            else:
-                g = _Group(out.shape)
-                groups.append(g)
-            g.members.append(e)
-            g.n_ew += 1
-            g.temps.add(out.id)
-            group_of[id(e)] = g
-            owner[out.id] = g
-            continue
-        for v in e.inputs:
-            if v.id in owner:
-                owner[v.id].state = "closed"
-        if e.prim.kind in ORDERED_KINDS:
-            for g in groups:
-                g.state = "closed"
-    live = [g for g in groups if g.state != "merged" and (g.n_ew >= 2 or len(g.members) > g.n_ew)]
+    fuser = _Fuser(graph)
+    live = fuser.run()
+    exprs = fuser.exprs
     last = {id(g.members[-1]): g for g in live}
     fused_ids = {id(m) for g in live for m in g.members}
     outvars = {v.id for v in graph.outvars if isinstance(v, Var)}
@@ -171,7 +234,7 @@ def elementwise_fusion(graph: Graph) -> Graph:
     n_fused = 0
     for e in graph.eqns:
         if id(e) in last:
-            eqns.append(_build(last[id(e)], exprs, readers, outvars, graph.device))
+            eqns.append(_build(last[id(e)], exprs, fuser.avail, readers, outvars, graph.device))
             n_fused += len(last[id(e)].members)
         elif id(e) not in fused_ids:
             eqns.append(e)
@@ -180,9 +243,30 @@ def elementwise_fusion(graph: Graph) -> Graph:
     return graph
 
 
-def _position(graph: Graph) -> Any:
-    order = {id(e): i for i, e in enumerate(graph.eqns)}
-    return lambda e: order[id(e)]
+def _row_member(g: _Group, e: Any) -> bool:
+    """Whether elementwise ``e`` computes one value per row of ``g`` from its row values:
+    in the ``(..., 1)`` form, or without the last axis when every other input is a scalar
+    (other inputs would line up with the wrong axis)."""
+    out = e.outputs[0]
+    if not any(v.id in g.rows for v in e.inputs):
+        return False
+    if out.shape == g.row_shape:
+        return True
+    return out.shape == g.shape[:-1] and all(v.id in g.rows or v.size == 1 for v in e.inputs)
+
+
+def _starts_row_group(e: Any, owner: dict[int, _Group]) -> bool:
+    """A last-axis sum/max of a value no group computes (a graph input, an opaque op's
+    result) starts a row group; the group is kept only if elementwise work joins it."""
+    if e.prim.name not in _REDUCE or len(e.inputs) != 1 or e.inputs[0].id in owner:
+        return False
+    v = e.inputs[0]
+    return (
+        v.ndim >= 1
+        and v.dtype in _FLOATS
+        and e.outputs[0].dtype == v.dtype
+        and e.params.get("axis") == (v.ndim - 1,)
+    )
 
 
 def _reduction_target(e: Any, owner: dict[int, _Group]) -> _Group | None:
@@ -191,7 +275,7 @@ def _reduction_target(e: Any, owner: dict[int, _Group]) -> _Group | None:
         return None
     v = e.inputs[0]
     g = owner.get(v.id)
-    if g is None or g.state not in ("open", "reducing") or v.id not in g.temps or not g.shape:
+    if g is None or g.state != "open" or v.id not in g.temps or not g.shape:
         return None
     if e.params.get("axis") != (len(g.shape) - 1,) or v.dtype not in _FLOATS:
         return None
@@ -207,7 +291,7 @@ def _column_target(e: Any, owner: dict[int, _Group]) -> tuple[_Group, str] | Non
         return None
     v = e.inputs[0]
     g = owner.get(v.id)
-    if g is None or g.state not in ("open", "reducing") or v.id not in g.temps:
+    if g is None or g.state != "open" or v.id not in g.temps:
         return None
     nd = len(g.shape)
     if nd < 2 or v.dtype not in _FLOATS or e.outputs[0].dtype != v.dtype:
@@ -221,26 +305,31 @@ def _column_target(e: Any, owner: dict[int, _Group]) -> tuple[_Group, str] | Non
 
 
 def _build(
-    g: _Group, exprs: dict[int, Any], readers: dict[int, list[Any]], outvars: set[int], device: Any
+    g: _Group,
+    exprs: dict[int, Any],
+    avail: dict[int, int],
+    readers: dict[int, list[Any]],
+    outvars: set[int],
+    device: Any,
 ) -> Any:
     from ..graph import Eqn
 
     members = g.members
     inside = {id(m) for m in members}
-    produced: dict[int, str] = {}
+    produced: dict[int, int] = {}  # Var id -> index of the value (t<index>) computing it
     inputs: list[Var] = []
     in_index: dict[int, int] = {}
-    temps: list[tuple[str, str]] = []
+    steps: list[RowStep] = []
     outs: list[Var] = []
-    out_temps: list[int] = []
-    reds: list[tuple[str, int, str]] = []
-    red_vars: list[Var] = []
+    out_steps: list[int] = []
+    rows: list[Var] = []
+    row_steps: list[int] = []
     cols: list[int] = []
     col_vars: list[Var] = []
 
     def ref(v: Var) -> str:
         if v.id in produced:
-            return produced[v.id]
+            return f"t{produced[v.id]}"
         if v.id not in in_index:
             in_index[v.id] = len(inputs)
             inputs.append(v)
@@ -249,50 +338,69 @@ def _build(
     for m in members:
         out = m.outputs[0]
         if id(m) in g.columns:
-            cols.append(int(produced[m.inputs[0].id][1:]))
+            cols.append(produced[m.inputs[0].id])
             col_vars.append(out)
             continue
-        if m.prim.name in _REDUCE:
-            reds.append((_REDUCE[m.prim.name], int(produced[m.inputs[0].id][1:]), out.dtype.name))
-            red_vars.append(out)
-            continue
-        expr, names = exprs[id(m)]
-        mapping = {n: ref(v) for n, v in zip(names, m.inputs, strict=True)}
-        temps.append((_cast_name(out.dtype), codegen.substitute(expr, mapping)))
-        produced[out.id] = f"t{len(temps) - 1}"
-        used_outside = out.id in outvars or any(
-            id(r) not in inside for r in readers.get(out.id, ())
+        dt = _cast_name(out.dtype)
+        if out.id in g.rows and m.prim.name in _REDUCE:
+            if m.inputs[0].id not in produced:  # the group's first member: read its input
+                steps.append(RowStep("elem", 0, _cast_name(m.inputs[0].dtype), ref(m.inputs[0])))
+                produced[m.inputs[0].id] = len(steps) - 1
+            src = produced[m.inputs[0].id]
+            steps.append(RowStep(_REDUCE[m.prim.name], steps[src].phase, dt, source=src))
+        else:
+            expr, names = exprs[id(m)]
+            mapping = {n: ref(v) for n, v in zip(names, m.inputs, strict=True)}
+            kind = "row" if out.id in g.rows else "elem"
+            steps.append(RowStep(kind, avail[out.id], dt, codegen.substitute(expr, mapping)))
+        produced[out.id] = len(steps) - 1
+        if out.id in outvars or any(id(r) not in inside for r in readers.get(out.id, ())):
+            if out.id in g.rows:
+                rows.append(out)
+                row_steps.append(len(steps) - 1)
+            else:
+                outs.append(out)
+                out_steps.append(len(steps) - 1)
+    sizes, spans = _loop(g.shape, inputs, last_apart=bool(g.rows or cols))
+    prog: Any
+    if g.rows:
+        prog = RowProgram(
+            len(sizes), spans, tuple(steps), tuple(out_steps), tuple(row_steps), tuple(cols)
         )
-        if used_outside:
-            outs.append(out)
-            out_temps.append(len(temps) - 1)
-    shape = g.shape
+    else:
+        temps = tuple((st.dtype, st.expr) for st in steps)
+        prog = codegen.FusedProgram(len(sizes), spans, temps, tuple(out_steps), (), tuple(cols))
+    in_shapes = [tuple(n for n, f in zip(sizes, sp, strict=True) if f) or (1,) for sp in spans]
+    col_all = [g.columns[id(m)] == "all" for m in members if id(m) in g.columns]
+    prim = FusedPrimitive(prog, sizes, in_shapes, outs, rows, members, device)
+    prim.set_columns(col_vars, col_all)
+    prim.inputs = inputs
+    return Eqn(prim, inputs, {}, [*outs, *rows, *col_vars])
+
+
+def _loop(
+    shape: tuple[int, ...], inputs: list[Var], last_apart: bool
+) -> tuple[tuple[int, ...], tuple[tuple[bool, ...], ...]]:
+    """The loop nest of a group: its shape without size-1 dimensions, neighbours that every
+    input spans alike merged, and (``last_apart``: row kernels, column sums) the last axis
+    kept as a dimension of its own. Returns the sizes and, per input, the spanned dims."""
     nd = len(shape)
-    with_red = bool(reds or cols)  # the last axis stays a loop dimension of its own
     pats = []
     for v in inputs:
         s = (1,) * (nd - len(v.shape)) + v.shape
         pats.append([s[d] == shape[d] and shape[d] != 1 for d in range(nd)])
     loop: list[list[Any]] = []
     for d in range(nd):
-        if shape[d] == 1 and not (with_red and d == nd - 1):
+        last = last_apart and d == nd - 1
+        if shape[d] == 1 and not last:
             continue
         flags = tuple(p[d] for p in pats)
-        if loop and loop[-1][1] == flags and not (with_red and d == nd - 1):
+        if loop and loop[-1][1] == flags and not last:
             loop[-1][0] *= shape[d]
         else:
             loop.append([shape[d], flags])
     sizes = tuple(int(n) for n, _ in loop)
-    spans = tuple(tuple(f[k] for _, f in loop) for k in range(len(inputs)))
-    prog = codegen.FusedProgram(
-        len(loop), spans, tuple(temps), tuple(out_temps), tuple(reds), tuple(cols)
-    )
-    in_shapes = [tuple(n for n, f in loop if f[k]) or (1,) for k in range(len(inputs))]
-    col_all = [g.columns[id(m)] == "all" for m in members if id(m) in g.columns]
-    prim = FusedPrimitive(prog, sizes, in_shapes, outs, red_vars, members, device)
-    prim.set_columns(col_vars, col_all)
-    prim.inputs = inputs
-    return Eqn(prim, inputs, {}, [*outs, *red_vars, *col_vars])
+    return sizes, tuple(tuple(f[k] for _, f in loop) for k in range(len(inputs)))
 
 
 def _cast_name(dt: np.dtype) -> str:
@@ -309,7 +417,7 @@ class FusedPrimitive:
 
     def __init__(
         self,
-        program: codegen.FusedProgram,
+        program: codegen.FusedProgram | RowProgram,
         loop: tuple[int, ...],
         in_shapes: list[tuple[int, ...]],
         outs: list[Var],
@@ -328,7 +436,10 @@ class FusedPrimitive:
         self.col_meta: list[tuple[tuple[int, ...], Any, bool]] = []
         self.members = members
         self.device = device
-        self.n_full = len(outs)  # outputs written at the loop's full shape (reusable buffers)
+        # outputs written at the loop's full shape may reuse a dying input's buffer, unless a
+        # later pass of a row kernel reads that input after the output was written
+        several = isinstance(program, RowProgram) and program.n_passes > 1
+        self.n_full = 0 if several else len(outs)
         self.name = "fused[" + ",".join(m.prim.name for m in members) + "]"
         self.impls = {"any": self.run}
         self._warm = False
@@ -370,21 +481,29 @@ class FusedPrimitive:
         target = "cpu" if xp is np else "cuda"
         if not self._warm:
             try:  # first call compiles (or loads from the disk cache) on this thread
-                codegen.compile_fused(self.program, target)
-                codegen.run_fused(
-                    self.program, loop, ins, full, reds, target, xp, threads=1, columns=cols
-                )
+                self._launch(loop, ins, full, reds, cols, target, xp, threads=1)
             except Exception:  # an expression Numba cannot type: run the ops one by one
                 self._fallback = True
                 return self._interpret(xp, arrays)
             self._warm = True
         else:
-            codegen.run_fused(self.program, loop, ins, full, reds, target, xp, columns=cols)
+            self._launch(loop, ins, full, reds, cols, target, xp)
         res = [a.reshape(s) for a, (s, _) in zip(full, self.out_meta, strict=True)]
         res += [a.reshape(s) for a, (s, _) in zip(reds, self.red_meta, strict=True)]
         for c, (s, dt, summed_up) in zip(cols, self.col_meta, strict=True):
             res.append((c.sum() if summed_up else c).astype(dt).reshape(s))
         return tuple(res)
+
+    def _launch(
+        self, loop: Any, ins: Any, full: Any, reds: Any, cols: Any, target: str, xp: Any,
+        threads: int | None = None,
+    ) -> None:  # fmt: skip
+        if isinstance(self.program, RowProgram):
+            run_rows(self.program, loop, ins, full, reds, cols, target, xp, threads)
+        else:
+            codegen.run_fused(
+                self.program, loop, ins, full, reds, target, xp, threads, columns=cols
+            )
 
     def _interpret(self, xp: Any, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
         """The unfused reference: the members' own impls in order."""

@@ -1,0 +1,304 @@
+"""Row kernels: fused programs that reduce along the last axis and then use the result.
+
+Softmax, layer norm and their gradients read a row, reduce it (max, sum, sum of squares),
+and read it again using those reductions. A :class:`RowProgram` describes such a chain as
+*phases*: phase ``p`` is one pass over the last loop dimension, which may use the row values
+(reductions, and scalar expressions of them) finished by earlier passes. The generated
+kernel walks the leading loop dimensions once and, for each row, runs every phase in turn,
+so a row is read from memory once and then from cache.
+
+A value computed in an earlier phase and needed later is read back from its output array
+when it is stored anyway, else recomputed from its expression (elementwise, so cheap).
+Row sums accumulate in float64; ``columns`` are sums over the leading dimensions (bias
+gradients), per thread on the CPU and by atomic adds on the GPU.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import codegen
+
+__all__ = ["RowStep", "RowProgram", "row_source", "compile_rows", "run_rows"]
+
+_NAME = re.compile(r"\bt(\d+)\b")
+
+
+@dataclass(frozen=True)
+class RowStep:
+    """One value of a row program, named ``t<index>``.
+
+    ``kind`` is ``"elem"`` (an expression of inputs ``v<k>`` and other values, one per
+    element, computed in pass ``phase``), ``"row"`` (an expression of row values and inputs
+    that do not span the last dimension, computed before pass ``phase``), or ``"sum"``/
+    ``"max"`` (the reduction of elementwise value ``source`` over the last dimension during
+    pass ``phase``; usable from pass ``phase + 1``). ``dtype`` is the value's NumPy dtype name.
+    """
+
+    kind: str
+    phase: int
+    dtype: str
+    expr: str = ""
+    source: int = -1
+
+
+@dataclass(frozen=True)
+class RowProgram:
+    """A fused row kernel over ``n_dims`` loop dimensions (the last is the reduced one).
+
+    ``inputs[k]`` says which loop dimensions input ``k`` spans; ``outputs`` are elementwise
+    values stored at full shape, ``row_outputs`` row values stored at the leading dimensions'
+    shape, ``columns`` elementwise values summed over every loop dimension but the last.
+    """
+
+    n_dims: int
+    inputs: tuple[tuple[bool, ...], ...]
+    steps: tuple[RowStep, ...]
+    outputs: tuple[int, ...]
+    row_outputs: tuple[int, ...] = ()
+    columns: tuple[int, ...] = ()
+
+    @property
+    def n_phases(self) -> int:
+        """Phases, including a last one that only computes row values."""
+        return 1 + max((s.phase for s in self.steps), default=0)
+
+    @property
+    def n_passes(self) -> int:
+        """Passes over each row's elements (phases with elementwise work)."""
+        return len({s.phase for s in self.steps if s.kind != "row"})
+
+
+def _code(expr: str, dtype: str) -> str:
+    return ast.unparse(codegen._ToNumba().visit(ast.parse(expr, mode="eval")))
+
+
+def _refs(expr: str) -> list[int]:
+    return [int(m) for m in _NAME.findall(expr)]
+
+
+def _inputs_of(expr: str) -> list[int]:
+    return [int(m) for m in re.findall(r"\bv(\d+)\b", expr)]
+
+
+def row_source(prog: RowProgram, target: str, name: str = "kernel") -> str:
+    """Python source of the kernel: ``kernel(lo, hi, n0..., inputs..., outputs...,
+    row outputs..., columns...)`` on ``"cpu"`` (``lo:hi`` a range of the first loop
+    dimension), ``kernel(total, n0..., ...)`` with one thread per row on ``"cuda"``."""
+    if target not in ("cpu", "cuda"):
+        raise ValueError(f"row_source: argument 'target' expected 'cpu' or 'cuda', got {target!r}")
+    return _generate(prog, target, name)[0]
+
+
+def _generate(prog: RowProgram, target: str, name: str) -> tuple[str, dict[str, set[int]]]:
+    """The source for ``target``, and which values each pass computed in their own pass
+    (``"own"``) or recomputed later (``"late"``); ``target="trace"`` only collects those."""
+    # CPU: elementwise values computed in their own pass and needed again later are kept in
+    # a scratch row (cheaper than recomputing them); GPU threads have no dynamic scratch
+    scratch: set[int] = set()
+    if target == "cpu":
+        seen = _generate(prog, "trace", name)[1]
+        scratch = seen["own"] & seen["late"]
+    nd = prog.n_dims
+    idx = [f"i{d}" for d in range(nd)]
+    dims = [f"n{d}" for d in range(nd)]
+    steps = prog.steps
+    stored = {j: k for k, j in enumerate(prog.outputs)}
+    lines: list[str] = []
+    trace: dict[str, set[int]] = {"own": set(), "late": set()}
+
+    def emit(depth: int, text: str) -> None:
+        lines.extend("    " * depth + ln for ln in text.split("\n"))
+
+    def load(k: int, depth: int, loaded: set[int]) -> None:
+        if k not in loaded:
+            used = [i for i, s in zip(idx, prog.inputs[k], strict=True) if s]
+            emit(depth, f"v{k} = a{k}[{', '.join(used) or '0'}]")
+            loaded.add(k)
+
+    def value(j: int, depth: int, done: set[int], loaded: set[int], phase: int) -> None:
+        """Emit the code that makes elementwise value ``t<j>`` available in this pass."""
+        if j in done or steps[j].kind != "elem":
+            return
+        s = steps[j]
+        if s.phase < phase and j in stored:
+            emit(depth, f"t{j} = o{stored[j]}[{', '.join(idx)}]")
+        elif s.phase < phase and j in scratch:
+            emit(depth, f"t{j} = w{j}[{idx[-1]}]")
+        else:
+            if s.phase < phase:
+                trace["late"].add(j)
+            else:
+                trace["own"].add(j)
+            for r in _refs(s.expr):
+                value(r, depth, done, loaded, phase)
+            for k in _inputs_of(s.expr):
+                load(k, depth, loaded)
+            emit(depth, f"t{j} = _as_{s.dtype}({_code(s.expr, s.dtype)})")
+            if s.phase == phase and j in stored:
+                emit(depth, f"o{stored[j]}[{', '.join(idx)}] = t{j}")
+            if s.phase == phase and j in scratch:
+                emit(depth, f"w{j}[{idx[-1]}] = t{j}")
+        done.add(j)
+
+    row_store = {j: k for k, j in enumerate(prog.row_outputs)}
+    row_idx = ", ".join(idx[:-1]) or "0"
+    add = "cuda.atomic.add(c{k}, {i}, t{j})" if target == "cuda" else "c{k}[{i}] += t{j}"
+
+    def row_phase_body(depth: int) -> None:
+        for p in range(prog.n_phases):
+            for j, s in enumerate(steps):  # row values available from this pass on
+                if s.kind == "row" and s.phase == p:
+                    loaded: set[int] = set()
+                    for k in _inputs_of(s.expr):
+                        load(k, depth, loaded)
+                    emit(depth, f"t{j} = _as_{s.dtype}({_code(s.expr, s.dtype)})")
+                    if j in row_store:
+                        emit(depth, f"r{row_store[j]}[{row_idx}] = t{j}")
+            reds = [j for j, s in enumerate(steps) if s.kind in ("sum", "max") and s.phase == p]
+            cols = [(k, j) for k, j in enumerate(prog.columns) if steps[j].phase == p]
+            roots = [j for j in prog.outputs if steps[j].phase == p]
+            if not (reds or cols or roots):
+                continue
+            for j in reds:
+                emit(depth, f"acc{j} = {'0.0' if steps[j].kind == 'sum' else '-math.inf'}")
+            emit(depth, f"for {idx[-1]} in range({dims[-1]}):")
+            done: set[int] = set()
+            loaded = set()
+            for j in roots:
+                value(j, depth + 1, done, loaded, p)
+            for j in reds:
+                value(steps[j].source, depth + 1, done, loaded, p)
+                src = f"t{steps[j].source}"
+                if steps[j].kind == "sum":
+                    emit(depth + 1, f"acc{j} += {src}")
+                else:  # NaN propagates like numpy.max: once acc is NaN, nothing replaces it
+                    emit(depth + 1, f"if {src} > acc{j} or {src} != {src}:\n    acc{j} = {src}")
+            for k, j in cols:
+                value(j, depth + 1, done, loaded, p)
+                emit(depth + 1, add.format(k=k, i=idx[-1], j=j))
+            for j in reds:
+                emit(depth, f"t{j} = _as_{steps[j].dtype}(acc{j})")
+                if j in row_store:
+                    emit(depth, f"r{row_store[j]}[{row_idx}] = t{j}")
+
+    ins = [f"a{k}" for k in range(len(prog.inputs))]
+    outs = [f"o{k}" for k in range(len(prog.outputs))]
+    rows = [f"r{k}" for k in range(len(prog.row_outputs))]
+    cols = [f"c{k}" for k in range(len(prog.columns))]
+    args = ", ".join([*dims, *ins, *outs, *rows, *cols])
+    if target == "trace":
+        row_phase_body(1)
+        return "", trace
+    if target == "cpu":
+        lines.append(f"def {name}(lo, hi, {args}):")
+        for j in sorted(scratch):
+            emit(1, f"w{j} = np.empty({dims[-1]}, np.{steps[j].dtype})")
+        for d in range(nd - 1):
+            emit(d + 1, f"for {idx[d]} in range({'lo, hi' if d == 0 else dims[d]}):")
+        row_phase_body(nd)
+        return "\n".join(lines) + "\n", trace
+    lines.append(f"def {name}(total, {args}):")
+    emit(1, "g = cuda.grid(1)")
+    emit(1, "if g < total:")
+    for d in range(nd - 2, 0, -1):
+        emit(2, f"{idx[d]} = g % {dims[d]}")
+        emit(2, f"g = g // {dims[d]}")
+    if nd > 1:
+        emit(2, f"{idx[0]} = g")
+    row_phase_body(2)
+    return "\n".join(lines) + "\n", trace
+
+
+_KERNELS: dict[tuple[RowProgram, str], Any] = {}
+_LOCK = threading.Lock()
+
+
+def compile_rows(prog: RowProgram, target: str = "cpu") -> Any:
+    """The compiled kernel of ``prog`` (memoized; CPU kernels also cached on disk)."""
+    key = (prog, target)
+    fn = _KERNELS.get(key)
+    if fn is not None:
+        return fn
+    with _LOCK:
+        fn = _KERNELS.get(key)
+        if fn is not None:
+            return fn
+        src = row_source(prog, target)
+        if os.environ.get("SPORELING_DUMP_KERNELS", "") not in ("", "0"):
+            print(f"# generated row {target} kernel\n{src}")
+        if target == "cpu":
+            header = (
+                "import math\nimport numpy as np\nfrom numba import njit\n"
+                + codegen._CASTS
+                + "\n\n@njit(cache=True, nogil=True, error_model='numpy')\n"
+            )
+            fn = codegen._load_module(header + src)["kernel"]
+        else:
+            import math
+
+            from numba import cuda
+
+            namespace: dict[str, Any] = {"math": math, "np": np, "cuda": cuda}
+            exec(codegen._CASTS, namespace)  # noqa: S102 - our own source
+            exec(compile(src, "<sporeling row kernel>", "exec"), namespace)  # noqa: S102
+            fn = cuda.jit(namespace["kernel"])
+        _KERNELS[key] = fn
+    return fn
+
+
+def run_rows(
+    prog: RowProgram,
+    loop: tuple[int, ...],
+    inputs: list[Any],
+    outputs: list[Any],
+    row_outputs: list[Any],
+    columns: list[Any],
+    target: str = "cpu",
+    xp: Any = np,
+    threads: int | None = None,
+) -> None:
+    """Run ``prog`` over loop sizes ``loop`` on arrays already shaped for it (inputs: their
+    spanned loop dimensions; outputs: ``loop``; row outputs: ``loop[:-1]`` or ``(1,)``;
+    columns: float64 arrays of ``loop[-1]`` elements, overwritten with the column sums)."""
+    from .cpu._rows import n_blocks, run_blocks
+
+    kernel = compile_rows(prog, target)
+    if target == "cpu":
+        rows = loop[0] if len(loop) > 1 else 1
+        total = int(np.prod(loop, dtype=np.int64))
+        blocks = 1 if len(loop) == 1 else n_blocks(rows, total)
+        if threads is not None:
+            blocks = min(blocks, threads)
+        parts = [np.zeros((blocks, loop[-1])) for _ in columns]
+
+        def block(k: int, lo: int, hi: int) -> None:  # a single row ignores lo, hi
+            kernel(lo, hi, *loop, *inputs, *outputs, *row_outputs, *[p[k] for p in parts])
+
+        run_blocks(block, rows, blocks)
+        for c, p in zip(columns, parts, strict=True):
+            np.sum(p, axis=0, out=c)
+        return
+    for c in columns:
+        c[...] = 0
+    n_threads = 128
+    total = int(np.prod(loop[:-1], dtype=np.int64)) if len(loop) > 1 else 1
+    grid = max(1, (total + n_threads - 1) // n_threads)
+    arrays = [*outputs, *row_outputs, *columns]
+    if xp is np:  # host arrays (CUDA simulator, tests): copy through the device
+        from numba import cuda
+
+        d_in = [cuda.to_device(a) for a in inputs]
+        d_out = [cuda.to_device(a) for a in arrays]
+        kernel[grid, n_threads](total, *loop, *d_in, *d_out)
+        for host, dev in zip(arrays, d_out, strict=True):
+            host[...] = dev.copy_to_host()
+    else:
+        kernel[grid, n_threads](total, *loop, *inputs, *arrays)
