@@ -417,6 +417,41 @@ def test_row_fusion_attention_softmax_and_its_gradient():
     assert all(not getattr(e.prim, "_fallback", False) for e in graph_of(jg).eqns)
 
 
+def test_expand_row_ops_fuse_with_neighbours_and_keep_numerics():
+    """softmax / log_softmax / layer norm over the last axis are expanded and fused with
+    their neighbours; huge logits, fully masked rows and a large common offset give what the
+    hand-written kernels give (eager mode)."""
+    big = Tensor(np.array([[1e30, -1e30, 3.0], [-np.inf, -np.inf, -np.inf], [1, 2, 3]], np.float32))
+
+    def sm(x):
+        return ops.softmax(x * 1.0, -1), ops.log_softmax(x * 1.0, -1)
+
+    jf = jit_cached(sm, big)
+    for a, b in zip(jf(big), sm(big)):
+        np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-6, atol=1e-6)
+    assert "softmax" not in names(graph_of(jf)) and "log_softmax" not in names(graph_of(jf))
+
+    gamma, beta = t(40, seed=3), t(40, seed=4)
+
+    def ln(x, w):
+        y, mean, var = ops.layer_norm(ops.gelu(x * w + 1e4, "none"), gamma, beta, 2, 2, 1e-5)
+        return ops.reduce_sum(y * y), mean, var
+
+    x, w = t(3, 5, 40), t(40, seed=1)
+    jl = jit_cached(ln, x, w)
+    close(jl(x, w), ln(x, w), rtol=2e-5, atol=1e-3)
+    assert [e.prim.kind for e in graph_of(jl).eqns] == ["fused"]
+    lg = jit_cached(grad(lambda x, w: ln(x, w)[0], (0, 1)), x, w)
+    close(lg(x, w), grad(lambda x, w: ln(x, w)[0], (0, 1))(x, w), rtol=1e-4, atol=1e-4)
+    assert "layer_norm_grad" not in names(graph_of(lg))
+
+
+def test_expand_row_ops_only_with_fusion(no_fusion):
+    x = t(4, 6)
+    jf = jit_cached(lambda x: ops.softmax(x, -1), x)
+    assert names(graph_of(jf)) == ["softmax"]
+
+
 # ---- buffer reuse -------------------------------------------------------------------------
 
 

@@ -1,7 +1,8 @@
 """Graph optimisation passes, run in order by :func:`optimize`.
 
 Order: drop dead code; fold what is known at compile time; drop multiplications by ones
-(which folding reveals); merge duplicates (folding first,
+(which folding reveals); expand softmax / layer norm into their parts (only with fusion on);
+merge duplicates (folding first,
 so equal constants and the ops on them meet); drop what merging left dead; fuse elementwise
 chains (on the final, smallest graph); then plan in-place writes (last, because fusion
 changes which buffers exist and when they die).
@@ -15,6 +16,7 @@ from __future__ import annotations
 from ..graph import Graph
 from .cse import common_subexpression_elimination
 from .dce import dead_code_elimination
+from .expand import expand_row_ops
 from .fold import constant_folding
 from .fusion import elementwise_fusion
 from .reuse import buffer_reuse
@@ -26,6 +28,7 @@ PASSES = [
     dead_code_elimination,
     constant_folding,
     algebraic_simplification,
+    expand_row_ops,
     common_subexpression_elimination,
     dead_code_elimination,
     elementwise_fusion,
