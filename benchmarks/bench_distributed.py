@@ -1,4 +1,4 @@
-"""Data-parallel scaling on this machine: 1 vs 2 ranks, one thread each.
+"""Data-parallel scaling on this machine: 1 vs 2 ranks, one thread each; multi-copy overlap.
 
 ``python benchmarks/bench_distributed.py`` launches itself under ``mpiexec`` (the ``[mpi]``
 extra) with OMP/OPENBLAS/MKL/NUMBA threads = 1, for two models:
@@ -15,6 +15,29 @@ and the overlap of the bucketed all-reduce with backward, measured by running th
 steps twice on 2 ranks: ``overlap=False`` (every all-reduce after backward: its wait is
 the whole communication time ``C``) and ``overlap=True`` (exposed time ``E`` = time in MPI
 calls during backward + the final wait). Overlap = ``1 - E / C``.
+
+``micro-batch`` (issue 5, multi-copy parallel): 2 ranks, model parallel over both, two
+tensor-parallel GPT blocks (head-parallel attention + column/row-parallel MLP, hidden 256,
+8 heads, sequence 64, batch 16) trained with ``TrainOneStepCell`` + ``Momentum`` around
+``nn.MicroBatchInterleaved``: ``interleave_num`` 1, then 2 and 4 with the copies one after
+the other (``overlap=False``) and taking turns on threads (``overlap=True``); the modes
+alternate in rounds. Reported: median step time; ``blocked``, the time the copies spent
+inside collective calls (starting them + waiting for them, forward and backward, from the
+event log); overlap = ``1 - blocked(turns) / blocked(one after the other)`` for the same
+collectives; ``handoff``, the time the turn spent between copies (waking the next copy's
+thread).
+
+Measured (2-core machine shared with other jobs, load average 4.6-5.8, 5 runs; step ms,
+k=1: 330-350; k=2 one after another 356-376, turns 373-438; k=4 one after another
+470-620, turns 425-688): taking turns cuts the time blocked in collectives by 12-60%
+(k=2) and 57-78% (k=4), but on this machine that does not pay: the hand-offs cost
+50-65 ms (k=2) and 105-170 ms (k=4) per step, ~2 ms each, because every wake-up of a
+copy's thread waits for a core held by the other rank (busy-polling in MPI_Wait) or by
+other jobs -- an in-process thread ping-pong measures ~13 us a round trip here. With
+``mpiexec -bind-to core`` one run gave k=2 331 vs 366 ms and k=4 390 vs 484 ms (turns vs
+one after another). Expect the gain where each rank has its own idle core.
+
+``python benchmarks/bench_distributed.py [--only mlp,gpt-ish,micro-batch]``
 """
 
 from __future__ import annotations
@@ -109,6 +132,119 @@ def worker(kind: str, out_path: str) -> None:
             json.dump({"n": n, "global_batch": gb, "results": results}, f)
 
 
+MB_MODES = ((1, None), (2, False), (2, True), (4, False), (4, True))
+MB_ROUNDS, MB_STEPS = 4, 5
+
+
+def micro_batch_worker(out_path: str) -> None:
+    """Tensor-parallel GPT blocks with MicroBatchInterleaved (see the module docstring)."""
+    import numpy as np
+
+    from sporeling.core import Tensor, nn, ops, set_seed
+    from sporeling.core import communication as comm
+    from sporeling.core.parallel.tensor_parallel import (
+        ColumnParallelDense,
+        ParallelMultiheadAttention,
+        RowParallelDense,
+    )
+
+    comm.init()
+    rank = comm.get_rank()
+    h, heads, batch, seq = 256, 8, 16, 64
+
+    class Block(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm((h,)), nn.LayerNorm((h,))
+            self.attn = ParallelMultiheadAttention(h, heads, batch_first=True)
+            self.w1 = ColumnParallelDense(h, 4 * h, gather_output=False)
+            self.act = nn.GELU()
+            self.w2 = RowParallelDense(4 * h, h, input_is_parallel=True)
+
+        def construct(self, x):
+            a = self.ln1(x)
+            x = x + self.attn(a, a, a, need_weights=False)[0]
+            return x + self.w2(self.act(self.w1(self.ln2(x))))
+
+    class Loss(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.SequentialCell([Block(), Block()])
+
+        def construct(self, x, t):
+            d = self.body(x) - t
+            return ops.reduce_sum(d * d) * (1.0 / (batch * seq * h))
+
+    set_seed(0)
+    net = Loss()
+    rng = np.random.default_rng(0)  # the same batch on both ranks (model parallel)
+    x = Tensor(rng.standard_normal((batch, seq, h)).astype(np.float32))
+    t = Tensor(rng.standard_normal((batch, seq, h)).astype(np.float32))
+    steps = {}
+    for k, overlap in MB_MODES:
+        inter = nn.MicroBatchInterleaved(net, k)
+        inter.overlap = overlap
+        opt = nn.Momentum(net.trainable_params(), 1e-4, 0.9)
+        steps[(k, overlap)] = (inter, nn.TrainOneStepCell(inter, opt))
+    times = {m: [] for m in MB_MODES}
+    blocked = {m: [] for m in MB_MODES}
+    hidden = {m: [] for m in MB_MODES}
+    handoff = {m: [] for m in MB_MODES}
+    ncoll = {}
+    for rnd in range(MB_ROUNDS + 1):  # round 0 warms up
+        for mode in MB_MODES:
+            inter, step = steps[mode]
+            for _ in range(MB_STEPS):
+                comm.barrier()
+                t0 = time.perf_counter()
+                step(x, t)
+                dt = time.perf_counter() - t0
+                if rnd:
+                    times[mode].append(dt)
+                    if mode[0] > 1:
+                        s = inter.events.summary()
+                        blocked[mode].append(s["blocked_s"])
+                        hidden[mode].append(s["hidden_s"])
+                        handoff[mode].append(s["handoff_s"])
+                        ncoll[mode] = s["collectives"]
+    rows = []
+    for mode in MB_MODES:
+        rows.append({
+            "interleave_num": mode[0], "overlap": mode[1],
+            "step_ms": 1e3 * statistics.median(times[mode]),
+            "blocked_ms": 1e3 * statistics.median(blocked[mode]) if blocked[mode] else None,
+            "hidden_ms": 1e3 * statistics.median(hidden[mode]) if hidden[mode] else None,
+            "handoff_ms": 1e3 * statistics.median(handoff[mode]) if handoff[mode] else None,
+            "collectives": ncoll.get(mode, 0),
+        })  # fmt: skip
+    if rank == 0:
+        with open(out_path, "w") as f:
+            json.dump({"rows": rows, "load": os.getloadavg()}, f)
+
+
+def micro_batch_table(result: dict) -> None:
+    rows = result["rows"]
+    base = rows[0]["step_ms"]
+    seq = {r["interleave_num"]: r for r in rows if r["overlap"] is False}
+    print(f"micro-batch (2 ranks, tensor parallel; load average at end {result['load'][0]:.2f})")
+    head = ("interleave_num", "copies", "step ms", "vs 1", "collectives", "blocked ms",
+            "hidden ms", "overlap", "handoff ms")  # fmt: skip
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for r in rows:
+        k = r["interleave_num"]
+        copies = "-" if k == 1 else ("turns" if r["overlap"] else "one after another")
+        overlap = "-"
+        if r["overlap"] and seq.get(k, {}).get("blocked_ms"):
+            overlap = f"{1 - r['blocked_ms'] / seq[k]['blocked_ms']:.0%}"
+        blocked = "-" if r["blocked_ms"] is None else f"{r['blocked_ms']:.2f}"
+        hidden = "-" if r["hidden_ms"] is None else f"{r['hidden_ms']:.2f}"
+        hand = "-" if r["handoff_ms"] is None else f"{r['handoff_ms']:.2f}"
+        print(f"| {k} | {copies} | {r['step_ms']:.1f} | {base / r['step_ms']:.2f} | "
+              f"{r['collectives']} | {blocked} | {hidden} | {overlap} | {hand} |")  # fmt: skip
+    print(json.dumps(rows))
+
+
 def launch(n: int, kind: str, out: str) -> dict:
     from sporeling.core.communication.launch import mpiexec_command
 
@@ -119,12 +255,14 @@ def launch(n: int, kind: str, out: str) -> dict:
         return json.load(f)
 
 
-def main() -> None:
+def main(only: list[str]) -> None:
     import tempfile
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for kind in ("mlp", "gpt-ish"):
+        if "micro-batch" in only:
+            micro_batch_table(launch(2, "micro-batch", os.path.join(tmp, "mb.json")))
+        for kind in [k for k in ("mlp", "gpt-ish") if k in only]:
             one = launch(1, kind, os.path.join(tmp, f"{kind}1.json"))["results"]["None"]
             two = launch(2, kind, os.path.join(tmp, f"{kind}2.json"))["results"]
             t1 = one["step_s"]
@@ -139,6 +277,8 @@ def main() -> None:
                 "comm_ms": 1e3 * comm_s, "exposed_ms": 1e3 * on["exposed_s"],
                 "overlap": overlap, "buckets": on["buckets"], "mbytes": on["bytes"] / 2**20,
             })  # fmt: skip
+    if not rows:
+        return
     head = ("model", "1 rank ms", "2 ranks ms", "eff.", "2 ranks no-overlap ms", "eff.",
             "all-reduce ms", "exposed ms", "overlap", "buckets", "MB")  # fmt: skip
     print("| " + " | ".join(head) + " |")
@@ -155,6 +295,16 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        worker(sys.argv[2], sys.argv[3])
+        if sys.argv[2] == "micro-batch":
+            micro_batch_worker(sys.argv[3])
+        else:
+            worker(sys.argv[2], sys.argv[3])
     else:
-        main()
+        cases = ("mlp", "gpt-ish", "micro-batch")
+        chosen = list(cases)
+        if len(sys.argv) > 2 and sys.argv[1] == "--only":
+            chosen = sys.argv[2].split(",")
+        unknown = sorted(set(chosen) - set(cases))
+        if unknown:
+            sys.exit(f"bench_distributed: --only expected names from {list(cases)}, got {unknown}")
+        main(chosen)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from _mp_launch import run_mpi
 
-from sporeling.core import Tensor, communication, nn, no_grad, ops, set_seed
+from sporeling.core import Tensor, communication, jit, nn, no_grad, ops, set_seed
 from sporeling.core.communication import management
 from sporeling.core.communication._backend import Pending
 from sporeling.core.communication.overlap import current_copy
@@ -75,6 +75,22 @@ def test_second_order_gradients_through_copies():
     inter = nn.MicroBatchInterleaved(cell, 2)
     inter.overlap = True
     np.testing.assert_allclose(g2(inter).asnumpy(), g2(cell).asnumpy(), 1e-5, 1e-6)
+
+
+def test_tensor_backward_and_jit_through_copies():
+    """``loss.backward()`` fills ``.grad`` through the copies' node; under ``jit`` the copies
+    are traced as plain ops."""
+    rng = np.random.default_rng(4)
+    x = Tensor(rng.standard_normal((4, 5)).astype(np.float32))
+    y = Tensor(rng.integers(0, 3, (4,)).astype(np.int32))
+    full, inter = _net(), nn.MicroBatchInterleaved(_net(), 2)
+    inter.overlap = True
+    full(x, y).backward()
+    inter(x, y).backward()
+    for a, b in zip(full.trainable_params(), inter.trainable_params(), strict=True):
+        np.testing.assert_allclose(b.grad.asnumpy(), a.grad.asnumpy(), 1e-5, 1e-6)
+    traced = jit(lambda a, b: inter(a, b))
+    np.testing.assert_allclose(traced(x, y).asnumpy(), full(x, y).asnumpy(), 1e-5)
 
 
 # ---- a stand-in two-rank group ----------------------------------------------------------

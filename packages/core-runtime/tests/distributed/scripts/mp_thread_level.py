@@ -1,5 +1,6 @@
 """Run under ``mpiexec -n 2``: MPI started with MPI_THREAD_SINGLE refuses interleaved copies
-on threads with a clear error, and still runs them one after the other.
+on threads (``overlap=True``) with a clear error; by default (``overlap=None``) the copies
+run one after the other, with a warning.
 
 Prints ``OK thread_level`` on every rank.
 """
@@ -9,6 +10,8 @@ from __future__ import annotations
 import mpi4py
 
 mpi4py.rc.thread_level = "single"  # before MPI starts: ask for less than the copies need
+
+import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -23,6 +26,7 @@ def main() -> None:
     net = RowParallelDense(8, 4)
     x = Tensor(np.ones((4, 8), np.float32))
     inter = nn.MicroBatchInterleaved(net, 2)
+    inter.overlap = True
     try:
         inter(x)
     except RuntimeError as exc:
@@ -30,9 +34,15 @@ def main() -> None:
         assert "MPI_THREAD_SERIALIZED" in msg and "MPI_THREAD_SINGLE" in msg, msg
     else:
         raise AssertionError("MPI_THREAD_SINGLE did not refuse copies on threads")
+    want = ops.reduce_sum(ops.reshape(net(x), (2, 2, 4)), 0).asnumpy()
+    inter.overlap = None  # the default: one after the other here, with a warning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        np.testing.assert_allclose(inter(x).asnumpy(), want, 1e-6)
+    assert any("MPI_THREAD_SERIALIZED" in str(w.message) for w in caught), caught
+    assert inter.events.summary()["runs_during_flight"] == 0
     inter.overlap = False  # one after the other: no threads, no requirement
-    np.testing.assert_allclose(inter(x).asnumpy(), ops.reduce_sum(ops.reshape(
-        net(x), (2, 2, 4)), 0).asnumpy(), 1e-6)  # fmt: skip
+    np.testing.assert_allclose(inter(x).asnumpy(), want, 1e-6)
     print(f"OK thread_level rank={get_rank()}", flush=True)
 
 

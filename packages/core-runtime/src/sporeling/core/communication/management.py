@@ -67,17 +67,22 @@ class _State:
 THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
 
 
+def thread_support(level: str) -> bool:
+    """Whether MPI calls may be made as ``level`` allows (always, in a world without MPI)."""
+    provided = _State.thread_level
+    if provided is None or _State.world is None or _State.world.size == 1:
+        return True
+    return provided >= THREAD_LEVELS.index(level)
+
+
 def require_thread_level(func: str, level: str) -> None:
     """Raise unless MPI was started with at least ``level`` of thread support.
 
     ``init`` starts MPI through mpi4py, which asks for ``MPI_THREAD_MULTIPLE`` unless
     ``mpi4py.rc.thread_level`` says otherwise; a world without MPI needs nothing.
     """
-    provided = _State.thread_level
-    if provided is None or _State.world is None or _State.world.size == 1:
-        return
-    need = THREAD_LEVELS.index(level)
-    if provided < need:
+    if not thread_support(level):
+        provided = _State.thread_level or 0
         raise RuntimeError(
             f"{func}: needs MPI thread support MPI_THREAD_{level.upper()} (MPI calls from "
             f"several threads), but the MPI library provided "

@@ -17,10 +17,14 @@ again in the backward (:mod:`sporeling.core.communication.overlap`,
 order, and MPI needs only ``MPI_THREAD_SERIALIZED``.
 
 ``overlap`` (attribute): ``None`` (default) takes turns on threads when the world has more
-than one process and runs the copies one after the other otherwise; ``True``/``False``
-force either (``False`` is the no-overlap baseline). ``events`` (attribute) is the
-:class:`~sporeling.core.communication.overlap.EventLog` of the last step: compute turns
-and each collective's start/wait/completion, forward and backward.
+than one process (and MPI allows calls from several threads; if not, a warning says so)
+and runs the copies one after the other otherwise; ``True``/``False`` force either
+(``False`` is the no-overlap baseline; ``True`` without MPI thread support raises).
+``events`` (attribute) is the :class:`~sporeling.core.communication.overlap.EventLog` of
+the last step: compute turns and each collective's start/wait/completion, forward and
+backward. Taking turns costs a thread wake-up per collective: on a machine where ranks
+share cores with other work that can outweigh the hidden communication
+(``benchmarks/bench_distributed.py``, case ``micro-batch``).
 
 Under graph-mode tracing, and inside nested differentiation (``grad`` of ``grad``), the
 copies run one after the other on the caller's tape, as plain ops.
@@ -34,6 +38,7 @@ copies run one after the other on the caller's tape, as plain ops.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from ... import ops
@@ -59,11 +64,30 @@ def _eager_outermost() -> bool:
     return isinstance(current_interpreter(), EagerInterpreter) and functional._DEPTH[0] <= 1
 
 
-def _multi_process() -> bool:
+def _auto_threads() -> bool:
+    """Take turns on threads when the world has several processes and MPI allows calls
+    from several threads (else warn once and run the copies one after the other)."""
     from ...communication import management
 
     world = management._State.world
-    return management.GlobalComm.INITED and world is not None and world.size > 1
+    if not (management.GlobalComm.INITED and world is not None and world.size > 1):
+        return False
+    if management.thread_support("serialized"):
+        return True
+    global _WARNED
+    if not _WARNED:
+        _WARNED = True
+        warnings.warn(
+            "MicroBatchInterleaved: MPI was started without MPI_THREAD_SERIALIZED support, so "
+            "the copies run one after the other (no overlap of their communication); leave "
+            "mpi4py.rc.thread_level at 'multiple' to overlap them",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return False
+
+
+_WARNED = False
 
 
 class MicroBatchInterleaved(Cell):
@@ -106,7 +130,7 @@ class MicroBatchInterleaved(Cell):
             return self._on_caller_tape(inputs)
         from ...parallel.interleave import interleaved_call
 
-        threads = _multi_process() if self.overlap is None else bool(self.overlap)
+        threads = _auto_threads() if self.overlap is None else bool(self.overlap)
         self.events.clear()
         return interleaved_call(self.network, inputs, n, threads, self.events)
 
