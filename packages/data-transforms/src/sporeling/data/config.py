@@ -26,6 +26,7 @@ __all__ = [
     "get_auto_num_workers",
     "get_callback_timeout",
     "get_enable_shared_mem",
+    "get_map_fusion",
     "get_monitor_sampling_interval",
     "get_multiprocessing_timeout_interval",
     "get_num_parallel_workers",
@@ -36,6 +37,7 @@ __all__ = [
     "set_auto_num_workers",
     "set_callback_timeout",
     "set_enable_shared_mem",
+    "set_map_fusion",
     "set_monitor_sampling_interval",
     "set_multiprocessing_timeout_interval",
     "set_num_parallel_workers",
@@ -58,6 +60,8 @@ _settings: dict[str, object] = {
     "auto_num_workers": False,
     "enable_shared_mem": True,
     "multiprocessing_timeout_interval": 300,
+    # SPORELING_DATA_MAP_FUSION=0 starts with the fusion pass off (for A/B comparisons).
+    "map_fusion": os.environ.get("SPORELING_DATA_MAP_FUSION", "1") != "0",
 }
 # Bumped by set_seed so random ops re-seed their streams lazily.
 _epoch = 0
@@ -178,6 +182,18 @@ def set_enable_shared_mem(enable: bool) -> None:
 
 def get_enable_shared_mem() -> bool:
     return bool(_settings["enable_shared_mem"])
+
+
+def set_map_fusion(enable: bool) -> None:
+    """Fuse adjacent ops of a `map` (Decode + RandomResizedCrop, [RandomHorizontalFlip +]
+    Normalize + HWC2CHW; see `vision._fused`) in iterators created afterwards. On by
+    default; the fused Decode + RandomResizedCrop may differ from the pair by a few levels
+    where it decodes a JPEG at reduced scale."""
+    _settings["map_fusion"] = _check_bool("set_map_fusion", enable)
+
+
+def get_map_fusion() -> bool:
+    return bool(_settings["map_fusion"])
 
 
 def set_multiprocessing_timeout_interval(interval: int) -> None:

@@ -9,7 +9,9 @@ import numpy as np
 
 from sporeling.data.transforms._base import TensorOperation, Transform, _as_tuple
 from sporeling.data.vision import _dual as d
+from sporeling.data.vision._decode_crop import decode_resized_crop
 from sporeling.data.vision.kernels import color as kcolor
+from sporeling.data.vision.kernels import layout as klayout
 from sporeling.data.vision.kernels.geometry import warp
 from sporeling.data.vision.utils import (
     AutoAugmentPolicy,
@@ -190,7 +192,7 @@ class HorizontalFlip(TensorOperation):
     """Flip left-right."""
 
     def _execute_numpy(self, img: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(check_image("HorizontalFlip", img)[:, ::-1])
+        return klayout.hflip(check_image("HorizontalFlip", img))
 
 
 class VerticalFlip(TensorOperation):
@@ -225,6 +227,8 @@ def _normalize(
     op: str, img: np.ndarray, mean: np.ndarray, std: np.ndarray, hwc: bool
 ) -> np.ndarray:
     check_image(op, img)
+    if hwc and img.dtype in (np.uint8, np.float32):
+        return klayout.normalize_hwc(img, mean, std, op)  # one pass, same float32 arithmetic
     x = img.astype(np.float32)
     c = 1 if x.ndim == 2 else (x.shape[2] if hwc else x.shape[0])
     if mean.size not in (1, c):
@@ -412,7 +416,9 @@ class RandomResize(TensorOperation):
 
 
 class RandomCropDecodeResize(TensorOperation):
-    """Decode, RandomResizedCrop, in one op (decodes the whole image, then crops)."""
+    """Decode and RandomResizedCrop in one op: the crop box comes from the file's header,
+    large crops of JPEGs decode at 1/2-1/8 scale (Pillow's draft mode), and the crop is
+    resized straight from the decoder's buffer (`_decode_crop`)."""
 
     def __init__(
         self,
@@ -427,11 +433,16 @@ class RandomCropDecodeResize(TensorOperation):
         self.interpolation, self.max_attempts = interpolation, max_attempts
 
     def _execute_numpy(self, data: Any) -> np.ndarray:
-        img = d.Decode()._execute_numpy(data)
-        i, j, ch, cw = d.resized_crop_params(
-            self._rng(), img.shape[0], img.shape[1], self.scale, self.ratio, self.max_attempts
+        return decode_resized_crop(
+            "RandomCropDecodeResize",
+            data,
+            self.size,
+            self.scale,
+            self.ratio,
+            self.max_attempts,
+            self._crop._filter,
+            self._rng(),
         )
-        return d.np_resize(img[i : i + ch, j : j + cw], *self.size, self._crop._filter)
 
 
 class Rescale(TensorOperation):

@@ -16,7 +16,9 @@ import numpy as np
 from PIL import Image, ImageEnhance, ImageOps, UnidentifiedImageError
 
 from sporeling.data.transforms._base import Transform
+from sporeling.data.vision._pil_pixels import pixels
 from sporeling.data.vision.kernels import color as kcolor
+from sporeling.data.vision.kernels import layout as klayout
 from sporeling.data.vision.kernels.geometry import warp
 from sporeling.data.vision.kernels.resample import resize_array, resize_nearest
 from sporeling.data.vision.utils import (
@@ -78,10 +80,16 @@ def _hw(img: Any) -> tuple[int, int]:
     return int(img.shape[0]), int(img.shape[1])
 
 
-def np_resize(img: np.ndarray, h: int, w: int, filt: str) -> np.ndarray:
+def np_resize(
+    img: np.ndarray, h: int, w: int, filt: str, region: tuple[int, int, int, int] | None = None
+) -> np.ndarray:
+    """Resize `img` (or its `region` = (top, left, height, width), without copying it out)."""
     if filt == "nearest":
+        if region is not None:
+            i, j, rh, rw = region
+            img = img[i : i + rh, j : j + rw]
         return resize_nearest(img, h, w)
-    return resize_array(img, h, w, filt)
+    return resize_array(img, h, w, filt, region=region)
 
 
 def pil_resize(img: Image.Image, h: int, w: int, filt: str) -> Image.Image:
@@ -141,6 +149,43 @@ def _check_u8(op: str, img: np.ndarray) -> np.ndarray:
 # -- Decode -----------------------------------------------------------------------------
 
 
+def encoded_bytes(op: str, data: Any) -> bytes | bytearray | memoryview:
+    """The encoded image in `data` (bytes-like or a 1-D uint8 array), else TypeError."""
+    if isinstance(data, np.ndarray):
+        if data.dtype != np.uint8 or data.ndim != 1:
+            raise TypeError(
+                f"{op}: expected encoded image bytes (a 1-D uint8 array or bytes), got an "
+                f"array of shape {data.shape} and dtype {data.dtype}."
+            )
+        return memoryview(np.ascontiguousarray(data)).cast("B")
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise TypeError(f"{op}: expected encoded image bytes, got {type(data).__name__}.")
+    return data
+
+
+DECODE_ERRORS = (UnidentifiedImageError, OSError, SyntaxError, ValueError)
+
+
+def decode_error(op: str, nbytes: int, exc: BaseException) -> RuntimeError:
+    return RuntimeError(
+        f"{op}: cannot decode image ({nbytes} bytes): {exc}. The data is corrupt, "
+        f"truncated or not an image."
+    )
+
+
+def open_rgb(op: str, data: Any) -> Image.Image:
+    """Decode to a loaded RGB PIL image (no copy when the file is RGB already)."""
+    if isinstance(data, Image.Image):
+        return data.convert("RGB")
+    raw = encoded_bytes(op, data)
+    try:
+        with Image.open(io.BytesIO(raw)) as im:
+            im.load()
+            return im if im.mode == "RGB" else im.convert("RGB")
+    except DECODE_ERRORS as exc:
+        raise decode_error(op, len(raw), exc) from exc
+
+
 class Decode(Transform):
     """Decode JPEG/PNG/BMP/TIFF/GIF/WEBP bytes to an RGB HWC uint8 array, or a PIL image
     with `to_pil=True`. Decoding is Pillow's (libjpeg-turbo, libpng, ...)."""
@@ -155,29 +200,11 @@ class Decode(Transform):
 
     @staticmethod
     def _open(data: Any) -> Image.Image:
-        if isinstance(data, Image.Image):
-            return data.convert("RGB")
-        if isinstance(data, np.ndarray):
-            if data.dtype != np.uint8 or data.ndim != 1:
-                raise TypeError(
-                    f"Decode: expected encoded image bytes (a 1-D uint8 array or bytes), got an "
-                    f"array of shape {data.shape} and dtype {data.dtype}."
-                )
-            data = data.tobytes()
-        if not isinstance(data, bytes | bytearray | memoryview):
-            raise TypeError(f"Decode: expected encoded image bytes, got {type(data).__name__}.")
-        try:
-            with Image.open(io.BytesIO(data)) as im:
-                im.load()
-                return im.convert("RGB")
-        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-            raise RuntimeError(
-                f"Decode: cannot decode image ({len(data)} bytes): {exc}. The data is corrupt, "
-                f"truncated or not an image."
-            ) from exc
+        return open_rgb("Decode", data)
 
     def _execute_numpy(self, data: Any) -> np.ndarray:
-        return np.asarray(self._open(data)).copy()
+        # A view of Pillow's RGBX storage, then the one copy: a writable HWC RGB array.
+        return klayout.drop_channels(pixels(self._open(data)), 3)
 
     def _execute_pil(self, data: Any) -> Image.Image:
         return self._open(data)
@@ -434,7 +461,7 @@ class RandomResizedCrop(Transform):
     def _execute_numpy(self, img: np.ndarray) -> np.ndarray:
         check_image("RandomResizedCrop", img)
         i, j, ch, cw = self._params(*_hw(img))
-        return np_resize(img[i : i + ch, j : j + cw], *self.size, self._filter)
+        return np_resize(img, *self.size, self._filter, region=(i, j, ch, cw))
 
     def _execute_pil(self, img: Image.Image) -> Image.Image:
         i, j, ch, cw = self._params(*_hw(img))
@@ -453,7 +480,9 @@ class _RandomFlip(Transform):
 
     def _execute_numpy(self, img: np.ndarray) -> np.ndarray:
         check_image(type(self).__name__, img)
-        return np.flip(img, axis=self._axis).copy() if self._params() else img
+        if not self._params():
+            return img
+        return klayout.hflip(img) if self._axis == 1 else img[::-1].copy()
 
     def _execute_pil(self, img: Image.Image) -> Image.Image:
         return img.transpose(self._pil) if self._params() else img

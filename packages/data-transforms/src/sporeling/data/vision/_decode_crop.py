@@ -1,0 +1,93 @@
+"""Decode + RandomResizedCrop in one step: `RandomCropDecodeResize` and the fused map op.
+
+The crop box is drawn from the image size in the file's header (the same
+`resized_crop_params` call RandomResizedCrop makes), then the image is decoded, in
+Pillow's JPEG draft mode (DCT-domain scaling by 1/2, 1/4 or 1/8) when the crop is at
+least twice the output size in both directions, and the crop is resized straight out of
+Pillow's pixel buffer (`_pil_pixels`, no full-image copy). Without draft scaling the
+result equals Decode then RandomResizedCrop bit for bit; with it, see the tolerance in
+`_fused`'s docstring.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from sporeling.data.vision import _dual as d
+from sporeling.data.vision._pil_pixels import pixels
+from sporeling.data.vision.kernels.resample import resize_array, resize_nearest
+
+__all__ = ["decode_resized_crop", "draft_factor"]
+
+#: DCT-domain scale factors Pillow's JPEG draft mode offers, largest first.
+_DRAFT_FACTORS = (8, 4, 2)
+
+
+def draft_factor(crop_h: int, crop_w: int, out_h: int, out_w: int) -> int:
+    """The largest of 8, 4, 2 that keeps the crop at least as large as the output, else 1."""
+    for f in _DRAFT_FACTORS:
+        if crop_h >= f * out_h and crop_w >= f * out_w:
+            return f
+    return 1
+
+
+def decode_resized_crop(
+    op: str,
+    data: Any,
+    size: tuple[int, int],
+    scale: tuple[float, float],
+    ratio: tuple[float, float],
+    max_attempts: int,
+    filt: str,
+    rng: np.random.Generator,
+    draft: bool = True,
+    order: str = "pillow",
+) -> np.ndarray:
+    """Decode `data` and RandomResizedCrop it to `size` (h, w) in one step (see the module
+    docstring); the crop box is `resized_crop_params(rng, h, w, ...)` of the full image."""
+    raw = d.encoded_bytes(op, data)
+    try:
+        im = Image.open(io.BytesIO(raw))
+        w, h = im.size
+    except d.DECODE_ERRORS as exc:
+        raise d.decode_error(op, len(raw), exc) from exc
+    i, j, ch, cw = d.resized_crop_params(rng, h, w, scale, ratio, max_attempts)
+    out_h, out_w = size
+    factor = 1
+    if draft and filt != "nearest" and im.format == "JPEG":
+        factor = draft_factor(ch, cw, out_h, out_w)
+        if factor > 1:
+            got = im.draft(im.mode, (max(w // factor, 1), max(h // factor, 1)))
+            factor = round(w / got[1][2]) if got is not None else 1
+    try:
+        with im:
+            im.load()
+            rgb = im if im.mode == "RGB" else im.convert("RGB")
+    except d.DECODE_ERRORS as exc:
+        raise d.decode_error(op, len(raw), exc) from exc
+    px = pixels(rgb)  # a view of the decoder's buffer (RGBX), no copy
+    if filt == "nearest":
+        return resize_nearest(px[i : i + ch, j : j + cw, :3], out_h, out_w)
+    if factor == 1:
+        return resize_array(px, out_h, out_w, filt, region=(i, j, ch, cw), channels=3, order=order)
+    # Crop box in the scaled image's coordinates: libjpeg's 1/f output pixel k covers
+    # source pixels [f*k, f*k + f), so continuous coordinates just divide by f.
+    y0, y1, x0, x1 = i / factor, (i + ch) / factor, j / factor, (j + cw) / factor
+    top, left = int(y0), int(x0)
+    bottom = min(px.shape[0], math.ceil(y1))
+    right = min(px.shape[1], math.ceil(x1))
+    return resize_array(
+        px,
+        out_h,
+        out_w,
+        filt,
+        region=(top, left, bottom - top, right - left),
+        box=(y0 - top, x0 - left, y1 - top, x1 - left),
+        channels=3,
+        order=order,
+    )

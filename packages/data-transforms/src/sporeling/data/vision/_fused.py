@@ -1,0 +1,149 @@
+"""Fused operations of `map`, as MindSpore's dataset optimizer makes them, and that pass.
+
+MindSpore's tree optimizer turns `Decode` followed by `RandomResizedCrop` in one map into
+`RandomCropDecodeResize`. `fuse_operations` does the same on a map's resolved list (only
+where both ops resolved to the NumPy path, and only for the library's own classes, not
+subclasses that override them), and fuses one more run:
+
+* Decode + RandomResizedCrop -> `FusedDecodeResizedCrop` (`decode_resized_crop`): the
+  crop box is drawn from the image size in the file's header, with the RandomResizedCrop
+  op's generator and the same call the op makes, so each row gets the crop the unfused
+  pair would give it (seeds keep their meaning). A JPEG whose crop is at least twice the
+  output size in both directions is decoded in Pillow's draft mode (DCT-domain scaling
+  by 1/2, 1/4 or 1/8, the largest that keeps the crop at least as large as the output),
+  and the crop is resized straight out of Pillow's pixel buffer (no full-image copy).
+  Tolerance against Decode then RandomResizedCrop (tests/test_vision_fused.py): identical
+  when no draft scaling applies (not a JPEG, a crop under twice the output, NEAREST);
+  with draft scaling, a mean absolute difference under 2 levels (uint8) and under 1 % of
+  values off by more than 16 levels (on photos; the DCT-domain downscale is a slightly
+  different low-pass filter than the resize's antialiasing).
+* [RandomHorizontalFlip +] Normalize + HWC2CHW -> `FusedNormalizeCHW`: one Numba pass
+  from the uint8 (or float) HWC image to the float32 CHW output (`kernels.layout`),
+  bitwise equal to the unfused ops, the flip drawn from the flip op's generator.
+
+A fused op given an input its fast path does not take (a PIL image, a CHW array, ...)
+runs the original ops one after the other, so errors and results stay theirs.
+`config.set_map_fusion(False)` turns the pass off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from sporeling.data.transforms._base import _Resolved
+from sporeling.data.vision import _conly as c
+from sporeling.data.vision import _dual as d
+from sporeling.data.vision._decode_crop import decode_resized_crop
+from sporeling.data.vision.kernels.layout import normalize_chw
+
+__all__ = ["FusedDecodeResizedCrop", "FusedNormalizeCHW", "fuse_operations"]
+
+
+def _is_encoded(x: Any) -> bool:
+    if isinstance(x, np.ndarray):
+        return x.dtype == np.uint8 and x.ndim == 1
+    return isinstance(x, bytes | bytearray | memoryview)
+
+
+class FusedDecodeResizedCrop:
+    """`Decode` + `RandomResizedCrop` of one map, as one step (`decode_resized_crop`)."""
+
+    def __init__(self, decode: _Resolved, crop: _Resolved) -> None:
+        self.decode = decode
+        self.crop = crop
+
+    def __call__(self, *args: Any) -> tuple[Any, ...]:
+        if len(args) != 1 or not _is_encoded(args[0]):
+            return self.crop(*self.decode(*args))
+        op = self.crop.op
+        out = decode_resized_crop(
+            "Decode",
+            args[0],
+            op.size,
+            op.scale,
+            op.ratio,
+            op.max_attempts,
+            op._filter,
+            op._rng(),
+        )
+        return (out,)
+
+    def __repr__(self) -> str:
+        return f"<fused: {self.decode!r} + {self.crop!r}>"
+
+
+def _chw_input(x: Any) -> bool:
+    return (
+        isinstance(x, np.ndarray)
+        and x.ndim in (2, 3)
+        and x.dtype != np.bool_
+        and (np.issubdtype(x.dtype, np.integer) or np.issubdtype(x.dtype, np.floating))
+    )
+
+
+class FusedNormalizeCHW:
+    """[`RandomHorizontalFlip` +] `Normalize` + `HWC2CHW` of one map, as one Numba pass."""
+
+    def __init__(self, flip: _Resolved | None, normalize: _Resolved, hwc2chw: _Resolved) -> None:
+        self.flip = flip
+        self.normalize = normalize
+        self.hwc2chw = hwc2chw
+
+    def _unfused(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        if self.flip is not None:
+            args = self.flip(*args)
+        return self.hwc2chw(*self.normalize(*args))
+
+    def __call__(self, *args: Any) -> tuple[Any, ...]:
+        norm = self.normalize.op
+        if len(args) != 1 or not _chw_input(args[0]):
+            return self._unfused(args)
+        img = args[0]
+        channels = 1 if img.ndim == 2 else img.shape[2]
+        if norm.mean.size not in (1, channels):
+            return self._unfused(args)  # Normalize raises its own error
+        flip = bool(self.flip.op._params()) if self.flip is not None else False
+        return (normalize_chw(img, norm.mean, norm.std, flip=flip),)
+
+    def __repr__(self) -> str:
+        parts = [self.flip, self.normalize, self.hwc2chw]
+        return "<fused: " + " + ".join(repr(p) for p in parts if p is not None) + ">"
+
+
+def _is(r: Any, cls: type, impl: str = "C") -> bool:
+    """`r` runs an op of class `cls` (or a legacy alias) on the NumPy path, unmodified."""
+    if not isinstance(r, _Resolved) or r.implementation != impl or not isinstance(r.op, cls):
+        return False
+    return type(r.op)._execute_numpy is cls._execute_numpy
+
+
+def fuse_operations(chain: Sequence[Callable[..., Any]]) -> list[Callable[..., Any]]:
+    """The resolved chain with fusable runs replaced (see the module docstring)."""
+    ops = list(chain)
+    out: list[Callable[..., Any]] = []
+    k = 0
+    while k < len(ops):
+        a = ops[k]
+        nxt = ops[k + 1] if k + 1 < len(ops) else None
+        third = ops[k + 2] if k + 2 < len(ops) else None
+        if _is(a, d.Decode) and not a.op.to_pil and _is(nxt, d.RandomResizedCrop):
+            out.append(FusedDecodeResizedCrop(a, nxt))
+            k += 2
+        elif _is(a, c.Normalize) and a.op.is_hwc and _is(nxt, c.HWC2CHW):
+            out.append(FusedNormalizeCHW(None, a, nxt))
+            k += 2
+        elif (
+            _is(a, d.RandomHorizontalFlip)
+            and _is(nxt, c.Normalize)
+            and nxt.op.is_hwc
+            and _is(third, c.HWC2CHW)
+        ):
+            out.append(FusedNormalizeCHW(a, nxt, third))
+            k += 3
+        else:
+            out.append(a)
+            k += 1
+    return out
