@@ -1,7 +1,9 @@
-"""Numba kernel for the standard normal CDF (exact GELU), which NumPy lacks.
+"""Numba kernels for the standard normal CDF (exact GELU), which NumPy lacks.
 
 ``ndtr(x) = erfc(-x / sqrt(2)) / 2`` keeps full relative accuracy in the lower tail,
-where ``(1 + erf(x / sqrt(2))) / 2`` would cancel to zero.
+where ``(1 + erf(x / sqrt(2))) / 2`` would cancel to zero. float32 input uses the
+vectorising :func:`.vecmath.vndtr` (about 10x faster than libm's scalar ``erfc``, within
+2 ulp); float64 keeps libm's ``math.erfc``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import numba
 import numpy as np
 
 from ._config import JIT_SERIAL
+from .vecmath import vndtr
 
 __all__ = ["ndtr"]
 
@@ -22,11 +25,17 @@ def _ndtr_kernel(x, out):  # pragma: no cover - compiled
         out[i] = 0.5 * math.erfc(-x[i] * 0.7071067811865476)
 
 
+@numba.jit(**JIT_SERIAL)
+def _ndtr32_kernel(x, out):  # pragma: no cover - compiled
+    for i in range(x.shape[0]):
+        out[i] = vndtr(x[i])
+
+
 def ndtr(x: np.ndarray) -> np.ndarray:
     """The standard normal CDF of a float32/float64 array (other floats use float32)."""
     if x.dtype not in (np.float32, np.float64):
         x = x.astype(np.float32)
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty_like(flat)
-    _ndtr_kernel(flat, out)
+    (_ndtr32_kernel if flat.dtype == np.float32 else _ndtr_kernel)(flat, out)
     return out.reshape(x.shape)

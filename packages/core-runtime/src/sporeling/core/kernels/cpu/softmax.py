@@ -18,6 +18,7 @@ import numba
 import numpy as np
 
 from ._config import JIT_PARALLEL, JIT_SERIAL
+from .vecmath import exp_as
 
 __all__ = ["softmax_lastaxis", "softmax_xent_lastaxis", "PARALLEL_MIN"]
 
@@ -36,7 +37,7 @@ def _softmax_row(x, out, log):  # pragma: no cover - compiled
     s = 0.0
     for j in range(n):
         d = x[j] - m
-        e = math.exp(d)
+        e = exp_as(d, x[j])  # float32 rows: the vectorising float32 exp
         # log: keep x - m in out, then subtract log(s) in a second pass; x - (m + log(s))
         # (which fastmath's reassociation may produce from one expression) drops log(s)
         # when |m| is huge (test_softmax_kernel_large_inputs)
@@ -91,7 +92,7 @@ def _xent_kernel(x2, lab2, loss, backprop):  # pragma: no cover - compiled
         for j in range(n):
             d = x[j] - m
             backprop[i, j] = d  # shifted logits, kept in memory as in _softmax_row
-            s += math.exp(d)
+            s += exp_as(d, x[j])
         ls = math.log(s)
         acc = 0.0
         for j in range(n):

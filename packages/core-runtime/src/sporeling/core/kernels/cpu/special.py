@@ -14,7 +14,8 @@ smooth, with the known singular or oscillating factor taken out analytically:
   likewise. Beyond 5, Hankel's form ``sqrt(2/(pi x)) (P cos(chi) - Q sin(chi))`` with the
   slowly varying ``P`` and ``x Q`` in ``t = 50/x**2 - 1``.
 * ``erf``/``erfc`` (array path only; Numba uses libm's ``math.erf``/``math.erfc``, which
-  are correctly rounded to about 1 ulp): ``erf(x)/x`` in ``t = 2x**2 - 1`` on [0, 1],
+  are correctly rounded to about 1 ulp, or :mod:`.vecmath` for float32 input):
+  ``erf(x)/x`` in ``t = 2x**2 - 1`` on [0, 1],
   ``erfcx(x) = exp(x**2) erfc(x)`` in ``t = (x - 2.5)/1.5`` on [1, 4] and ``x erfcx(x)`` in
   ``t = 32/x**2 - 1`` beyond; ``exp(-x**2)`` is taken as ``exp(-h**2) exp(-(2h + l) l)``
   with ``h`` = x rounded to 1/16 so that no rounding error of ``x**2`` is amplified.
@@ -37,6 +38,7 @@ import numba
 import numpy as np
 
 from ._config import JIT_SERIAL
+from .vecmath import verf, verfc
 
 __all__ = ["apply", "FUNCTIONS", "TABLES"]
 
@@ -545,13 +547,39 @@ FUNCTIONS = {
 }
 
 
+@numba.jit(**JIT_SERIAL)
+def _erf32_kernel(x: np.ndarray, out: np.ndarray) -> None:
+    for i in range(x.size):
+        out[i] = verf(x[i])
+
+
+@numba.jit(**JIT_SERIAL)
+def _erfc32_kernel(x: np.ndarray, out: np.ndarray) -> None:
+    for i in range(x.size):
+        out[i] = verfc(x[i])
+
+
+#: public name -> loop kernel over contiguous float32 vectors, where one exists: the
+#: vectorising float32 versions of :mod:`.vecmath` (about 7x faster than libm in float64,
+#: within 2 float32 ulp)
+FUNCTIONS32 = {"erf": _erf32_kernel, "erfc": _erfc32_kernel}
+
+
 def apply(name: str, x: Any) -> np.ndarray:
     """``name`` (a key of :data:`FUNCTIONS`) applied elementwise to a NumPy array.
 
-    Computes in float64 and returns the input's floating dtype (float64 for other inputs).
+    Computes in float64 (float32 input of :data:`FUNCTIONS32` in float32) and returns the
+    input's floating dtype (float64 for other inputs).
     """
     kernel = FUNCTIONS[name]
     x = np.asarray(x)
+    kernel32 = FUNCTIONS32.get(name)
+    if kernel32 is not None and x.dtype == np.float32:
+        flat32 = np.ascontiguousarray(x).reshape(-1)
+        out32 = np.empty_like(flat32)
+        if flat32.size:
+            kernel32(flat32, out32)
+        return out32.reshape(x.shape)
     flat = np.ascontiguousarray(x, dtype=np.float64).reshape(-1)
     out = np.empty_like(flat)
     if flat.size:
