@@ -28,6 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from .cpu import vecmath
+from .cpu.vecmath import MATH_EQUIVALENTS
+
 __all__ = [
     "UnsupportedExpression",
     "expression_inputs",
@@ -74,24 +77,84 @@ def expression_inputs(expr: str) -> tuple[str, ...]:
     return tuple(sorted(names, key=_ORDER.index))
 
 
+def _is_one(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value == 1
+
+
+def _call_of(node: ast.AST, name: str) -> ast.expr | None:
+    """The argument of ``name(arg)`` if ``node`` is that call, else None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
+        return node.args[0] if len(node.args) == 1 else None
+    return None
+
+
+def _vm_call(name: str, arg: ast.expr) -> ast.Call:
+    return ast.Call(ast.Attribute(ast.Name("_vm", ast.Load()), name, ast.Load()), [arg], [])
+
+
 class _ToNumba(ast.NodeTransformer):
-    """``exp(x)`` -> ``math.exp(x)``; ``where(c, a, b)`` -> ``(a if c else b)``."""
+    """``exp(x)`` -> ``math.exp(x)``; ``where(c, a, b)`` -> ``(a if c else b)``.
+
+    With ``float32=True`` (CPU temps computed in float32), the functions of
+    :data:`~.cpu.vecmath.MATH_EQUIVALENTS` become their vectorising float32 versions
+    (``_vm.vexp(x)``), and ``log(1 + e)``, ``1 + erf(e)``, ``1 - erf(e)`` become ``log1p(e)``,
+    ``erfc(-e)``, ``erfc(e)``: rounding ``1 + e`` or ``erf(e)`` to float32 first would cancel
+    the accuracy that the float64 ``math`` versions kept (softplus, GELU's erf form).
+    """
+
+    def __init__(self, float32: bool = False) -> None:
+        self.float32 = float32
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        if self.float32 and isinstance(node.op, (ast.Add, ast.Sub)):
+            erf = _call_of(node.right, "erf") if _is_one(node.left) else None
+            if erf is None and isinstance(node.op, ast.Add) and _is_one(node.right):
+                erf = _call_of(node.left, "erf")
+            if erf is not None:
+                if isinstance(node.op, ast.Add):
+                    erf = ast.UnaryOp(ast.USub(), erf)
+                return _vm_call(MATH_EQUIVALENTS["erfc"], self.visit(erf))
+        self.generic_visit(node)
+        return node
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
-        self.generic_visit(node)
         name = node.func.id  # type: ignore[attr-defined]
+        arg = node.args[0] if len(node.args) == 1 else None
+        if (
+            self.float32
+            and name == "log"
+            and isinstance(arg, ast.BinOp)
+            and isinstance(arg.op, ast.Add)
+            and (_is_one(arg.left) or _is_one(arg.right))
+        ):
+            rest = arg.right if _is_one(arg.left) else arg.left
+            return _vm_call(MATH_EQUIVALENTS["log1p"], self.visit(rest))
+        self.generic_visit(node)
         if name == "where":
             c, a, b = node.args
             return ast.IfExp(test=c, body=a, orelse=b)
         if name in _BUILTINS:
             return node
+        if self.float32 and name in MATH_EQUIVALENTS:
+            return _vm_call(MATH_EQUIVALENTS[name], node.args[0])
         node.func = ast.Attribute(value=ast.Name("math", ast.Load()), attr=name, ctx=ast.Load())
         return node
 
 
-def kernel_source(expr: str, inputs: tuple[str, ...], target: str, name: str = "kernel") -> str:
-    """Python source of a flat loop kernel ``kernel(*inputs, out)`` for ``target``."""
-    body = ast.unparse(_ToNumba().visit(_check(expr)))
+def scalar_code(expr: str, dtype: str, target: str) -> str:
+    """Numba source for ``expr`` whose result is rounded to ``dtype`` (a NumPy dtype name):
+    float32 on ``"cpu"`` computes ``exp``, ``erf``... with :mod:`.cpu.vecmath` (the kernel
+    module needs :data:`CPU_PRELUDE`), anything else with ``math``."""
+    float32 = dtype == "float32" and target == "cpu"
+    return ast.unparse(_ToNumba(float32).visit(ast.parse(expr, mode="eval")))
+
+
+def kernel_source(
+    expr: str, inputs: tuple[str, ...], target: str, name: str = "kernel", float32: bool = False
+) -> str:
+    """Python source of a flat loop kernel ``kernel(*inputs, out)`` for ``target``;
+    ``float32`` (CPU only) computes ``exp``, ``erf``... with :mod:`.cpu.vecmath`."""
+    body = ast.unparse(_ToNumba(float32 and target == "cpu").visit(_check(expr)))
     loads = "; ".join(f"{v} = {v}_arr[i]" for v in inputs) or "pass"
     args = ", ".join(f"{v}_arr" for v in inputs)
     if target == "cpu":
@@ -116,19 +179,21 @@ def kernel_source(expr: str, inputs: tuple[str, ...], target: str, name: str = "
 # on "cuda" (numba ships no type information, so it stays Any).
 Kernel = Any
 
-_CACHE: dict[tuple[str, tuple[str, ...], str], Kernel] = {}
+_CACHE: dict[tuple[str, tuple[str, ...], str, bool], Kernel] = {}
 
 
-def compile_expression(expr: str, inputs: tuple[str, ...], target: str = "cpu") -> Kernel:
-    """Compile (once per expression and target) the kernel for ``expr``."""
-    key = (expr, inputs, target)
+def compile_expression(
+    expr: str, inputs: tuple[str, ...], target: str = "cpu", float32: bool = False
+) -> Kernel:
+    """Compile (once per expression, target and ``float32``) the kernel for ``expr``."""
+    key = (expr, inputs, target, float32)
     fn = _CACHE.get(key)
     if fn is not None:
         return fn
-    src = kernel_source(expr, inputs, target)
+    src = kernel_source(expr, inputs, target, float32=float32)
     if os.environ.get("SPORELING_DUMP_KERNELS", "") not in ("", "0"):
         print(f"# generated {target} kernel for {expr!r}\n{src}")
-    namespace: dict[str, Any] = {"math": math}
+    namespace: dict[str, Any] = {"math": math, "_vm": vecmath}
     if target == "cuda":
         from numba import cuda
 
@@ -138,7 +203,7 @@ def compile_expression(expr: str, inputs: tuple[str, ...], target: str = "cpu") 
     if target == "cpu":
         import numba
 
-        fn = numba.njit(fastmath=False)(raw)
+        fn = numba.njit(fastmath=False, error_model="numpy" if float32 else "python")(raw)
     else:
         from numba import cuda
 
@@ -157,7 +222,7 @@ def run_elementwise(
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
     flat = [xp.ascontiguousarray(xp.broadcast_to(a, shape)).reshape(-1) for a in arrays]
     out = xp.empty(int(np.prod(shape, dtype=np.int64)), dtype=out_dtype)
-    kernel = compile_expression(expr, inputs, target)
+    kernel = compile_expression(expr, inputs, target, np.dtype(out_dtype) == np.float32)
     if target == "cpu":
         kernel(*flat, out)
     else:
@@ -236,8 +301,7 @@ def fused_source(prog: FusedProgram, target: str, name: str = "kernel") -> str:
     spans = [s if prog.n_dims else (True,) for s in prog.inputs]
     body = [f"v{k} = a{k}[{_index(s, idx)}]" for k, s in enumerate(spans)]
     for j, (dt, expr) in enumerate(prog.temps):
-        code = ast.unparse(_ToNumba().visit(ast.parse(expr, mode="eval")))
-        body.append(f"t{j} = _as_{dt}({code})")
+        body.append(f"t{j} = _as_{dt}({scalar_code(expr, dt, target)})")
     body += [f"o{k}[{', '.join(idx)}] = t{j}" for k, j in enumerate(prog.outputs)]
     for k, (op, j, _dt) in enumerate(prog.reductions):
         if op == "sum":
@@ -299,6 +363,12 @@ def fused_source(prog: FusedProgram, target: str, name: str = "kernel") -> str:
 
 
 _CASTS = "".join(f"_as_{n} = np.{n}\n" for n in ("float32", "float64", "int32", "int64", "bool_"))
+#: imports and casts every generated CPU kernel module starts with; vecmath's digest makes
+#: the module (and so Numba's disk cache of it) change whenever vecmath does
+CPU_PRELUDE = (
+    "import math\nimport numpy as np\nfrom numba import njit\n"
+    f"from sporeling.core.kernels.cpu import vecmath as _vm  # {vecmath.SOURCE_DIGEST}\n" + _CASTS
+)
 _FUSED: dict[tuple[FusedProgram, str], Kernel] = {}
 _FUSED_LOCK = threading.Lock()
 
@@ -356,10 +426,7 @@ def compile_fused(prog: FusedProgram, target: str = "cpu") -> Kernel:
         if target == "cpu":
             # serial loop, released GIL: run_fused splits rows over threads itself, so the
             # kernel stays cacheable (parallel=True kernels are not, see STYLE.md)
-            header = (
-                "import math\nimport numpy as np\nfrom numba import njit\n" + _CASTS + "\n\n"
-                "@njit(cache=True, nogil=True, error_model='numpy')\n"
-            )
+            header = CPU_PRELUDE + "\n\n@njit(cache=True, nogil=True, error_model='numpy')\n"
             fn = _load_module(header + src)["kernel"]
         else:
             from numba import cuda
