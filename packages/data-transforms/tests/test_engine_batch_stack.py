@@ -1,0 +1,56 @@
+"""`batch` builds its arrays as rows arrive (`engine.map_batch._Stacker`): same results as
+stacking at the end, and the same fallbacks (padding, the shape error) when rows differ."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import sporeling.data as ds
+from sporeling.data.engine.map_batch import _Stacker
+
+
+def batches(d, **kw):
+    return list(d.create_tuple_iterator(output_numpy=True, num_epochs=1, **kw))
+
+
+def test_stacker_copies_rows_into_one_array():
+    rows = [(np.full((2, 3), k, np.float32), np.int64(k)) for k in range(4)]
+    s = _Stacker(4)
+    for k, row in enumerate(rows):
+        s.add(k, row)
+    images, labels = s.result(4)
+    assert labels is None  # scalars: left to np.stack
+    np.testing.assert_array_equal(images, np.stack([r[0] for r in rows]))
+    assert not any(np.shares_memory(images, r[0]) for r in rows)
+    assert s.result(3)[0].shape == (3, 2, 3)
+
+
+def test_stacker_gives_up_on_a_column_whose_rows_differ():
+    s = _Stacker(3)
+    s.add(0, (np.zeros(3, np.uint8), np.zeros(2)))
+    s.add(1, (np.zeros(4, np.uint8), np.zeros(2, np.float32)))  # other shape / dtype
+    s.add(2, (np.zeros(3, np.uint8), np.zeros(2)))
+    assert s.result(3) == [None, None]
+    s = _Stacker(2)
+    s.add(0, ([1, 2], np.zeros(1, object)))  # not arrays / object arrays
+    assert s.result(2) == [None, None]
+
+
+def test_batched_pipeline_equals_stacking():
+    x = np.arange(10 * 4 * 3, dtype=np.float32).reshape(10, 4, 3)
+    d = ds.NumpySlicesDataset({"x": x, "y": np.arange(10)}, shuffle=False)
+    d = d.map(lambda v: v * 2, input_columns="x").batch(4)
+    out = batches(d)
+    assert [b[0].shape for b in out] == [(4, 4, 3), (4, 4, 3), (2, 4, 3)]
+    np.testing.assert_array_equal(np.concatenate([b[0] for b in out]), x * 2)
+    np.testing.assert_array_equal(np.concatenate([b[1] for b in out]), np.arange(10))
+
+
+def test_rows_of_different_shapes_still_pad_or_raise():
+    data = [np.arange(n, dtype=np.int32) for n in (3, 5, 3, 2)]
+    d = ds.GeneratorDataset(lambda: ((a,) for a in data), column_names=["v"], shuffle=False)
+    with pytest.raises(ds.PipelineError, match="rows of different shapes"):
+        batches(d.batch(4))
+    (padded,) = batches(d.batch(4, pad_info={"v": (None, -1)}))
+    assert padded[0].shape == (4, 5) and padded[0][3].tolist() == [0, 1, -1, -1, -1]
