@@ -198,7 +198,8 @@ def test_fused_map_is_deterministic_with_workers(jpeg_folder, workers, processes
 def test_fused_map_reports_a_corrupt_file(jpeg_folder):
     good = (jpeg_folder / "c0" / "0.jpg").read_bytes()
     (jpeg_folder / "c0" / "9.jpg").write_bytes(good[: len(good) // 3])  # truncated
-    with pytest.raises(ds.PipelineError, match=r"9\.jpg\): RuntimeError: Decode: cannot decode image"):
+    expected = r"9\.jpg\): RuntimeError: Decode: cannot decode image"
+    with pytest.raises(ds.PipelineError, match=expected):
         run_map(jpeg_folder, ops())
     config.set_seed(5)
     d = ds.ImageFolderDataset(str(jpeg_folder), shuffle=False)

@@ -4,8 +4,8 @@ Pillow and NumPy references.
 Tolerances (uint8 levels): one-axis resizes equal Pillow's bit for bit for every filter;
 `region=` equals resizing the cropped copy bit for bit; `box=` (bilinear) is within 1
 level of Pillow's `resize(box=...)` (Pillow may run the passes in the other order, each
-order rounds its intermediate once); `order="fast"` is within 1 level of Pillow's order (bilinear: each
-order rounds the intermediate once, by at most half a level). Flips, Normalize and
+order rounds its intermediate once, by at most half a level); `order="fast"` is within 1
+level of Pillow's order for the same reason. Flips, Normalize and
 Normalize + HWC2CHW equal the NumPy expressions exactly.
 """
 
