@@ -452,6 +452,41 @@ def test_expand_row_ops_only_with_fusion(no_fusion):
     assert names(graph_of(jf)) == ["softmax"]
 
 
+def test_slice_gradients_merge_into_one_sum():
+    """The backward of a qkv[0], qkv[1], qkv[2] split is one getitem_grad_sum, equal to eager;
+    the op's own gradient (a getitem per term) matches finite differences."""
+
+    def f(x):
+        qkv = x * 2.0
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        return ops.reduce_sum(q * k + ops.exp(v))
+
+    x = t(3, 4, 5)
+    g = jit_cached(grad(f), x)
+    close(g(x), grad(f)(x), rtol=1e-6)
+    assert "getitem_grad" not in members(graph_of(g))
+    assert "getitem_grad_sum" in members(graph_of(g))
+    from sporeling.core.ops._indexing import getitem_grad_sum_p
+
+    a, b = t(4, 5, seed=1), t(2, 4, 5, seed=2)
+    templates = ((("i", 0),), (("s", 1, 3, None),))  # x[0] and x[1:3]
+    out = getitem_grad_sum_p.bind(a, b, templates=templates, shape=(3, 4, 5))
+    want = np.zeros((3, 4, 5), np.float32)
+    want[0] += a.asnumpy()
+    want[1:3] += b.asnumpy()
+    np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-6)
+    r = t(3, 4, 5, seed=3)
+
+    def h(a, b):
+        return ops.reduce_sum(
+            getitem_grad_sum_p.bind(a, b, templates=templates, shape=(3, 4, 5)) * r
+        )
+
+    ga, gb = grad(h, (0, 1))(a, b)
+    np.testing.assert_allclose(ga.asnumpy(), r.asnumpy()[0], rtol=1e-6)
+    np.testing.assert_allclose(gb.asnumpy(), r.asnumpy()[1:3], rtol=1e-6)
+
+
 # ---- buffer reuse -------------------------------------------------------------------------
 
 

@@ -15,7 +15,6 @@ gradients), per thread on the CPU and by atomic adds on the GPU.
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 import threading
@@ -76,8 +75,8 @@ class RowProgram:
         return len({s.phase for s in self.steps if s.kind != "row"})
 
 
-def _code(expr: str, dtype: str) -> str:
-    return ast.unparse(codegen._ToNumba().visit(ast.parse(expr, mode="eval")))
+def _code(expr: str, dtype: str, target: str) -> str:
+    return codegen.scalar_code(expr, dtype, target)
 
 
 def _refs(expr: str) -> list[int]:
@@ -141,7 +140,7 @@ def _generate(prog: RowProgram, target: str, name: str) -> tuple[str, dict[str, 
                 value(r, depth, done, loaded, phase)
             for k in _inputs_of(s.expr):
                 load(k, depth, loaded)
-            emit(depth, f"t{j} = _as_{s.dtype}({_code(s.expr, s.dtype)})")
+            emit(depth, f"t{j} = _as_{s.dtype}({_code(s.expr, s.dtype, target)})")
             if s.phase == phase and j in stored:
                 emit(depth, f"o{stored[j]}[{', '.join(idx)}] = t{j}")
             if s.phase == phase and j in scratch:
@@ -159,7 +158,7 @@ def _generate(prog: RowProgram, target: str, name: str) -> tuple[str, dict[str, 
                     loaded: set[int] = set()
                     for k in _inputs_of(s.expr):
                         load(k, depth, loaded)
-                    emit(depth, f"t{j} = _as_{s.dtype}({_code(s.expr, s.dtype)})")
+                    emit(depth, f"t{j} = _as_{s.dtype}({_code(s.expr, s.dtype, target)})")
                     if j in row_store:
                         emit(depth, f"r{row_store[j]}[{row_idx}] = t{j}")
             reds = [j for j, s in enumerate(steps) if s.kind in ("sum", "max") and s.phase == p]
@@ -169,6 +168,8 @@ def _generate(prog: RowProgram, target: str, name: str) -> tuple[str, dict[str, 
                 continue
             for j in reds:
                 emit(depth, f"acc{j} = {'0.0' if steps[j].kind == 'sum' else '-math.inf'}")
+                if steps[j].kind == "max":
+                    emit(depth, f"nan{j} = 0.0")
             emit(depth, f"for {idx[-1]} in range({dims[-1]}):")
             done: set[int] = set()
             loaded = set()
@@ -178,13 +179,16 @@ def _generate(prog: RowProgram, target: str, name: str) -> tuple[str, dict[str, 
                 value(steps[j].source, depth + 1, done, loaded, p)
                 src = f"t{steps[j].source}"
                 if steps[j].kind == "sum":
-                    emit(depth + 1, f"acc{j} += {src}")
-                else:  # NaN propagates like numpy.max: once acc is NaN, nothing replaces it
-                    emit(depth + 1, f"if {src} > acc{j} or {src} != {src}:\n    acc{j} = {src}")
+                    emit(depth + 1, f"acc{j} = _radd(acc{j}, {src})")
+                else:  # NaN propagates like numpy.max: counted apart, so the max vectorises
+                    emit(depth + 1, f"acc{j} = _rmax(acc{j}, {src})")
+                    emit(depth + 1, f"nan{j} = _radd(nan{j}, 1.0 if {src} != {src} else 0.0)")
             for k, j in cols:
                 value(j, depth + 1, done, loaded, p)
                 emit(depth + 1, add.format(k=k, i=idx[-1], j=j))
             for j in reds:
+                if steps[j].kind == "max":
+                    emit(depth, f"if nan{j} != 0.0:\n    acc{j} = math.nan")
                 emit(depth, f"t{j} = _as_{steps[j].dtype}(acc{j})")
                 if j in row_store:
                     emit(depth, f"r{row_store[j]}[{row_idx}] = t{j}")
@@ -217,6 +221,20 @@ def _generate(prog: RowProgram, target: str, name: str) -> tuple[str, dict[str, 
     return "\n".join(lines) + "\n", trace
 
 
+#: The row reductions' operators. Only these carry fast-math flags, so LLVM may reorder
+#: (vectorise) the accumulation while every elementwise result stays exactly as unfused.
+#: ``_rmax`` assumes no NaN; the kernel counts NaNs apart and makes the max NaN after.
+_REDUCE_HELPERS = """
+@njit(cache=True, fastmath={"reassoc", "nsz", "contract"})
+def _radd(a, b):
+    return a + b
+
+
+@njit(cache=True, fastmath={"reassoc", "nsz", "nnan"})
+def _rmax(a, b):
+    return a if a > b else b
+"""
+
 _KERNELS: dict[tuple[RowProgram, str], Any] = {}
 _LOCK = threading.Lock()
 
@@ -236,8 +254,8 @@ def compile_rows(prog: RowProgram, target: str = "cpu") -> Any:
             print(f"# generated row {target} kernel\n{src}")
         if target == "cpu":
             header = (
-                "import math\nimport numpy as np\nfrom numba import njit\n"
-                + codegen._CASTS
+                codegen.CPU_PRELUDE
+                + _REDUCE_HELPERS
                 + "\n\n@njit(cache=True, nogil=True, error_model='numpy')\n"
             )
             fn = codegen._load_module(header + src)["kernel"]
@@ -248,6 +266,8 @@ def compile_rows(prog: RowProgram, target: str = "cpu") -> Any:
 
             namespace: dict[str, Any] = {"math": math, "np": np, "cuda": cuda}
             exec(codegen._CASTS, namespace)  # noqa: S102 - our own source
+            namespace["_radd"] = cuda.jit(device=True)(lambda a, b: a + b)
+            namespace["_rmax"] = cuda.jit(device=True)(lambda a, b: a if a > b else b)
             exec(compile(src, "<sporeling row kernel>", "exec"), namespace)  # noqa: S102
             fn = cuda.jit(namespace["kernel"])
         _KERNELS[key] = fn

@@ -142,6 +142,31 @@ getitem_grad_p = Primitive(
 )
 
 
+def _slices_abstract(*gs: ShapedArray, templates: Any, shape: tuple[int, ...]) -> ShapedArray:
+    return ShapedArray(shape, gs[0].dtype)
+
+
+def _slices_impl(xp: Any, *gs: Any, templates: Any, shape: tuple[int, ...]) -> Any:
+    out = xp.zeros(shape, gs[0].dtype)
+    for g, template in zip(gs, templates, strict=True):
+        out[_build(template, ())] += g
+    return out
+
+
+#: ``getitem_grad(g0, t0) + getitem_grad(g1, t1) + ...`` for static indices (ints, slices):
+#: one zero-filled result instead of one per term and the adds between them. The graph
+#: compiler makes it from such sums (a ``qkv[0], qkv[1], qkv[2]`` split's backward).
+getitem_grad_sum_p = Primitive(
+    "getitem_grad_sum",
+    "opaque",
+    _slices_abstract,
+    impl=_slices_impl,
+    vjp=lambda gg, *gs, out, templates, shape: tuple(
+        getitem_p.bind(gg, template=t) for t in templates
+    ),
+)
+
+
 def getitem(x: Tensor, index: Any) -> Tensor:
     """``x[index]`` with NumPy semantics (basic and advanced indexing, masks)."""
     template, tensors = _split_index(x, index)

@@ -2,10 +2,10 @@
 
 Order: drop dead code; fold what is known at compile time; drop multiplications by ones
 (which folding reveals); expand softmax / layer norm into their parts (only with fusion on);
-merge duplicates (folding first,
-so equal constants and the ops on them meet); drop what merging left dead; fuse elementwise
-chains (on the final, smallest graph); then plan in-place writes (last, because fusion
-changes which buffers exist and when they die).
+sum slice gradients into one array; merge duplicates (folding first, so equal constants and
+the ops on them meet); drop what merging left dead; fuse elementwise chains (on the final,
+smallest graph); then plan in-place writes (last, because fusion changes which buffers
+exist and when they die).
 
 Effects (``optimizer_step``, ``assign_inplace``) and random primitives are never removed,
 merged or moved across one another by any pass.
@@ -21,6 +21,7 @@ from .fold import constant_folding
 from .fusion import elementwise_fusion
 from .reuse import buffer_reuse
 from .simplify import algebraic_simplification
+from .slices import merge_slice_grads
 
 __all__ = ["optimize", "PASSES"]
 
@@ -29,6 +30,7 @@ PASSES = [
     constant_folding,
     algebraic_simplification,
     expand_row_ops,
+    merge_slice_grads,
     common_subexpression_elimination,
     dead_code_elimination,
     elementwise_fusion,

@@ -1,0 +1,58 @@
+"""Merging slice gradients: ``x[0], x[1], x[2]`` used apart (a fused QKV projection split
+into q, k, v) have a backward of three ``getitem_grad`` results — each a zero-filled array of
+``x``'s shape — added together. A sum of such terms with static indices (ints and slices)
+becomes one ``getitem_grad_sum``: a single zero fill and one write per term.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...ops._indexing import getitem_grad_sum_p
+from ..graph import Eqn, Graph, Var
+
+__all__ = ["merge_slice_grads"]
+
+
+def merge_slice_grads(graph: Graph) -> Graph:
+    readers: dict[int, int] = {}
+    for e in graph.eqns:
+        for v in e.inputs:
+            readers[v.id] = readers.get(v.id, 0) + 1
+    for v in graph.outvars:
+        if isinstance(v, Var):
+            readers[v.id] = readers.get(v.id, 0) + 1
+    #: Var id -> the (gradient Var, template) terms whose sum it is, and its equation
+    terms: dict[int, tuple[list[tuple[Var, Any]], Eqn]] = {}
+    dropped: set[int] = set()
+    replaced: dict[int, Eqn] = {}
+    for e in graph.eqns:
+        out = e.outputs[0] if e.outputs else None
+        if e.prim.name == "getitem_grad" and len(e.inputs) == 1:
+            terms[out.id] = ([(e.inputs[0], e.params["template"])], e)
+        elif e.prim.name == "add" and len(e.inputs) == 2 and out is not None:
+            a, b = e.inputs
+            if (
+                a.id != b.id
+                and a.id in terms
+                and b.id in terms
+                and readers.get(a.id) == 1
+                and readers.get(b.id) == 1
+                and a.shape == b.shape == out.shape
+                and a.dtype == b.dtype == out.dtype
+            ):
+                parts = terms[a.id][0] + terms[b.id][0]
+                for v in (a, b):
+                    dropped.add(id(terms.pop(v.id)[1]))
+                merged = Eqn(
+                    getitem_grad_sum_p,
+                    [g for g, _ in parts],
+                    {"templates": tuple(t for _, t in parts), "shape": out.shape},
+                    [out],
+                )
+                terms[out.id] = (parts, merged)
+                replaced[id(e)] = merged
+    if replaced:
+        graph.eqns = [replaced.get(id(e), e) for e in graph.eqns if id(e) not in dropped]
+    graph.notes.append(f"slices merged {len(dropped)}")
+    return graph
