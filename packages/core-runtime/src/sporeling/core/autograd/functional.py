@@ -10,6 +10,7 @@ A function with several outputs and no ``has_aux`` is differentiated through all
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,7 +29,22 @@ __all__ = [
     "is_grad_enabled",
 ]
 
-_DEPTH = [0]  # how many differentiation calls are active (nesting -> create_graph)
+
+class _Depth(threading.local):
+    """How many differentiation calls are active on this thread (nesting -> create_graph);
+    per thread, so threads differentiating at once (MicroBatchInterleaved) do not mix."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def __getitem__(self, _: int) -> int:
+        return self.n
+
+    def __setitem__(self, _: int, value: int) -> None:
+        self.n = value
+
+
+_DEPTH = _Depth()
 
 
 class no_grad:  # noqa: N801
