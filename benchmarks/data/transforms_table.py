@@ -2,8 +2,11 @@
 
 Each transform runs on one decoded ImageNet-like photo (HWC uint8 for the Numba path, the
 same pixels as a PIL image for the Pillow path), warm (Numba compiled), with the median
-over repeats of the time per call. Ratio = Pillow time / Numba time (> 1: Numba faster).
-The batch ops are timed per image over a batch of 32 against a loop of the per-image op.
+over repeats of the CPU time per call (the calling thread's, so other work on a shared
+machine inflates it less than wall time). Ratio = Pillow time / Numba time (> 1: Numba
+faster). The batch ops are timed per image over a batch of 32 against a loop of the
+per-image op. The fused rows (what `map` fuses, `vision._fused`) compare the fused op
+with the unfused chain its row names in the right-hand column.
 """
 
 from __future__ import annotations
@@ -42,14 +45,14 @@ DUAL = [
 
 
 def time_call(fn: Callable[[], Any], target_s: float, repeats: int) -> float:
-    """Median seconds per call (iterations calibrated to ~target_s per repeat)."""
+    """Median CPU seconds per call (iterations calibrated to ~target_s per repeat)."""
     fn()
     n = 1
     while True:
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         for _ in range(n):
             fn()
-        dt = time.perf_counter() - t0
+        dt = time.thread_time() - t0
         if dt >= target_s / 4 or n >= 1 << 16:
             break
         n *= 2
@@ -58,10 +61,10 @@ def time_call(fn: Callable[[], Any], target_s: float, repeats: int) -> float:
     gc.disable()
     try:
         for _ in range(repeats):
-            t0 = time.perf_counter()
+            t0 = time.thread_time()
             for _ in range(n):
                 fn()
-            times.append((time.perf_counter() - t0) / n)
+            times.append((time.thread_time() - t0) / n)
     finally:
         gc.enable()
     return statistics.median(times)
@@ -107,7 +110,66 @@ def run(jpeg: Path, quick: bool = False) -> list[dict[str, Any]]:
                 "ratio": t_pil / t_numba,
             }
         )
+    rows += _fused_rows(raw, arr, target, repeats)
     rows += _batch_rows(arr, target, repeats)
+    return rows
+
+
+def _fused_rows(raw: bytes, arr: np.ndarray, target: float, repeats: int) -> list[dict[str, Any]]:
+    """The fused ops of `map` against the chains they replace."""
+    from sporeling.data import vision
+    from sporeling.data.transforms._base import resolve_operations
+    from sporeling.data.vision._fused import fuse_operations
+
+    encoded = np.frombuffer(raw, np.uint8)
+    mean, std = [123.7, 116.3, 103.5], [58.4, 57.1, 57.4]
+    decode_pil, crop = vision.Decode(to_pil=True), vision.RandomResizedCrop(224)
+    decode_np = vision.Decode()
+    fused_crop = vision.RandomCropDecodeResize(224)
+    chain = resolve_operations(
+        [vision.RandomHorizontalFlip(0.5), vision.Normalize(mean, std), vision.HWC2CHW()]
+    )
+    (fused_norm,) = fuse_operations(chain)
+    small = np.ascontiguousarray(arr[:224, :224])
+
+    def unfused_norm(x: np.ndarray = small) -> Any:
+        for f in chain:
+            (x,) = f(x)
+        return x
+
+    cases = [
+        (
+            "Decode + RandomResizedCrop(224), fused",
+            "right: Pillow decode + crop + resize",
+            lambda: fused_crop(encoded),
+            lambda: crop(decode_pil(raw)),
+        ),
+        (
+            "Decode + RandomResizedCrop(224), fused",
+            "right: the unfused pair on arrays",
+            lambda: fused_crop(encoded),
+            lambda: crop(decode_np(encoded)),
+        ),
+        (
+            "RandomHorizontalFlip + Normalize + HWC2CHW, fused",
+            "224x224; right: the three ops unfused",
+            lambda: fused_norm(small),
+            unfused_norm,
+        ),
+    ]
+    rows = []
+    for name, note, fused, other in cases:
+        t_fused = time_call(fused, target, repeats)
+        t_other = time_call(other, target, repeats)
+        rows.append(
+            {
+                "transform": name,
+                "args": note,
+                "numba_us": t_fused * 1e6,
+                "pil_us": t_other * 1e6,
+                "ratio": t_other / t_fused,
+            }
+        )
     return rows
 
 

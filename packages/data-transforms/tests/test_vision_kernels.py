@@ -145,12 +145,32 @@ def test_coefficients_sum_to_one_in_fixed_point():
 # -- layout ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("shape", [(31, 47, 3), (20, 33), (9, 14, 4), (5, 6, 1)])
-def test_hflip_is_a_mirror_copy(shape):
-    img = np.random.default_rng(7).integers(0, 256, shape, dtype=np.uint8)
-    out = layout.hflip(img)
-    np.testing.assert_array_equal(out, img[:, ::-1])
-    assert out.flags.c_contiguous and not np.shares_memory(out, img)
+@pytest.mark.parametrize(
+    "shape,dtype",
+    [
+        ((31, 47, 3), np.uint8),  # 3-byte pixels: the uint32-word kernel
+        ((20, 33), np.uint8),  # 1-, 2-, 4-, 8-byte pixels: one word each
+        ((9, 14, 4), np.uint8),
+        ((5, 6, 1), np.uint8),
+        ((7, 9, 2), np.int16),
+        ((6, 5, 3), np.float32),  # 12-byte pixels: pixel by pixel
+        ((4, 1, 3), np.uint8),
+    ],
+)
+def test_hflip_is_a_mirror_copy(shape, dtype):
+    img = (np.random.default_rng(7).random(shape) * 255).astype(dtype)
+    for x in (img, img[::2]):  # contiguous, and a strided view
+        out = layout.hflip(x)
+        np.testing.assert_array_equal(out, x[:, ::-1])
+        assert out.flags.c_contiguous and not np.shares_memory(out, x)
+
+
+def test_hflip_of_a_read_only_view_leaves_it_alone():
+    img = np.random.default_rng(11).integers(0, 256, (8, 10, 3), dtype=np.uint8)
+    view = img.copy()
+    view.flags.writeable = False
+    np.testing.assert_array_equal(layout.hflip(view), img[:, ::-1])
+    np.testing.assert_array_equal(view, img)
 
 
 def _norm_ref(img, mean, std):

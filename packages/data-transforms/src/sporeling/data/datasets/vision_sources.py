@@ -40,6 +40,20 @@ def _check_usage(where: str, usage: Any) -> str:
     return str(usage)
 
 
+def read_file(path: Any) -> np.ndarray:
+    """A file's bytes as a writable 1-D uint8 array, read straight into it (one copy, not
+    `read_bytes()` plus a copy out of the bytes object)."""
+    with open(path, "rb", buffering=0) as f:
+        out = np.empty(os.fstat(f.fileno()).st_size, np.uint8)
+        view, got = memoryview(out), 0
+        while got < out.size:  # a read may return less than asked
+            n = f.readinto(view[got:])
+            if not n:
+                break
+            got += n
+    return out if got == out.size else out[:got]
+
+
 def decode_image(data: bytes | np.ndarray, origin: Any = None) -> np.ndarray:
     """Decode encoded image bytes with Pillow into an RGB HWC uint8 array.
 
@@ -159,11 +173,8 @@ class ImageFolderDataset(MappableSource):
 
     def _load(self, index: int) -> tuple[Any, ...]:
         path = self._files[index]
-        data = path.read_bytes()
-        if self.decode:
-            image = decode_image(data, path)
-        else:
-            image = np.frombuffer(data, dtype=np.uint8).copy()
+        data = read_file(path)
+        image = decode_image(data, path) if self.decode else data
         return image, self._labels[index]
 
 
