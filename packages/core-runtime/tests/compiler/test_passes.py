@@ -490,6 +490,19 @@ def test_slice_gradients_merge_into_one_sum():
 # ---- buffer reuse -------------------------------------------------------------------------
 
 
+def test_buffer_reuse_adds_a_bias_into_the_matmul_result():
+    w, b = t(5, 7, seed=1), t(5, seed=2)
+
+    def f(x):
+        return ops.reshape(ops.dense(x, w, b), (-1,))  # the reshape keeps the add alone
+
+    x = t(6, 7)
+    jf = jit_cached(f, x)
+    close(jf(x), f(x), rtol=1e-6)
+    adds = [e for e in graph_of(jf).eqns if e.prim.name == "add"]
+    assert adds and adds[0].out_alias == (0,)
+
+
 def test_buffer_reuse_is_in_place_and_keeps_inputs():
     def f(x, w):
         a = ops.exp(x * w)  # fused group 1

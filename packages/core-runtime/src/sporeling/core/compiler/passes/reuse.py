@@ -1,9 +1,10 @@
 """Buffer reuse: an elementwise result is written into an input buffer that dies there.
 
 An input qualifies when this equation is its last use, it has the output's shape and dtype,
-and its buffer is provably private: produced by a fused kernel or a NumPy ufunc (fresh
-arrays) and read only by equations that never return views of it (fused kernels, ufuncs,
-sums/maxima). Graph inputs, captured tensors, constants and graph outputs never qualify.
+and its buffer is provably private: produced by a fused kernel, a NumPy ufunc or a matrix
+product (fresh arrays: a Dense layer's bias is added in place) and read only by equations
+that never return views of it (fused kernels, ufuncs, sums/maxima). Graph inputs, captured
+tensors, constants and graph outputs never qualify.
 At run time the buffer must also be C-contiguous and writeable, else a fresh one is used.
 """
 
@@ -35,8 +36,16 @@ UFUNCS = {
 _FRESH_READERS = {"reduce_sum", "reduce_max", "reduce_min"}
 
 
+#: opaque primitives whose result is always a new array (``xp.matmul``)
+_FRESH_RESULTS = {"matmul", "dense"}
+
+
 def _fresh(prim: Any) -> bool:
-    return prim.kind == "fused" or (prim.kind == "elementwise" and prim.name in UFUNCS)
+    return (
+        prim.kind == "fused"
+        or (prim.kind == "elementwise" and prim.name in UFUNCS)
+        or prim.name in _FRESH_RESULTS
+    )
 
 
 def buffer_reuse(graph: Graph) -> Graph:
