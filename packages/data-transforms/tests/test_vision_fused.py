@@ -18,7 +18,7 @@ import io
 
 import numpy as np
 import pytest
-from PIL import Image, JpegImagePlugin
+from PIL import Image
 
 import sporeling.data as ds
 from sporeling.data import config, vision
@@ -149,15 +149,16 @@ def test_fused_map_bilinear_within_one_level(jpeg_folder, fusion):
 
 def test_fused_map_draft_scaling_within_tolerance(jpeg_folder, fusion, monkeypatch):
     calls = []
-    original = JpegImagePlugin.JpegImageFile.draft
+    original = _decode_crop.decode_jpeg
 
-    def spy(self, mode, size):
-        calls.append(size)
-        return original(self, mode, size)
+    def spy(data, header, scale=1):
+        calls.append(scale)
+        return original(data, header, scale)
 
-    monkeypatch.setattr(JpegImagePlugin.JpegImageFile, "draft", spy)
+    monkeypatch.setattr(_decode_crop, "decode_jpeg", spy)
     on = run_map(jpeg_folder, ops(size=32))
-    assert len(calls) >= 5  # 32 px outputs of 240-320 px crops: most decode at 1/2-1/8
+    # 32 px outputs of 240-320 px crops: most decode at 1/2-1/8
+    assert len(calls) == 10 and sum(f > 1 for f in calls) >= 5
     config.set_map_fusion(False)
     calls.clear()
     off = run_map(jpeg_folder, ops(size=32))

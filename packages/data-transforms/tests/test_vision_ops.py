@@ -139,7 +139,8 @@ def test_cutout_and_random_resize_and_decode_crop():
         a = op(data)
     with use_rng(np.random.default_rng(0)):
         b = vision.RandomResizedCrop(16)(img)
-    np.testing.assert_array_equal(a, b)
+    # same crop; the fused op runs the shrinking resize pass first (within 1 level)
+    assert np.abs(a.astype(int) - b).max() <= 1
 
 
 @pytest.mark.parametrize("policy", list(AutoAugmentPolicy))

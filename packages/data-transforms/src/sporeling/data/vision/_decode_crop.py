@@ -1,12 +1,12 @@
 """Decode + RandomResizedCrop in one step: `RandomCropDecodeResize` and the fused map op.
 
 The crop box is drawn from the image size in the file's header (the same
-`resized_crop_params` call RandomResizedCrop makes), then the image is decoded, in
+`resized_crop_params` call RandomResizedCrop makes), then the image is decoded (a plain
+JPEG by Pillow's decoder without `Image.open`, see `_jpeg`), in
 Pillow's JPEG draft mode (DCT-domain scaling by 1/2, 1/4 or 1/8) when the crop is at
 least twice the output size in both directions, and the crop is resized straight out of
-Pillow's pixel buffer (`_pil_pixels`, no full-image copy). Without draft scaling the
-result equals Decode then RandomResizedCrop bit for bit; with it, see the tolerance in
-`_fused`'s docstring.
+Pillow's pixel buffer (`_pil_pixels`, no full-image copy). The tolerance against Decode
+then RandomResizedCrop is in `_fused`'s docstring.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import numpy as np
 from PIL import Image
 
 from sporeling.data.vision import _dual as d
+from sporeling.data.vision._jpeg import decode_jpeg, jpeg_header
 from sporeling.data.vision._pil_pixels import pixels
 from sporeling.data.vision.kernels.resample import resize_array, resize_nearest
 
@@ -36,6 +37,13 @@ def draft_factor(crop_h: int, crop_w: int, out_h: int, out_w: int) -> int:
         if crop_h >= f * out_h and crop_w >= f * out_w:
             return f
     return 1
+
+
+def _open(op: str, raw: Any) -> Image.Image:
+    try:
+        return Image.open(io.BytesIO(raw))
+    except d.DECODE_ERRORS as exc:
+        raise d.decode_error(op, len(raw), exc) from exc
 
 
 def decode_resized_crop(
@@ -57,23 +65,28 @@ def decode_resized_crop(
     # clips at 0/255, so another order can differ by more.
     order = "fast" if filt in _NON_NEGATIVE else "pillow"
     raw = d.encoded_bytes(op, data)
-    try:
-        im = Image.open(io.BytesIO(raw))
-        w, h = im.size
-    except d.DECODE_ERRORS as exc:
-        raise d.decode_error(op, len(raw), exc) from exc
+    header = jpeg_header(raw)  # a plain JPEG: decoded without Image.open (`_jpeg`)
+    im = None if header is not None else _open(op, raw)
+    h, w = header[:2] if header is not None else im.size[::-1]
     i, j, ch, cw = d.resized_crop_params(rng, h, w, scale, ratio, max_attempts)
     out_h, out_w = size
-    factor = 1
-    if draft and filt != "nearest" and im.format == "JPEG":
-        factor = draft_factor(ch, cw, out_h, out_w)
-        if factor > 1:
-            got = im.draft(im.mode, (max(w // factor, 1), max(h // factor, 1)))
-            factor = round(w / got[1][2]) if got is not None else 1
+    jpeg = header is not None or im.format == "JPEG"
+    factor = draft_factor(ch, cw, out_h, out_w) if draft and filt != "nearest" and jpeg else 1
+    rgb = None
     try:
-        with im:
-            im.load()
-            rgb = im if im.mode == "RGB" else im.convert("RGB")
+        if header is not None:
+            rgb = decode_jpeg(raw, header, factor)
+            if rgb is None:
+                im = _open(op, raw)
+        if rgb is None:
+            if factor > 1:
+                got = im.draft(im.mode, (max(w // factor, 1), max(h // factor, 1)))
+                factor = round(w / got[1][2]) if got is not None else 1
+            with im:
+                im.load()
+                rgb = im
+        if rgb.mode != "RGB":
+            rgb = rgb.convert("RGB")
     except d.DECODE_ERRORS as exc:
         raise d.decode_error(op, len(raw), exc) from exc
     px = pixels(rgb)  # a view of the decoder's buffer (RGBX), no copy

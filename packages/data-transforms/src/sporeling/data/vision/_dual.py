@@ -16,6 +16,7 @@ import numpy as np
 from PIL import Image, ImageEnhance, ImageOps, UnidentifiedImageError
 
 from sporeling.data.transforms._base import Transform
+from sporeling.data.vision._jpeg import decode_jpeg, jpeg_header
 from sporeling.data.vision._pil_pixels import pixels
 from sporeling.data.vision.kernels import color as kcolor
 from sporeling.data.vision.kernels import layout as klayout
@@ -179,9 +180,12 @@ def open_rgb(op: str, data: Any) -> Image.Image:
         return data.convert("RGB")
     raw = encoded_bytes(op, data)
     try:
-        with Image.open(io.BytesIO(raw)) as im:
-            im.load()
-            return im if im.mode == "RGB" else im.convert("RGB")
+        header = jpeg_header(raw)  # a plain JPEG: Pillow's decoder without Image.open
+        im = decode_jpeg(raw, header) if header is not None else None
+        if im is None:
+            with Image.open(io.BytesIO(raw)) as im:
+                im.load()
+        return im if im.mode == "RGB" else im.convert("RGB")
     except DECODE_ERRORS as exc:
         raise decode_error(op, len(raw), exc) from exc
 
