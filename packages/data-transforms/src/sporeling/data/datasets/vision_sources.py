@@ -45,7 +45,7 @@ def read_file(path: Any) -> np.ndarray:
     `read_bytes()` plus a copy out of the bytes object)."""
     with open(path, "rb", buffering=0) as f:
         out = np.empty(os.fstat(f.fileno()).st_size, np.uint8)
-        view, got = memoryview(out), 0
+        view, got = out.data, 0
         while got < out.size:  # a read may return less than asked
             n = f.readinto(view[got:])
             if not n:

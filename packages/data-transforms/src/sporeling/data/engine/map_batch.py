@@ -460,7 +460,7 @@ class BatchDataset(Dataset):
             while True:
                 bs = self._batch_size(b, epoch)
                 stacker = _Stacker(bs) if stack else None
-                chunk = []
+                chunk: list[Item] = []
                 for row, origin in itertools.islice(rows_iter, bs):
                     if stacker is not None:
                         stacker.add(len(chunk), row)

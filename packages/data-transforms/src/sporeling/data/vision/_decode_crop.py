@@ -46,6 +46,17 @@ def _open(op: str, raw: Any) -> Image.Image:
         raise d.decode_error(op, len(raw), exc) from exc
 
 
+def _load(im: Image.Image, factor: int) -> tuple[Image.Image, int]:
+    """Load an opened image, JPEGs at 1/`factor` scale (draft mode); the factor used."""
+    if factor > 1:
+        w, h = im.size
+        got = im.draft(im.mode, (max(w // factor, 1), max(h // factor, 1)))
+        factor = round(w / got[1][2]) if got is not None else 1
+    with im:
+        im.load()
+    return im, factor
+
+
 def decode_resized_crop(
     op: str,
     data: Any,
@@ -66,25 +77,19 @@ def decode_resized_crop(
     order = "fast" if filt in _NON_NEGATIVE else "pillow"
     raw = d.encoded_bytes(op, data)
     header = jpeg_header(raw)  # a plain JPEG: decoded without Image.open (`_jpeg`)
-    im = None if header is not None else _open(op, raw)
-    h, w = header[:2] if header is not None else im.size[::-1]
+    opened = None if header is not None else _open(op, raw)
+    if opened is not None:
+        w, h = opened.size
+    else:
+        h, w = header[0], header[1]  # type: ignore[index]
     i, j, ch, cw = d.resized_crop_params(rng, h, w, scale, ratio, max_attempts)
     out_h, out_w = size
-    jpeg = header is not None or im.format == "JPEG"
+    jpeg = opened is None or opened.format == "JPEG"
     factor = draft_factor(ch, cw, out_h, out_w) if draft and filt != "nearest" and jpeg else 1
-    rgb = None
     try:
-        if header is not None:
-            rgb = decode_jpeg(raw, header, factor)
-            if rgb is None:
-                im = _open(op, raw)
+        rgb = decode_jpeg(raw, header, factor) if header is not None else None
         if rgb is None:
-            if factor > 1:
-                got = im.draft(im.mode, (max(w // factor, 1), max(h // factor, 1)))
-                factor = round(w / got[1][2]) if got is not None else 1
-            with im:
-                im.load()
-                rgb = im
+            rgb, factor = _load(opened if opened is not None else _open(op, raw), factor)
         if rgb.mode != "RGB":
             rgb = rgb.convert("RGB")
     except d.DECODE_ERRORS as exc:

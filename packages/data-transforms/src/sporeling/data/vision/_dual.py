@@ -158,7 +158,7 @@ def encoded_bytes(op: str, data: Any) -> bytes | bytearray | memoryview:
                 f"{op}: expected encoded image bytes (a 1-D uint8 array or bytes), got an "
                 f"array of shape {data.shape} and dtype {data.dtype}."
             )
-        return memoryview(np.ascontiguousarray(data)).cast("B")
+        return np.ascontiguousarray(data).data.cast("B")
     if not isinstance(data, bytes | bytearray | memoryview):
         raise TypeError(f"{op}: expected encoded image bytes, got {type(data).__name__}.")
     return data

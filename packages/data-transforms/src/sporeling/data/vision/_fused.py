@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from sporeling.data.transforms._base import _Resolved
+from sporeling.data.transforms._base import Transform, _Resolved
 from sporeling.data.vision import _conly as c
 from sporeling.data.vision import _dual as d
 from sporeling.data.vision._decode_crop import decode_resized_crop
@@ -113,7 +113,7 @@ class FusedNormalizeCHW:
         return "<fused: " + " + ".join(repr(p) for p in parts if p is not None) + ">"
 
 
-def _is(r: Any, cls: type, impl: str = "C") -> bool:
+def _is(r: Any, cls: type[Transform], impl: str = "C") -> bool:
     """`r` runs an op of class `cls` (or a legacy alias) on the NumPy path, unmodified."""
     if not isinstance(r, _Resolved) or r.implementation != impl or not isinstance(r.op, cls):
         return False
@@ -122,13 +122,13 @@ def _is(r: Any, cls: type, impl: str = "C") -> bool:
 
 def fuse_operations(chain: Sequence[Callable[..., Any]]) -> list[Callable[..., Any]]:
     """The resolved chain with fusable runs replaced (see the module docstring)."""
-    ops = list(chain)
+    ops: list[Any] = list(chain)
     out: list[Callable[..., Any]] = []
     k = 0
     while k < len(ops):
         a = ops[k]
-        nxt = ops[k + 1] if k + 1 < len(ops) else None
-        third = ops[k + 2] if k + 2 < len(ops) else None
+        nxt: Any = ops[k + 1] if k + 1 < len(ops) else None
+        third: Any = ops[k + 2] if k + 2 < len(ops) else None
         if _is(a, d.Decode) and not a.op.to_pil and _is(nxt, d.RandomResizedCrop):
             out.append(FusedDecodeResizedCrop(a, nxt))
             k += 2

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from PIL import Image, ImageFile
+from PIL import _imaging as pil_core
 
 __all__ = ["decode_jpeg", "jpeg_header"]
 
@@ -69,7 +70,7 @@ def decode_jpeg(data: Any, header: tuple[int, int, int], scale: int = 1) -> Imag
     size = ((w + scale - 1) // scale, (h + scale - 1) // scale)
     try:
         decoder = Image._getdecoder(mode, "jpeg", (mode, ""), (scale, 0))
-        core = Image.core.new(mode, size)
+        core = pil_core.new(mode, size)
     except (AttributeError, TypeError, OSError):  # another Pillow: use Image.open
         return None
     decoder.setimage(core, (0, 0, *size))
