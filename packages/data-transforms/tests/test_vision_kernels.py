@@ -95,10 +95,12 @@ def test_box_is_within_one_level_of_pillow_box_for_bilinear():
 def test_channels_keeps_the_first_channels_of_an_rgbx_buffer():
     rgb = _photo(50, 60)
     rgbx = np.concatenate([rgb, np.full((50, 60, 1), 255, np.uint8)], axis=2)
-    for oh, ow in [(30, 40), (70, 20), (50, 30), (25, 60), (50, 60)]:
-        got = resize_array(rgbx, oh, ow, "bilinear", region=(0, 0, 50, 60), channels=3)
-        assert got.shape == (oh, ow, 3) and got.flags.c_contiguous
-        np.testing.assert_array_equal(got, resize_array(rgb, oh, ow, "bilinear"))
+    for oh, ow in [(30, 40), (70, 20), (50, 30), (25, 60), (50, 60), (90, 130)]:
+        for order in ("pillow", "fast"):  # RGBX sources take one-word-per-pixel kernels
+            got = resize_array(rgbx, oh, ow, "bilinear", (2, 3, 45, 55), channels=3, order=order)
+            assert got.shape == (oh, ow, 3) and got.flags.c_contiguous
+            ref = resize_array(np.ascontiguousarray(rgb[2:47, 3:58]), oh, ow, order=order)
+            np.testing.assert_array_equal(got, ref)
 
 
 @pytest.mark.parametrize("name", ["bilinear", "box", "hamming"])
