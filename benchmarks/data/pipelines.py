@@ -7,7 +7,12 @@ times one pipeline in this process and prints one JSON line (what `run.py` colle
 fresh process per measurement so no library's threads or caches affect another's).
 
 - `sporeling`: ImageFolderDataset -> map([Decode, RandomResizedCrop, RandomHorizontalFlip,
-  Normalize, HWC2CHW], num_parallel_workers=W) -> batch(32); thread workers.
+  Normalize, HWC2CHW], num_parallel_workers=W) -> batch(32); thread workers. The map's
+  fusion pass (on by default, like MindSpore's) runs it as two ops: Decode +
+  RandomResizedCrop (crop box from the JPEG header, draft-mode decode for large crops, the
+  crop resized from Pillow's buffer) and RandomHorizontalFlip + Normalize + HWC2CHW (one
+  Numba pass).
+- `sporeling-unfused`: the same with `config.set_map_fusion(False)`: the five ops one by one.
 - `sporeling-batch`: ImageFolderDataset -> map([Decode], W) -> batch(32,
   per_batch_map=BatchRandomResizedCrop(224) + BatchRandomHorizontalFlip + one
   normalize-and-transpose pass): the batch ops draw a crop and a flip per sample.
@@ -42,16 +47,25 @@ MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 MEAN255 = [m * 255 for m in MEAN]
 STD255 = [s * 255 for s in STD]
-NAMES = ["sporeling", "sporeling-batch", "torchvision", "torchvision-pil", "pil", "mindspore"]
+NAMES = [
+    "sporeling",
+    "sporeling-unfused",
+    "sporeling-batch",
+    "torchvision",
+    "torchvision-pil",
+    "pil",
+    "mindspore",
+]
 
 
 # ----------------------------------------------------------------------------- sporeling
 
 
-def sporeling(folder: Path, workers: int) -> Any:
+def sporeling(folder: Path, workers: int, fusion: bool = True) -> Any:
     import sporeling.data as ds
     from sporeling.data import vision
 
+    ds.config.set_map_fusion(fusion)
     data = ds.ImageFolderDataset(str(folder), shuffle=False)
     data = data.map(
         [
@@ -66,6 +80,10 @@ def sporeling(folder: Path, workers: int) -> Any:
     )
     data = data.batch(BATCH, drop_remainder=True)
     return data.create_tuple_iterator(output_numpy=True, num_epochs=1)
+
+
+def sporeling_unfused(folder: Path, workers: int) -> Any:
+    return sporeling(folder, workers, fusion=False)
 
 
 def _normalize_chw_kernel():
@@ -250,6 +268,7 @@ def mindspore(folder: Path, workers: int) -> Any:
 
 BUILDERS = {
     "sporeling": sporeling,
+    "sporeling-unfused": sporeling_unfused,
     "sporeling-batch": sporeling_batch,
     "torchvision": torchvision,
     "torchvision-pil": torchvision_pil,
