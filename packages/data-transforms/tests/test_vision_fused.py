@@ -257,15 +257,20 @@ def test_random_crop_decode_resize_tolerance_and_errors():
         vision.RandomCropDecodeResize(8)(np.frombuffer(b"not an image", np.uint8))
 
 
-def test_decode_crop_gray_and_png_inputs_match_the_pair():
+@pytest.mark.parametrize("interpolation", [Inter.NEAREST, Inter.BICUBIC, Inter.ANTIALIAS])
+def test_decode_crop_without_draft_is_identical_for_these_filters(interpolation):
+    # A gray JPEG (40 px outputs: draft scaling would need 80 px crops of a 60x70 image)
+    # and a PNG (never draft-scaled).
     gray = photo(60, 70)[..., 0]
-    for data in (encode(gray), encode(photo(60, 70), "PNG")):
-        with use_rng(np.random.default_rng(3)):
-            a = vision.RandomCropDecodeResize(20, interpolation=Inter.NEAREST)(data)
-        with use_rng(np.random.default_rng(3)):
-            b = vision.RandomResizedCrop(20, interpolation=Inter.NEAREST)(vision.Decode()(data))
-        assert a.shape == (20, 20, 3)
-        np.testing.assert_array_equal(a, b)
+    for data, size in ((encode(gray), 40), (encode(photo(60, 70), "PNG"), 20)):
+        for seed in range(3):
+            with use_rng(np.random.default_rng(seed)):
+                a = vision.RandomCropDecodeResize(size, interpolation=interpolation)(data)
+            with use_rng(np.random.default_rng(seed)):
+                crop = vision.RandomResizedCrop(size, interpolation=interpolation)
+                b = crop(vision.Decode()(data))
+            assert a.shape == (size, size, 3)
+            np.testing.assert_array_equal(a, b)
 
 
 def test_draft_factor():

@@ -218,11 +218,13 @@ def test_normalize_kernels_reject_bad_inputs():
         layout.normalize_hwc(np.zeros((2, 4, 4, 3), np.uint8), mean, std)
 
 
-def test_drop_channels_packs_rgbx_to_rgb():
-    rgbx = np.random.default_rng(10).integers(0, 256, (7, 9, 4), dtype=np.uint8)
-    out = layout.drop_channels(rgbx, 3)
-    np.testing.assert_array_equal(out, rgbx[..., :3])
-    assert out.flags.c_contiguous and out.flags.writeable
+@pytest.mark.parametrize("shape", [(7, 9, 4), (1, 1, 4), (1, 5, 4), (33, 1, 4)])
+def test_drop_channels_packs_rgbx_to_rgb(shape):
+    rgbx = np.random.default_rng(10).integers(0, 256, shape, dtype=np.uint8)
+    for x in (rgbx, rgbx[:, ::-1]):  # the word kernel, and the pixel loop for a view
+        out = layout.drop_channels(x, 3)
+        np.testing.assert_array_equal(out, x[..., :3])
+        assert out.flags.c_contiguous and out.flags.writeable
     same = layout.drop_channels(rgbx[..., :3], 3)
     np.testing.assert_array_equal(same, rgbx[..., :3])
     assert same.flags.c_contiguous

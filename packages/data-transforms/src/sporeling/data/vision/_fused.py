@@ -5,18 +5,21 @@ MindSpore's tree optimizer turns `Decode` followed by `RandomResizedCrop` in one
 where both ops resolved to the NumPy path, and only for the library's own classes, not
 subclasses that override them), and fuses one more run:
 
-* Decode + RandomResizedCrop -> `FusedDecodeResizedCrop` (`decode_resized_crop`): the
-  crop box is drawn from the image size in the file's header, with the RandomResizedCrop
-  op's generator and the same call the op makes, so each row gets the crop the unfused
-  pair would give it (seeds keep their meaning). A JPEG whose crop is at least twice the
-  output size in both directions is decoded in Pillow's draft mode (DCT-domain scaling
-  by 1/2, 1/4 or 1/8, the largest that keeps the crop at least as large as the output),
-  and the crop is resized straight out of Pillow's pixel buffer (no full-image copy).
-  Tolerance against Decode then RandomResizedCrop (tests/test_vision_fused.py): identical
-  when no draft scaling applies (not a JPEG, a crop under twice the output, NEAREST);
-  with draft scaling, a mean absolute difference under 2 levels (uint8) and under 1 % of
-  values off by more than 16 levels (on photos; the DCT-domain downscale is a slightly
-  different low-pass filter than the resize's antialiasing).
+* Decode + RandomResizedCrop -> `FusedDecodeResizedCrop` (`_decode_crop`): the crop box
+  is drawn from the image size in the file's header, with the RandomResizedCrop op's
+  generator and the same call the op makes, so each row gets the crop the unfused pair
+  would give it (seeds keep their meaning). A plain JPEG is decoded without `Image.open`
+  (`_jpeg`); one whose crop is at least twice the output size in both directions is
+  decoded in Pillow's draft mode (DCT-domain scaling by 1/2, 1/4 or 1/8, the largest that
+  keeps the crop at least as large as the output); the crop is resized straight out of
+  Pillow's pixel buffer (no full-image copy), bilinear/box/hamming with the shrinking
+  pass first. Tolerance against Decode then RandomResizedCrop, in uint8 levels
+  (tests/test_vision_fused.py): without draft scaling, NEAREST, bicubic and Lanczos are
+  identical and bilinear/box/hamming within 1 level (each pass order rounds its
+  intermediate once, by at most half a level); with draft scaling, per image a mean
+  absolute difference under 5 levels (about 1.5 on average on photos) and under 4 % of
+  values more than 16 levels off (the DCT-domain downscale is a different low-pass
+  filter than the resize's antialiasing).
 * [RandomHorizontalFlip +] Normalize + HWC2CHW -> `FusedNormalizeCHW`: one Numba pass
   from the uint8 (or float) HWC image to the float32 CHW output (`kernels.layout`),
   bitwise equal to the unfused ops, the flip drawn from the flip op's generator.

@@ -40,15 +40,38 @@ def _drop_channels_kernel(src, out):  # pragma: no cover - compiled
                     o[x, ch] = s[x, ch]
 
 
+@numba.njit(cache=True, nogil=True)
+def _rgbx_to_rgb_kernel(src32, out32, src, out):  # pragma: no cover - compiled
+    # One 32-bit word per pixel: out32[p] views bytes 3p..3p+3 of `out` (3-byte stride),
+    # so pixel p's X byte lands on pixel p+1's R byte, which the next store overwrites;
+    # the last pixel goes byte by byte (its word would end past the array).
+    for p in range(out32.size):
+        out32[p] = src32[p]
+    h, w, _ = out.shape
+    for ch in range(3):
+        out[h - 1, w - 1, ch] = src[h - 1, w - 1, ch]
+
+
 def drop_channels(img: np.ndarray, channels: int) -> np.ndarray:
     """A new C-contiguous HWC array of the first `channels` channels of `img` (RGBX -> RGB:
-    a pixel loop, ~6x faster than NumPy's copy of the strided view); HW arrays are copied."""
-    if img.ndim == 2:
+    one word per pixel, ~2x faster than a byte loop and ~10x faster than NumPy's copy of
+    the strided view); HW arrays are copied."""
+    if img.ndim == 2 or img.shape[2] == channels:
         return img.copy()
-    if img.shape[2] == channels:
-        return img.copy()
-    out = np.empty((img.shape[0], img.shape[1], channels), img.dtype)
-    _drop_channels_kernel(img, out)
+    h, w, c = img.shape
+    out = np.empty((h, w, channels), img.dtype)
+    if (
+        (c, channels) == (4, 3)
+        and img.dtype == np.uint8
+        and img.flags.c_contiguous
+        and sys.byteorder == "little"
+        and h * w > 0
+    ):
+        src32 = img.view(np.uint32).reshape(h * w)
+        out32 = np.ndarray((h * w - 1,), np.uint32, out, 0, (3,))
+        _rgbx_to_rgb_kernel(src32, out32, img, out)
+    else:
+        _drop_channels_kernel(img, out)
     return out
 
 
