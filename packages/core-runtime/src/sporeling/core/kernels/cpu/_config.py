@@ -9,5 +9,12 @@ Use them with ``numba.njit`` (or ``numba.jit``, which compiles in nopython mode 
 from typing import Any
 
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
-JIT_SERIAL: dict[str, Any] = {"cache": True, "fastmath": FASTMATH}
-JIT_PARALLEL: dict[str, Any] = {"cache": False, "parallel": True, "fastmath": FASTMATH}
+#: ``error_model="numpy"``: a float division by zero gives inf/nan as in NumPy instead of a
+#: Python ZeroDivisionError check, whose branch stops loops from vectorising.
+JIT_SERIAL: dict[str, Any] = {"cache": True, "fastmath": FASTMATH, "error_model": "numpy"}
+JIT_PARALLEL: dict[str, Any] = {
+    "cache": False,
+    "parallel": True,
+    "fastmath": FASTMATH,
+    "error_model": "numpy",
+}

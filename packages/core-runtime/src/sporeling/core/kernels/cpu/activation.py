@@ -1,4 +1,5 @@
-"""Numba kernels for the standard normal CDF (exact GELU), which NumPy lacks.
+"""Numba kernels for the standard normal CDF (exact GELU), which NumPy lacks, and a float32
+sigmoid (one vectorised pass instead of NumPy's five).
 
 ``ndtr(x) = erfc(-x / sqrt(2)) / 2`` keeps full relative accuracy in the lower tail,
 where ``(1 + erf(x / sqrt(2))) / 2`` would cancel to zero. float32 input uses the
@@ -14,9 +15,9 @@ import numba
 import numpy as np
 
 from ._config import JIT_SERIAL
-from .vecmath import vndtr
+from .vecmath import vexp, vndtr
 
-__all__ = ["ndtr"]
+__all__ = ["ndtr", "sigmoid32"]
 
 
 @numba.jit(**JIT_SERIAL)
@@ -38,4 +39,22 @@ def ndtr(x: np.ndarray) -> np.ndarray:
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty_like(flat)
     (_ndtr32_kernel if flat.dtype == np.float32 else _ndtr_kernel)(flat, out)
+    return out.reshape(x.shape)
+
+
+@numba.jit(**JIT_SERIAL)
+def _sigmoid32_kernel(x, out):  # pragma: no cover - compiled
+    one = np.float32(1.0)
+    for i in range(x.shape[0]):
+        v = x[i]
+        e = vexp(-abs(v))  # never overflows
+        r = one / (one + e)
+        out[i] = r * (one if v >= 0 else e)
+
+
+def sigmoid32(x: np.ndarray) -> np.ndarray:
+    """``1 / (1 + exp(-x))`` of a float32 array, in the overflow-free two-sided form."""
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty_like(flat)
+    _sigmoid32_kernel(flat, out)
     return out.reshape(x.shape)

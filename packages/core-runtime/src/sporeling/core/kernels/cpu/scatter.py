@@ -37,7 +37,7 @@ _KERNEL_DTYPES = (
 )
 
 # Division by zero must give inf/nan as in NumPy, not raise ZeroDivisionError.
-_JIT = {**JIT_SERIAL, "error_model": "numpy"}
+_JIT = JIT_SERIAL
 
 
 def supports(dtype: Any, op: str = "update") -> bool:
