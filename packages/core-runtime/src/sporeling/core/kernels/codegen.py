@@ -21,7 +21,6 @@ import os
 import sys
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -239,7 +238,7 @@ def run_elementwise(
     return out.reshape(shape)
 
 
-# ---- fused kernels: several expressions, broadcast inputs, row reductions -----------------
+# ---- fused kernels: several expressions, broadcast inputs, column sums ------------------
 
 
 class _Rename(ast.NodeTransformer):
@@ -268,18 +267,16 @@ class FusedProgram:
     Inputs are named ``v0, v1 ...``; ``inputs[k]`` says which loop dimensions input ``k``
     spans (the others are broadcast). ``temps[j] = (dtype, expr)`` defines ``t<j>``, rounded
     to ``dtype`` like the unfused op's result. ``outputs`` are temps stored at full shape;
-    ``reductions`` are ``(op, temp, out dtype)`` with op ``"sum"`` or ``"max"`` over the last
-    loop dimension (accumulated in float64 for sums). ``columns`` are temps summed over every
-    loop dimension but the last (a bias gradient's ``reduce_sum(g, 0)``), into float64
-    accumulators ``c<k>`` of the last dimension's length: per thread on the CPU, by atomic
-    adds on the GPU.
+    ``columns`` are temps summed over every loop dimension but the last (a bias gradient's
+    ``reduce_sum(g, 0)``), into float64 accumulators ``c<k>`` of the last dimension's
+    length: per thread on the CPU, by atomic adds on the GPU. Reductions along the last
+    axis, and anything using them, are row kernels (:mod:`.codegen_rows`).
     """
 
     n_dims: int
     inputs: tuple[tuple[bool, ...], ...]
     temps: tuple[tuple[str, str], ...]
     outputs: tuple[int, ...]
-    reductions: tuple[tuple[str, int, str], ...] = ()
     columns: tuple[int, ...] = ()
 
 
@@ -290,34 +287,22 @@ def _index(spans: tuple[bool, ...], idx: list[str]) -> str:
 
 def fused_source(prog: FusedProgram, target: str, name: str = "kernel") -> str:
     """Python source of the loop kernel for ``prog`` on ``"cpu"`` (``kernel(lo, hi, n0...,
-    inputs..., outputs..., reductions...)``, ``lo:hi`` a range of the first loop dimension)
-    or ``"cuda"`` (``kernel(total, n0..., ...)``, one thread per element or per row)."""
+    inputs..., outputs..., columns...)``, ``lo:hi`` a range of the first loop dimension)
+    or ``"cuda"`` (``kernel(total, n0..., ...)``, one thread per element)."""
     nd = max(prog.n_dims, 1)
     idx = [f"i{d}" for d in range(nd)]
     dims = [f"n{d}" for d in range(nd)]
     ins = [f"a{k}" for k in range(len(prog.inputs))]
     outs = [f"o{k}" for k in range(len(prog.outputs))]
-    reds = [f"r{k}" for k in range(len(prog.reductions))]
     spans = [s if prog.n_dims else (True,) for s in prog.inputs]
     body = [f"v{k} = a{k}[{_index(s, idx)}]" for k, s in enumerate(spans)]
     for j, (dt, expr) in enumerate(prog.temps):
         body.append(f"t{j} = _as_{dt}({scalar_code(expr, dt, target)})")
     body += [f"o{k}[{', '.join(idx)}] = t{j}" for k, j in enumerate(prog.outputs)]
-    for k, (op, j, _dt) in enumerate(prog.reductions):
-        if op == "sum":
-            body.append(f"acc{k} += t{j}")
-        else:  # NaN propagates like numpy.max: once acc is NaN, nothing replaces it
-            body.append(f"if t{j} > acc{k} or t{j} != t{j}:\n    acc{k} = t{j}")
-    row = ", ".join(idx[:-1]) or "0"
-    init = [
-        f"acc{k} = {'0.0' if op == 'sum' else '-math.inf'}"
-        for k, (op, _, _) in enumerate(prog.reductions)
-    ]
-    store = [f"r{k}[{row}] = acc{k}" for k in range(len(prog.reductions))]
     cols = [f"c{k}" for k in range(len(prog.columns))]
     add = "cuda.atomic.add(c{k}, {i}, t{j})" if target == "cuda" else "c{k}[{i}] += t{j}"
     body += [add.format(k=k, i=idx[-1], j=j) for k, j in enumerate(prog.columns)]
-    args = ", ".join([*dims, *ins, *outs, *reds, *cols])
+    args = ", ".join([*dims, *ins, *outs, *cols])
     lines: list[str] = []
 
     def emit(depth: int, text: str) -> None:
@@ -326,14 +311,9 @@ def fused_source(prog: FusedProgram, target: str, name: str = "kernel") -> str:
     if target == "cpu":
         lines.append(f"def {name}(lo, hi, {args}):")
         for d in range(nd):
-            if d == nd - 1 and prog.reductions:
-                for ln in init:
-                    emit(d + 1, ln)
             emit(d + 1, f"for {idx[d]} in range({'lo, hi' if d == 0 else dims[d]}):")
         for ln in body:
             emit(nd + 1, ln)
-        for ln in store:
-            emit(nd, ln)
         return "\n".join(lines) + "\n"
     if target != "cuda":
         raise ValueError(
@@ -342,23 +322,12 @@ def fused_source(prog: FusedProgram, target: str, name: str = "kernel") -> str:
     lines.append(f"def {name}(total, {args}):")
     emit(1, "g = cuda.grid(1)")
     emit(1, "if g < total:")
-    flat = idx[:-1] if prog.reductions else idx
-    for d in range(len(flat) - 1, 0, -1):
-        emit(2, f"{flat[d]} = g % {dims[d]}")
+    for d in range(nd - 1, 0, -1):
+        emit(2, f"{idx[d]} = g % {dims[d]}")
         emit(2, f"g = g // {dims[d]}")
-    if flat:
-        emit(2, f"{flat[0]} = g")
-    if prog.reductions:
-        for ln in init:
-            emit(2, ln)
-        emit(2, f"for {idx[-1]} in range({dims[-1]}):")
-        for ln in body:
-            emit(3, ln)
-        for ln in store:
-            emit(2, ln)
-    else:
-        for ln in body:
-            emit(2, ln)
+    emit(2, f"{idx[0]} = g")
+    for ln in body:
+        emit(2, ln)
     return "\n".join(lines) + "\n"
 
 
@@ -439,75 +408,52 @@ def compile_fused(prog: FusedProgram, target: str = "cpu") -> Kernel:
     return fn
 
 
-_POOL: ThreadPoolExecutor | None = None
-#: below this many elements a fused kernel runs on the calling thread only
-PARALLEL_MIN = 1 << 16
-
-
-def _threads() -> int:
-    try:
-        import numba
-
-        return max(1, int(numba.get_num_threads()))
-    except Exception:  # pragma: no cover - numba always importable here
-        return os.cpu_count() or 1
-
-
 def run_fused(
     prog: FusedProgram,
     loop: tuple[int, ...],
     inputs: list[Any],
     outputs: list[Any],
-    reductions: list[Any],
     target: str = "cpu",
     xp: Any = np,
     threads: int | None = None,
     columns: list[Any] | None = None,
 ) -> None:
     """Run ``prog`` over loop sizes ``loop`` on arrays already shaped for it (inputs: their
-    spanned loop dimensions; outputs: ``loop``; reductions: ``loop[:-1]`` or ``(1,)``;
-    columns: float64 arrays of ``loop[-1]`` elements, overwritten with the column sums)."""
-    global _POOL
+    spanned loop dimensions; outputs: ``loop``; columns: float64 arrays of ``loop[-1]``
+    elements, overwritten with the column sums). On the CPU, rows of the first loop
+    dimension are split over threads (:mod:`.cpu._rows`) once the loop is large enough."""
+    from .cpu._rows import n_blocks, run_blocks
+
     kernel = compile_fused(prog, target)
     dims = loop or (1,)
     columns = list(columns or ())
     if target == "cpu":
         rows = dims[0]
-        total = int(np.prod(dims, dtype=np.int64))
-        n = min(threads or _threads(), rows)
-        if total < PARALLEL_MIN or (prog.reductions and len(dims) == 1):
-            n = 1
+        blocks = n_blocks(rows, int(np.prod(dims, dtype=np.int64)))
+        if threads is not None:
+            blocks = min(blocks, threads)
         # each thread sums its rows into its own accumulators; they are added up at the end
-        parts = [np.zeros((n, dims[-1])) for _ in columns]
+        parts = [np.zeros((blocks, dims[-1])) for _ in columns]
 
-        def call(k: int, lo: int, hi: int) -> None:
-            kernel(lo, hi, *dims, *inputs, *outputs, *reductions, *[p[k] for p in parts])
+        def block(k: int, lo: int, hi: int) -> None:
+            kernel(lo, hi, *dims, *inputs, *outputs, *[p[k] for p in parts])
 
-        if n <= 1:
-            call(0, 0, rows)
-        else:
-            if _POOL is None:
-                _POOL = ThreadPoolExecutor(max_workers=_threads(), thread_name_prefix="sporeling")
-            bounds = [rows * k // n for k in range(n + 1)]
-            futures = [_POOL.submit(call, k, bounds[k], bounds[k + 1]) for k in range(1, n)]
-            call(0, bounds[0], bounds[1])
-            for f in futures:
-                f.result()
+        run_blocks(block, rows, blocks)
         for c, p in zip(columns, parts, strict=True):
             np.sum(p, axis=0, out=c)
         return
-    threads = 128
-    total = int(np.prod(dims[:-1] if prog.reductions else dims, dtype=np.int64))
-    blocks = max(1, (total + threads - 1) // threads)
+    n_threads = 128
+    total = int(np.prod(dims, dtype=np.int64))
+    grid = max(1, (total + n_threads - 1) // n_threads)
     for c in columns:
         c[...] = 0
     if xp is np:  # host arrays (CUDA simulator, tests): copy through the device
         from numba import cuda
 
         d_in = [cuda.to_device(a) for a in inputs]
-        d_out = [cuda.to_device(a) for a in [*outputs, *reductions, *columns]]
-        kernel[blocks, threads](total, *dims, *d_in, *d_out)
-        for host, dev in zip([*outputs, *reductions, *columns], d_out, strict=True):
+        d_out = [cuda.to_device(a) for a in [*outputs, *columns]]
+        kernel[grid, n_threads](total, *dims, *d_in, *d_out)
+        for host, dev in zip([*outputs, *columns], d_out, strict=True):
             host[...] = dev.copy_to_host()
     else:
-        kernel[blocks, threads](total, *dims, *inputs, *outputs, *reductions, *columns)
+        kernel[grid, n_threads](total, *dims, *inputs, *outputs, *columns)

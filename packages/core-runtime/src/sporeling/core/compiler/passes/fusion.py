@@ -3,20 +3,23 @@
 Walking the equations in order, an elementwise equation joins the open group that produced
 one of its inputs when its output has the group's shape (inputs may be smaller: they are
 read with broadcast indexing, not materialised). A ``reduce_sum``/``reduce_max`` over the
-last axis of a group value joins as an epilogue (softmax's max and sum, layer norm's
-moments), after which only further such reductions may join. A ``reduce_sum`` over every
-axis but the last (bias and scale gradients) or over every axis (a loss) joins as a
-*column* epilogue, after which elementwise members may still join. A group closes when
-anything outside it reads one of its values (a reduction's result included), and every
-group closes at an effect or a random draw, so a fused kernel — placed where its last member
-was — never moves work across them.
+last axis of a group value (or of any value: it then starts a group) joins as a *row*
+reduction; elementwise ops may then use its result — per row, in its ``(..., 1)`` form — in
+a later pass over the row, and ops on row values alone compute one value per row. Such a
+group becomes a multi-pass row kernel (:mod:`..kernels.codegen_rows`: softmax, layer norm,
+their gradients and whatever surrounds them). A ``reduce_sum`` over every axis but the last
+(bias and scale gradients) or over every axis (a loss) joins as a *column* epilogue. A group
+closes when anything outside it reads one of its values (a reduction's result included),
+and every group closes at an effect or a random draw, so a fused kernel — placed where its
+last member was — never moves work across them.
 
-Each group with two or more members, or with a reduction, becomes one equation of a
-generated :class:`FusedPrimitive` (kind ``"fused"``): the members' scalar expressions, with
-parameters substituted, are composed into a :class:`~..kernels.codegen.FusedProgram` and
-compiled by Numba (CPU, cached on disk) or Numba CUDA (GPU). Values used only inside the
-group are never written to memory. ``set_context(enable_graph_kernel=False)`` turns the
-pass off.
+Each group with two or more elementwise members, or one and a reduction, becomes one
+equation of a generated :class:`FusedPrimitive` (kind ``"fused"``): the members' scalar
+expressions, with parameters substituted, are composed into a
+:class:`~..kernels.codegen.FusedProgram` (one pass) or a
+:class:`~..kernels.codegen_rows.RowProgram` and compiled by Numba (CPU, cached on disk) or
+Numba CUDA (GPU). Values used only inside the group are never written to memory.
+``set_context(enable_graph_kernel=False)`` turns the pass off.
 """
 
 from __future__ import annotations
@@ -369,7 +372,7 @@ def _build(
         )
     else:
         temps = tuple((st.dtype, st.expr) for st in steps)
-        prog = codegen.FusedProgram(len(sizes), spans, temps, tuple(out_steps), (), tuple(cols))
+        prog = codegen.FusedProgram(len(sizes), spans, temps, tuple(out_steps), tuple(cols))
     in_shapes = [tuple(n for n, f in zip(sizes, sp, strict=True) if f) or (1,) for sp in spans]
     col_all = [g.columns[id(m)] == "all" for m in members if id(m) in g.columns]
     prim = FusedPrimitive(prog, sizes, in_shapes, outs, rows, members, device)
@@ -504,9 +507,7 @@ class FusedPrimitive:
         if isinstance(self.program, RowProgram):
             run_rows(self.program, loop, ins, full, reds, cols, target, xp, threads)
         else:
-            codegen.run_fused(
-                self.program, loop, ins, full, reds, target, xp, threads, columns=cols
-            )
+            codegen.run_fused(self.program, loop, ins, full, target, xp, threads, columns=cols)
 
     def _interpret(self, xp: Any, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
         """The unfused reference: the members' own impls in order."""
