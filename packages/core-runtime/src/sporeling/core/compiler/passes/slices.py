@@ -27,10 +27,12 @@ def merge_slice_grads(graph: Graph) -> Graph:
     dropped: set[int] = set()
     replaced: dict[int, Eqn] = {}
     for e in graph.eqns:
-        out = e.outputs[0] if e.outputs else None
+        if len(e.outputs) != 1:
+            continue
+        out = e.outputs[0]
         if e.prim.name == "getitem_grad" and len(e.inputs) == 1:
             terms[out.id] = ([(e.inputs[0], e.params["template"])], e)
-        elif e.prim.name == "add" and len(e.inputs) == 2 and out is not None:
+        elif e.prim.name == "add" and len(e.inputs) == 2:
             a, b = e.inputs
             if (
                 a.id != b.id
