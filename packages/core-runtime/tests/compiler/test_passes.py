@@ -253,6 +253,24 @@ def test_fusion_keeps_effects_and_randoms_in_order():
     assert all(k != "fused" or i != eff for i, k in enumerate(kinds))
 
 
+def test_fusion_merged_groups_stay_merged_across_effects():
+    """Two groups merged by a reader (exp(x) and x*x*2, joined by their sum) are one kernel,
+    even when an effect later closes every open group (it once revived the merged one)."""
+    p = Parameter(Tensor(np.zeros(4, np.float32)), name="p")
+
+    def f(x):
+        s = ops.exp(x) * 3.0 + x * x * 2.0
+        assign_inplace(p, s)
+        return s
+
+    x = t(4)
+    jf = jit_cached(f, x)
+    close(jf(x), f(x))
+    fused = [e for e in graph_of(jf).eqns if e.prim.kind == "fused"]
+    assert len(fused) == 1
+    assert sorted(m.prim.name for m in fused[0].prim.members) == ["add", "exp", "mul", "mul", "mul"]
+
+
 def _cases():
     out = []
     for name, prim in sorted(REGISTRY.items()):

@@ -137,7 +137,8 @@ class _Fuser:
                         self.owner[v.id].state = "closed"
                 if e.prim.kind in ORDERED_KINDS:
                     for g in self.groups:
-                        g.state = "closed"
+                        if g.state == "open":  # a merged group must stay merged
+                            g.state = "closed"
         live = [g for g in self.groups if g.state != "merged"]
         for g in live:
             g.members.sort(key=lambda m: order[id(m)])
