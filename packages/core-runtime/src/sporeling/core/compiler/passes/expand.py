@@ -5,8 +5,10 @@ before an attention softmax, the bias and scale gradients after a layer-norm bac
 
 Each rule is an op-level composite traced on the equation's own input Vars; its constants
 (``1/n``, ``epsilon``) become graph constants and its results take over the equation's
-output Vars. Only float32/float64 equations over the last axis are expanded, and only while
-fusion is on (``enable_graph_kernel``): without fusion the hand-written kernels are faster.
+output Vars. Only float32/float64 equations over the last axis are expanded, only while
+fusion is on (``enable_graph_kernel``: without fusion the hand-written kernels are faster)
+and only on the CPU: a generated GPU row kernel runs one thread per row, which has not been
+measured against CuPy's kernels on a real GPU yet.
 """
 
 from __future__ import annotations
@@ -84,7 +86,8 @@ _RULES = {
 
 
 def expand_row_ops(graph: Graph) -> Graph:
-    if not get_context("enable_graph_kernel"):
+    on_gpu = graph.device is not None and graph.device.xp is not np
+    if not get_context("enable_graph_kernel") or on_gpu:
         return graph
     eqns: list[Eqn] = []
     n = 0
