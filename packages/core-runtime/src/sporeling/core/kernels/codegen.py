@@ -21,6 +21,7 @@ import os
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -338,8 +339,9 @@ CPU_PRELUDE = (
     "import math\nimport numpy as np\nfrom numba import njit\n"
     f"from sporeling.core.kernels.cpu import vecmath as _vm  # {vecmath.SOURCE_DIGEST}\n" + _CASTS
 )
-_FUSED: dict[tuple[FusedProgram, str], Kernel] = {}
-_FUSED_LOCK = threading.Lock()
+#: compiled generated kernels, by (program, target)
+_KERNELS: dict[Any, Kernel] = {}
+_KERNELS_LOCK = threading.Lock()
 
 
 def kernel_cache_dir() -> Path:
@@ -379,33 +381,95 @@ def _load_module(src: str) -> dict[str, Any]:
     return vars(module)
 
 
-def compile_fused(prog: FusedProgram, target: str = "cpu") -> Kernel:
-    """The compiled kernel of ``prog`` (memoized; CPU kernels also cached on disk)."""
-    key = (prog, target)
-    fn = _FUSED.get(key)
+def build_kernel(
+    key: Any,
+    source: Callable[[], str],
+    target: str,
+    cpu_helpers: str = "",
+    cuda_helpers: Callable[[dict[str, Any]], None] | None = None,
+) -> Kernel:
+    """The compiled ``kernel`` of generated source (memoized under ``key``; CPU kernels also
+    cached on disk). ``cpu_helpers`` is extra module source before the kernel on the CPU;
+    ``cuda_helpers`` adds device functions to the CUDA kernel's namespace."""
+    fn = _KERNELS.get(key)
     if fn is not None:
         return fn
-    with _FUSED_LOCK:
-        fn = _FUSED.get(key)
+    with _KERNELS_LOCK:
+        fn = _KERNELS.get(key)
         if fn is not None:
             return fn
-        src = fused_source(prog, target)
+        src = source()
         if os.environ.get("SPORELING_DUMP_KERNELS", "") not in ("", "0"):
-            print(f"# generated fused {target} kernel\n{src}")
+            print(f"# generated {target} kernel\n{src}")
         if target == "cpu":
-            # serial loop, released GIL: run_fused splits rows over threads itself, so the
+            # serial loop, released GIL: the launcher splits rows over threads itself, so the
             # kernel stays cacheable (parallel=True kernels are not, see STYLE.md)
-            header = CPU_PRELUDE + "\n\n@njit(cache=True, nogil=True, error_model='numpy')\n"
-            fn = _load_module(header + src)["kernel"]
+            jit = "\n\n@njit(cache=True, nogil=True, error_model='numpy')\n"
+            fn = _load_module(CPU_PRELUDE + cpu_helpers + jit + src)["kernel"]
         else:
             from numba import cuda
 
             namespace: dict[str, Any] = {"math": math, "np": np, "cuda": cuda}
             exec(_CASTS, namespace)  # noqa: S102 - our own source
-            exec(compile(src, "<sporeling fused kernel>", "exec"), namespace)  # noqa: S102
+            if cuda_helpers is not None:
+                cuda_helpers(namespace)
+            exec(compile(src, "<sporeling generated kernel>", "exec"), namespace)  # noqa: S102
             fn = cuda.jit(namespace["kernel"])
-        _FUSED[key] = fn
+        _KERNELS[key] = fn
     return fn
+
+
+def launch(
+    kernel: Kernel,
+    loop: tuple[int, ...],
+    rows: int,
+    inputs: list[Any],
+    outputs: list[Any],
+    columns: list[Any],
+    target: str,
+    xp: Any,
+    threads: int | None,
+    cuda_items: int,
+) -> None:
+    """Run a generated kernel: on the CPU ``kernel(lo, hi, *loop, *inputs, *outputs,
+    *column partials)`` over blocks of ``rows`` split across threads (:mod:`.cpu._rows`), each
+    summing columns into its own float64 partials, added into ``columns`` at the end; on the
+    GPU one thread per item (``cuda_items`` of them), columns by atomic adds."""
+    if target == "cpu":
+        from .cpu._rows import n_blocks, run_blocks
+
+        blocks = n_blocks(rows, int(np.prod(loop, dtype=np.int64)))
+        if threads is not None:
+            blocks = min(blocks, threads)
+        parts = [np.zeros((blocks, loop[-1])) for _ in columns]
+
+        def block(k: int, lo: int, hi: int) -> None:
+            kernel(lo, hi, *loop, *inputs, *outputs, *[p[k] for p in parts])
+
+        run_blocks(block, rows, blocks)
+        for c, p in zip(columns, parts, strict=True):
+            np.sum(p, axis=0, out=c)
+        return
+    for c in columns:
+        c[...] = 0
+    n_threads = 128
+    grid = max(1, (cuda_items + n_threads - 1) // n_threads)
+    arrays = [*outputs, *columns]
+    if xp is np:  # host arrays (CUDA simulator, tests): copy through the device
+        from numba import cuda
+
+        d_in = [cuda.to_device(a) for a in inputs]
+        d_out = [cuda.to_device(a) for a in arrays]
+        kernel[grid, n_threads](cuda_items, *loop, *d_in, *d_out)
+        for host, dev in zip(arrays, d_out, strict=True):
+            host[...] = dev.copy_to_host()
+    else:
+        kernel[grid, n_threads](cuda_items, *loop, *inputs, *arrays)
+
+
+def compile_fused(prog: FusedProgram, target: str = "cpu") -> Kernel:
+    """The compiled kernel of ``prog`` (memoized; CPU kernels also cached on disk)."""
+    return build_kernel((prog, target), lambda: fused_source(prog, target), target)
 
 
 def run_fused(
@@ -421,39 +485,9 @@ def run_fused(
     """Run ``prog`` over loop sizes ``loop`` on arrays already shaped for it (inputs: their
     spanned loop dimensions; outputs: ``loop``; columns: float64 arrays of ``loop[-1]``
     elements, overwritten with the column sums). On the CPU, rows of the first loop
-    dimension are split over threads (:mod:`.cpu._rows`) once the loop is large enough."""
-    from .cpu._rows import n_blocks, run_blocks
-
-    kernel = compile_fused(prog, target)
+    dimension are split over threads once the loop is large enough."""
     dims = loop or (1,)
-    columns = list(columns or ())
-    if target == "cpu":
-        rows = dims[0]
-        blocks = n_blocks(rows, int(np.prod(dims, dtype=np.int64)))
-        if threads is not None:
-            blocks = min(blocks, threads)
-        # each thread sums its rows into its own accumulators; they are added up at the end
-        parts = [np.zeros((blocks, dims[-1])) for _ in columns]
-
-        def block(k: int, lo: int, hi: int) -> None:
-            kernel(lo, hi, *dims, *inputs, *outputs, *[p[k] for p in parts])
-
-        run_blocks(block, rows, blocks)
-        for c, p in zip(columns, parts, strict=True):
-            np.sum(p, axis=0, out=c)
-        return
-    n_threads = 128
     total = int(np.prod(dims, dtype=np.int64))
-    grid = max(1, (total + n_threads - 1) // n_threads)
-    for c in columns:
-        c[...] = 0
-    if xp is np:  # host arrays (CUDA simulator, tests): copy through the device
-        from numba import cuda
-
-        d_in = [cuda.to_device(a) for a in inputs]
-        d_out = [cuda.to_device(a) for a in [*outputs, *columns]]
-        kernel[grid, n_threads](total, *dims, *d_in, *d_out)
-        for host, dev in zip([*outputs, *columns], d_out, strict=True):
-            host[...] = dev.copy_to_host()
-    else:
-        kernel[grid, n_threads](total, *dims, *inputs, *outputs, *columns)
+    kernel = compile_fused(prog, target)
+    cols = list(columns or ())
+    launch(kernel, dims, dims[0], inputs, outputs, cols, target, xp, threads, cuda_items=total)

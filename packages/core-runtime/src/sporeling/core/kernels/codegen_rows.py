@@ -15,9 +15,7 @@ gradients), per thread on the CPU and by atomic adds on the GPU.
 
 from __future__ import annotations
 
-import os
 import re
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -235,43 +233,19 @@ def _rmax(a, b):
     return a if a > b else b
 """
 
-_KERNELS: dict[tuple[RowProgram, str], Any] = {}
-_LOCK = threading.Lock()
+
+def _cuda_reducers(namespace: dict[str, Any]) -> None:
+    from numba import cuda
+
+    namespace["_radd"] = cuda.jit(device=True)(lambda a, b: a + b)
+    namespace["_rmax"] = cuda.jit(device=True)(lambda a, b: a if a > b else b)
 
 
 def compile_rows(prog: RowProgram, target: str = "cpu") -> Any:
     """The compiled kernel of ``prog`` (memoized; CPU kernels also cached on disk)."""
-    key = (prog, target)
-    fn = _KERNELS.get(key)
-    if fn is not None:
-        return fn
-    with _LOCK:
-        fn = _KERNELS.get(key)
-        if fn is not None:
-            return fn
-        src = row_source(prog, target)
-        if os.environ.get("SPORELING_DUMP_KERNELS", "") not in ("", "0"):
-            print(f"# generated row {target} kernel\n{src}")
-        if target == "cpu":
-            header = (
-                codegen.CPU_PRELUDE
-                + _REDUCE_HELPERS
-                + "\n\n@njit(cache=True, nogil=True, error_model='numpy')\n"
-            )
-            fn = codegen._load_module(header + src)["kernel"]
-        else:
-            import math
-
-            from numba import cuda
-
-            namespace: dict[str, Any] = {"math": math, "np": np, "cuda": cuda}
-            exec(codegen._CASTS, namespace)  # noqa: S102 - our own source
-            namespace["_radd"] = cuda.jit(device=True)(lambda a, b: a + b)
-            namespace["_rmax"] = cuda.jit(device=True)(lambda a, b: a if a > b else b)
-            exec(compile(src, "<sporeling row kernel>", "exec"), namespace)  # noqa: S102
-            fn = cuda.jit(namespace["kernel"])
-        _KERNELS[key] = fn
-    return fn
+    return codegen.build_kernel(
+        (prog, target), lambda: row_source(prog, target), target, _REDUCE_HELPERS, _cuda_reducers
+    )
 
 
 def run_rows(
@@ -287,38 +261,12 @@ def run_rows(
 ) -> None:
     """Run ``prog`` over loop sizes ``loop`` on arrays already shaped for it (inputs: their
     spanned loop dimensions; outputs: ``loop``; row outputs: ``loop[:-1]`` or ``(1,)``;
-    columns: float64 arrays of ``loop[-1]`` elements, overwritten with the column sums)."""
-    from .cpu._rows import n_blocks, run_blocks
-
+    columns: float64 arrays of ``loop[-1]`` elements, overwritten with the column sums).
+    A single row (a 1-d loop) ignores the kernel's ``lo, hi``."""
+    rows = int(np.prod(loop[:-1], dtype=np.int64)) if len(loop) > 1 else 1
+    launch_rows = loop[0] if len(loop) > 1 else 1  # the CPU splits the first loop dimension
     kernel = compile_rows(prog, target)
-    if target == "cpu":
-        rows = loop[0] if len(loop) > 1 else 1
-        total = int(np.prod(loop, dtype=np.int64))
-        blocks = 1 if len(loop) == 1 else n_blocks(rows, total)
-        if threads is not None:
-            blocks = min(blocks, threads)
-        parts = [np.zeros((blocks, loop[-1])) for _ in columns]
-
-        def block(k: int, lo: int, hi: int) -> None:  # a single row ignores lo, hi
-            kernel(lo, hi, *loop, *inputs, *outputs, *row_outputs, *[p[k] for p in parts])
-
-        run_blocks(block, rows, blocks)
-        for c, p in zip(columns, parts, strict=True):
-            np.sum(p, axis=0, out=c)
-        return
-    for c in columns:
-        c[...] = 0
-    n_threads = 128
-    total = int(np.prod(loop[:-1], dtype=np.int64)) if len(loop) > 1 else 1
-    grid = max(1, (total + n_threads - 1) // n_threads)
-    arrays = [*outputs, *row_outputs, *columns]
-    if xp is np:  # host arrays (CUDA simulator, tests): copy through the device
-        from numba import cuda
-
-        d_in = [cuda.to_device(a) for a in inputs]
-        d_out = [cuda.to_device(a) for a in arrays]
-        kernel[grid, n_threads](total, *loop, *d_in, *d_out)
-        for host, dev in zip(arrays, d_out, strict=True):
-            host[...] = dev.copy_to_host()
-    else:
-        kernel[grid, n_threads](total, *loop, *inputs, *arrays)
+    written = [*outputs, *row_outputs]
+    codegen.launch(
+        kernel, loop, launch_rows, inputs, written, columns, target, xp, threads, cuda_items=rows
+    )
