@@ -2,9 +2,8 @@
 
 Each row is reduced in two passes: its maximum, then ``sum(exp(x - max))`` accumulated in
 float64, so large-magnitude rows neither overflow nor lose the small terms
-(``test_activation.py::test_softmax_kernel_large_inputs``). Rows run in parallel once an
-input holds ``PARALLEL_MIN`` elements and has several rows; smaller inputs stay serial,
-where threading costs more than it saves.
+(``test_activation.py::test_softmax_kernel_large_inputs``). Large inputs run in row blocks
+on several threads (:mod:`._rows`, the same cached, GIL-releasing kernel per block).
 
 Inputs are float32 or float64 (callers compute float16 in float32). Callers pass
 C-contiguous arrays and move the reduced axis last.
@@ -17,13 +16,11 @@ import math
 import numba
 import numpy as np
 
-from ._config import JIT_PARALLEL, JIT_SERIAL
+from ._config import JIT_SERIAL
+from ._rows import n_blocks, run_blocks
 from .vecmath import exp_as
 
-__all__ = ["softmax_lastaxis", "softmax_xent_lastaxis", "PARALLEL_MIN"]
-
-#: inputs with at least this many elements (and 8 rows) use the parallel kernel
-PARALLEL_MIN = 1 << 17
+__all__ = ["softmax_lastaxis", "softmax_xent_lastaxis"]
 
 
 @numba.jit(**JIT_SERIAL)
@@ -53,15 +50,9 @@ def _softmax_row(x, out, log):  # pragma: no cover - compiled
             out[j] = out[j] * inv
 
 
-@numba.jit(**JIT_SERIAL)
-def _softmax_kernel(x2, out2, log):  # pragma: no cover - compiled
-    for i in range(x2.shape[0]):
-        _softmax_row(x2[i], out2[i], log)
-
-
-@numba.jit(**JIT_PARALLEL)
-def _softmax_kernel_parallel(x2, out2, log):  # pragma: no cover - compiled
-    for i in numba.prange(x2.shape[0]):
+@numba.jit(**JIT_SERIAL, nogil=True)
+def _softmax_kernel(lo, hi, x2, out2, log):  # pragma: no cover - compiled
+    for i in range(lo, hi):
         _softmax_row(x2[i], out2[i], log)
 
 
@@ -71,10 +62,11 @@ def softmax_lastaxis(x: np.ndarray, log: bool = False) -> np.ndarray:
     n = x.shape[-1] if x.ndim else 1
     x2 = x.reshape(-1, n)
     out = np.empty_like(x2)
-    if x2.size >= PARALLEL_MIN and x2.shape[0] >= 8:
-        _softmax_kernel_parallel(x2, out, log)
-    else:
-        _softmax_kernel(x2, out, log)
+    run_blocks(
+        lambda _, lo, hi: _softmax_kernel(lo, hi, x2, out, log),
+        x2.shape[0],
+        n_blocks(x2.shape[0], x2.size),
+    )
     return out.reshape(x.shape)
 
 
