@@ -1,4 +1,5 @@
-"""Matrix multiplication on BLAS (NumPy/CuPy ``matmul`` is already optimal)."""
+"""Matrix multiplication on BLAS: CuPy's ``matmul`` on the GPU, on the CPU NumPy's split over
+Sporeling's threads (:mod:`..kernels.cpu.blas`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any
 
 from .. import dtype as _dt
 from .._primitive import Primitive, ShapedArray
+from ..kernels.cpu import blas
 from ..tensor import Tensor
 from ._core import broadcast_shapes, sum_to, transpose
 from ._elementwise import promote_args
@@ -67,6 +69,7 @@ matmul_p = Primitive(
     "opaque",
     _matmul_abstract,
     impl=lambda xp, x, y: xp.matmul(x, y),
+    cpu=lambda xp, x, y: blas.matmul(x, y),
     vjp=_matmul_vjp,
 )
 
@@ -120,6 +123,7 @@ dense_p = Primitive(
     "opaque",
     _dense_abstract,
     impl=lambda xp, x, w: xp.matmul(x, w.T),
+    cpu=lambda xp, x, w: blas.matmul(x, w.T),
     vjp=_dense_vjp,
 )
 

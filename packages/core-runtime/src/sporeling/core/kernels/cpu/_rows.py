@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["PARALLEL_MIN", "n_blocks", "run_blocks"]
+__all__ = ["PARALLEL_MIN", "max_blocks", "n_blocks", "run_blocks"]
 
 #: inputs with fewer elements run on the calling thread only
 PARALLEL_MIN = 1 << 16
@@ -25,11 +25,16 @@ def _threads() -> int:
     return max(1, int(numba.get_num_threads()))
 
 
+def max_blocks() -> int:
+    """How many threads a large input is split over (Numba's thread count, at most the CPUs)."""
+    return max(1, min(_threads(), _CPUS))
+
+
 def n_blocks(rows: int, elements: int) -> int:
     """How many row blocks (threads) an input of ``rows`` rows and ``elements`` elements uses."""
     if elements < PARALLEL_MIN:
         return 1
-    return max(1, min(_threads(), rows, _CPUS))
+    return max(1, min(max_blocks(), rows))
 
 
 def run_blocks(fn: Callable[[int, int, int], object], rows: int, blocks: int) -> None:

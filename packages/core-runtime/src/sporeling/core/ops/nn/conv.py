@@ -9,8 +9,11 @@ from collections import OrderedDict
 from functools import partial
 from typing import Any
 
+import numpy as np
+
 from ..._primitive import Primitive, ShapedArray
 from ...errors import check_int, op_error
+from ...kernels.cpu import blas
 from ...tensor import Tensor
 from .._core import as_tensor, cast, reshape
 from ._common import _LAYOUT, Pads, _check_ndim, _conv_pads, _float_pair, _ints, _out_spatial
@@ -203,13 +206,13 @@ def _gemm(xp: Any, a: Any, b: Any) -> Any:
     """Per-group products ``a[i] @ b[i]`` as 2-d GEMMs.
 
     A 3-d ``matmul`` with transposed operands ran about 4x slower than 2-d BLAS calls in
-    benchmarks/bench_conv2d.py, so each group gets its own 2-d product.
+    benchmarks/bench_conv2d.py, so each group gets its own 2-d product (on the CPU split over
+    Sporeling's threads, :mod:`...kernels.cpu.blas`).
     """
-    if a.shape[0] == 1:
-        return (a[0] @ b[0])[None]
+    mm = blas.matmul if xp is np else xp.matmul
     out = xp.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=xp.result_type(a, b))
     for i in range(a.shape[0]):
-        xp.matmul(a[i], b[i], out=out[i])
+        mm(a[i], b[i], out=out[i])
     return out
 
 
