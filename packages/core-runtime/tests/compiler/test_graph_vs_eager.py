@@ -43,10 +43,13 @@ def test_forward_graph_matches_eager(rec):
             jit(rec.fn)(*xs)
         return
     eager = _list(rec.fn(*xs))
-    graph = _list(jit(rec.fn)(*xs))
-    assert len(eager) == len(graph)
-    for e, g in zip(eager, graph):
+    jf = jit(rec.fn)
+    graph = _list(jf(*xs))
+    again = _list(jf(*xs))  # the second call runs in the first one's memory arena
+    assert len(eager) == len(graph) == len(again)
+    for e, g, a in zip(eager, graph, again):
         np.testing.assert_allclose(_np(g), _np(e), **_tol(e, 1e-12))
+        np.testing.assert_array_equal(_np(a), _np(g))
 
 
 def _scalar_loss(rec):

@@ -37,7 +37,8 @@ def test_transposed_and_strided_operands_and_out():
     out = np.full((700, 384), np.nan, np.float32)
     got = blas.matmul(x, w.T, out=out)
     assert got is out
-    np.testing.assert_allclose(out, x.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-4, atol=1e-3)
+    want = x.astype(np.float64) @ w.T.astype(np.float64)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
 
 
 def test_integer_and_vector_operands_fall_back_to_numpy():

@@ -3,7 +3,8 @@
 Each equation's implementation is chosen once for the graph's device; at run time only the
 kernel calls remain (no abstract checks, no Tensor objects, no autograd bookkeeping). A
 value is dropped from the environment right after its last use so NumPy/CuPy can reuse the
-memory for later results.
+memory for later results. On the CPU, large intermediates that fused kernels and matrix
+products produce are written into buffers of a reused arena instead (:mod:`.memory`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 
 from .._eager import conform_dtype
 from .graph import Graph, Var
+from .memory import MemoryPlan, plan_memory
 
 __all__ = ["Executable"]
 
@@ -35,10 +37,14 @@ class Executable:
         self.in_slots = [index(v) for v in graph.invars]
         self.captured = [(index(v), t) for v, t in graph.captured]
         self.consts = [(index(v), a) for v, a in graph.consts]
+        self.plan: MemoryPlan | None = plan_memory(graph) if self.xp is np else None
+        self._arenas: list[Any] = []  # one per run in flight (runs on several threads)
         steps = []
-        for e in graph.eqns:
+        for i, e in enumerate(graph.eqns):
             impl = e.prim.impl_for(device) if device is not None else e.prim.impls["any"]
-            if e.out_alias is not None:
+            if self.plan is not None and self.plan.by_eqn[i] is not None:
+                impl = _writing_into_given(e, impl)
+            elif e.out_alias is not None:
                 impl = _into(e, impl)
             params = {k: v for k, v in e.params.items()}
             steps.append(
@@ -65,6 +71,18 @@ class Executable:
         self.n_slots = len(slot)
 
     def run(self, inputs: list[Any]) -> list[Any]:
+        if self.plan is None or not self.plan.buffers:
+            return self._run(inputs, None)
+        try:
+            arena = self._arenas.pop()
+        except IndexError:
+            arena = self.plan.new_arena(self.graph)
+        try:
+            return self._run(inputs, arena)
+        finally:
+            self._arenas.append(arena)
+
+    def _run(self, inputs: list[Any], arena: list[Any] | None) -> list[Any]:
         env: list[Any] = [None] * self.n_slots
         for s, a in zip(self.in_slots, inputs, strict=True):
             env[s] = a
@@ -73,8 +91,11 @@ class Executable:
         for s, a in self.consts:
             env[s] = a
         xp = self.xp
-        for impl, ins, params, outs, multi, meta, free in self.steps:
-            res = impl(xp, *[env[s] for s in ins], **params)
+        for i, (impl, ins, params, outs, multi, meta, free) in enumerate(self.steps):
+            if arena is not None and arena[i] is not None:
+                res = impl(xp, *[env[s] for s in ins], out=arena[i], **params)
+            else:
+                res = impl(xp, *[env[s] for s in ins], **params)
             if multi:
                 for s, r, (dt, _shape) in zip(outs, res, meta, strict=True):
                     env[s] = conform_dtype(r, dt, xp)
@@ -86,6 +107,29 @@ class Executable:
             env[s] if s is not None else v
             for s, v in zip(self.out_slots, self.graph.outvars, strict=True)
         ]
+
+
+def _writing_into_given(e: Any, impl: Any) -> Any:
+    """``impl`` also accepting ``out=`` (a buffer or None per output) from the memory plan;
+    outputs without one may still be written into a dying input (buffer reuse)."""
+    from ..kernels.cpu import blas
+
+    if e.prim.kind == "fused":
+        alias = e.out_alias or ()
+
+        def run_fused(xp: Any, *arrays: Any, out: Any = None, **params: Any) -> Any:
+            outs = list(out) if out is not None else [None] * len(e.outputs)
+            for k, j in enumerate(alias):
+                if j is not None and outs[k] is None:
+                    outs[k] = arrays[j]
+            return impl(xp, *arrays, outs=outs)
+
+        return run_fused
+    if e.prim.name == "dense":
+        return lambda xp, x, w, out=None: blas.matmul(x, w.T, out=None if out is None else out[0])
+    if e.prim.name == "matmul":
+        return lambda xp, x, y, out=None: blas.matmul(x, y, out=None if out is None else out[0])
+    raise AssertionError(f"memory plan: {e.prim.name} cannot write into a given buffer")
 
 
 def _into(e: Any, impl: Any) -> Any:

@@ -71,8 +71,8 @@ def single_threaded_blas() -> Iterator[bool]:
 
 def matmul(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``np.matmul(x, y)`` for arrays of one float or complex dtype, run as single-threaded
-    BLAS calls on blocks of the batch, of rows or of columns across Sporeling's threads; ``out`` (optional) must
-    have the result's shape and dtype."""
+    BLAS calls on blocks of the batch, of rows or of columns across Sporeling's threads;
+    ``out`` (optional) must have the result's shape and dtype."""
     if x.ndim < 2 or y.ndim < 2 or x.dtype != y.dtype or x.dtype.kind not in "fc":
         return np.matmul(x, y) if out is None else np.matmul(x, y, out=out)
     batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
