@@ -462,6 +462,32 @@ def test_expand_row_ops_fuse_with_neighbours_and_keep_numerics():
     assert "layer_norm_grad" not in names(graph_of(lg))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_maxima_propagate_nan_and_handle_infinities(dtype):
+    """Row maxima vectorise with a no-NaN max and count NaNs apart: a NaN anywhere in a
+    row (vector body or remainder) makes that row's max NaN, infinities stay exact."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((7, 301)).astype(dtype)
+    a[0, 5] = np.nan  # in the vectorised body
+    a[1, 300] = np.nan  # in the remainder
+    a[2, :] = -np.inf
+    a[3, 17] = np.inf
+    a[4, ::2] = -np.inf
+    x = Tensor(a)
+
+    def f(x):
+        y = x * 2.0
+        return ops.amax(y, -1, keep_dims=True) - y, ops.softmax(y, -1), ops.log_softmax(y, -1)
+
+    jf = jit_cached(f, x)
+    assert any(e.prim.kind == "fused" and "reduce_max" in e.prim.name for e in graph_of(jf).eqns)
+    with np.errstate(invalid="ignore"):
+        want = f(x)
+    for got, ref in zip(jf(x), want):
+        np.testing.assert_allclose(got.asnumpy(), ref.asnumpy(), rtol=1e-6, atol=1e-6)
+        assert np.isnan(got.asnumpy()[0]).all() and np.isnan(got.asnumpy()[1]).all()
+
+
 def test_expand_row_ops_only_with_fusion(no_fusion):
     x = t(4, 6)
     jf = jit_cached(lambda x: ops.softmax(x, -1), x)

@@ -145,6 +145,28 @@ def _generate(prog: RowProgram, target: str, name: str) -> tuple[str, dict[str, 
                 emit(depth, f"w{j}[{idx[-1]}] = t{j}")
         done.add(j)
 
+    def float_max(j: int) -> str | None:
+        """The float dtype a CPU row maximum runs in (its source's), else None."""
+        dt = steps[steps[j].source].dtype
+        return dt if target == "cpu" and dt in ("float32", "float64") else None
+
+    # CPU float maxima accumulate in their own dtype with LLVM's maxnum, NaNs counted in it
+    # too: mixed float64/float32 or compare-and-select accumulation stays scalar
+    def max_init(j: int) -> str:
+        dt = float_max(j)
+        return f"_as_{dt}(-math.inf)" if dt else "-math.inf"
+
+    def max_fn(j: int) -> str:
+        return "_vm.vmax_nonan" if float_max(j) else "_rmax"
+
+    def max_one(j: int) -> str:
+        dt = float_max(j)
+        return f"_as_{dt}(1.0)" if dt else "1.0"
+
+    def max_zero(j: int) -> str:
+        dt = float_max(j)
+        return f"_as_{dt}(0.0)" if dt else "0.0"
+
     row_store = {j: k for k, j in enumerate(prog.row_outputs)}
     row_idx = ", ".join(idx[:-1]) or "0"
     add = "cuda.atomic.add(c{k}, {i}, t{j})" if target == "cuda" else "c{k}[{i}] += t{j}"
@@ -165,9 +187,9 @@ def _generate(prog: RowProgram, target: str, name: str) -> tuple[str, dict[str, 
             if not (reds or cols or roots):
                 continue
             for j in reds:
-                emit(depth, f"acc{j} = {'0.0' if steps[j].kind == 'sum' else '-math.inf'}")
+                emit(depth, f"acc{j} = {'0.0' if steps[j].kind == 'sum' else max_init(j)}")
                 if steps[j].kind == "max":
-                    emit(depth, f"nan{j} = 0.0")
+                    emit(depth, f"nan{j} = {max_zero(j)}")
             emit(depth, f"for {idx[-1]} in range({dims[-1]}):")
             done: set[int] = set()
             loaded = set()
@@ -179,8 +201,9 @@ def _generate(prog: RowProgram, target: str, name: str) -> tuple[str, dict[str, 
                 if steps[j].kind == "sum":
                     emit(depth + 1, f"acc{j} = _radd(acc{j}, {src})")
                 else:  # NaN propagates like numpy.max: counted apart, so the max vectorises
-                    emit(depth + 1, f"acc{j} = _rmax(acc{j}, {src})")
-                    emit(depth + 1, f"nan{j} = _radd(nan{j}, 1.0 if {src} != {src} else 0.0)")
+                    emit(depth + 1, f"acc{j} = {max_fn(j)}(acc{j}, {src})")
+                    one, zero = max_one(j), max_zero(j)
+                    emit(depth + 1, f"nan{j} = _radd(nan{j}, {one} if {src} != {src} else {zero})")
             for k, j in cols:
                 value(j, depth + 1, done, loaded, p)
                 emit(depth + 1, add.format(k=k, i=idx[-1], j=j))
