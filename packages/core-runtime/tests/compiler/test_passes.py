@@ -488,6 +488,23 @@ def test_row_maxima_propagate_nan_and_handle_infinities(dtype):
         assert np.isnan(got.asnumpy()[0]).all() and np.isnan(got.asnumpy()[1]).all()
 
 
+def test_exact_gelu_shares_phi_between_forward_and_gradient():
+    """Exact GELU expands to ``x * Phi(x)`` (as eager computes it): a training graph then
+    evaluates ``Phi`` once, in the forward kernel, and its gradient reads it back."""
+    w, b = t(32, 48, seed=1), t(48, seed=2)
+
+    def loss(x):
+        return ops.reduce_sum(ops.gelu(ops.matmul(x, w) + b, "none") ** 2)
+
+    x = t(16, 32)
+    jf = jit_cached(loss, x)
+    close(jf(x), loss(x), rtol=1e-5)
+    g = grad(loss)
+    jg = jit_cached(g, x)
+    close(jg(x), g(x), rtol=1e-5, atol=1e-6)
+    assert members(graph_of(jg)).count("_ndtr") == 1 and "gelu" not in members(graph_of(jg))
+
+
 def test_expand_row_ops_only_with_fusion(no_fusion):
     x = t(4, 6)
     jf = jit_cached(lambda x: ops.softmax(x, -1), x)

@@ -270,6 +270,21 @@ def test_fused_matches_generic(case):
         np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_fused_on_thread_blocks_matches_generic(case, monkeypatch):
+    """A flat buffer over the threading threshold runs in blocks whose edge falls inside a
+    parameter: the fused update still equals the generic one."""
+    from sporeling.core.kernels.cpu import _rows
+
+    monkeypatch.setitem(SHAPES, "fc.weight", (300, 250))
+    monkeypatch.setitem(SHAPES, "bn.gamma", (40, 10, 10))
+    assert sum(int(np.prod(s)) for s in SHAPES.values()) > _rows.PARALLEL_MIN
+    fused, _ = run_optimizer(case[1], True, steps=3)
+    generic, _ = run_optimizer(case[1], False, steps=3)
+    for a, b in zip(fused, generic):
+        np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_float64_parameters_exact():
     params = [Parameter(np.linspace(-1, 1, 6).reshape(2, 3), name="w")]
     opt = nn.Adam(params, 0.01)

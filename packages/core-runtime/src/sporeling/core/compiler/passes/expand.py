@@ -2,6 +2,8 @@
 axis are rewritten as the reductions and elementwise ops they are made of, so fusion can put
 them in one row kernel with their neighbours (the GELU before a layer norm, the scale and mask
 before an attention softmax, the bias and scale gradients after a layer-norm backward).
+Exact GELU becomes ``x * Phi(x)``, so a training graph computes ``Phi(x)`` once for the
+forward and the gradient.
 
 Each rule is an op-level composite traced on the equation's own input Vars; its constants
 (``1/n``, ``epsilon``) become graph constants and its results take over the equation's
@@ -58,6 +60,15 @@ def _layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, *, epsilon: float) -> tu
     return y, ops.cast(mean, x.dtype), ops.cast(var, x.dtype)
 
 
+def _gelu(x: Tensor) -> tuple[Tensor, ...]:
+    """``x * Phi(x)`` as eager mode computes it: the gradient's ``Phi(x)`` then merges with
+    the forward's (CSE), so the forward kernel stores it and the backward kernel reads it
+    instead of evaluating erfc again (the costliest part of a GELU gradient)."""
+    from ...ops.activation.elementwise import ndtr_p
+
+    return (x * ndtr_p.bind(x),)
+
+
 def _layer_norm_grad(*args: Tensor, epsilon: float) -> tuple[Tensor, ...]:
     from ...ops.activation.normalization import _ln_grad_composite
 
@@ -82,6 +93,7 @@ _RULES = {
     "log_softmax": (_last_axis, _log_softmax, ()),
     "layer_norm": (lambda e: _norm_last(e, 0), _layer_norm, ("epsilon",)),
     "layer_norm_grad": (lambda e: _norm_last(e, 3), _layer_norm_grad, ("epsilon",)),
+    "gelu": (lambda e: e.params.get("approximate") == "none", _gelu, ()),
 }
 
 

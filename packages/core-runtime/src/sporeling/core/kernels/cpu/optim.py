@@ -11,6 +11,10 @@ Callers pass ``lr``/``wd`` and every scalar in the buffer's dtype, and complemen
 to float64 and stop it vectorizing (float32 momentum: 1.6 ms -> 0.47 ms for 0.6M elements).
 Loop-invariant flags select one of two loops so each inner loop is branch-free.
 
+The element-wise rules (all but LAMB's per-parameter trust ratio and the row kernels) run on
+blocks of the flat buffer across threads through :func:`on_blocks`: clipping ``off`` to a
+block's element range leaves every segment outside it empty, so the kernels need no change.
+
 The xp-generic reference of every rule is in :mod:`sporeling.core.nn.optim._updates`;
 ``tests/nn/test_optim.py::test_fused_matches_generic`` holds the two together.
 """
@@ -18,12 +22,16 @@ The xp-generic reference of every rule is in :mod:`sporeling.core.nn.optim._upda
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numba
+import numpy as np
 
 from ._config import JIT_SERIAL
+from ._rows import n_blocks, run_blocks
 
 __all__ = [
+    "on_blocks",
     "sgd_kernel",
     "momentum_kernel",
     "adam_kernel",
@@ -37,8 +45,21 @@ __all__ = [
     "ftrl_rows_kernel",
 ]
 
+_JIT = {**JIT_SERIAL, "nogil": True}  # blocks of a buffer run on several threads
 
-@numba.njit(**JIT_SERIAL)
+
+def on_blocks(off: np.ndarray, run: Callable[[np.ndarray], object]) -> None:
+    """Call an element-wise update ``run(off_block)`` once per block of the flat buffer that
+    ``off`` segments, the blocks on Sporeling's threads (small buffers: one call)."""
+    total = int(off[-1])
+    blocks = n_blocks(total, total)
+    if blocks <= 1:
+        run(off)
+        return
+    run_blocks(lambda _k, lo, hi: run(np.clip(off, lo, hi)), total, blocks)
+
+
+@numba.njit(**_JIT)
 def sgd_kernel(
     p, g, accum, stat, off, lr, wd, inv_scale, momentum, omd, nesterov
 ):  # pragma: no cover
@@ -62,7 +83,7 @@ def sgd_kernel(
             p[i] -= lr_s * gi
 
 
-@numba.njit(**JIT_SERIAL)
+@numba.njit(**_JIT)
 def momentum_kernel(p, g, moments, off, lr, wd, inv_scale, momentum, nesterov):  # pragma: no cover
     for s in range(off.shape[0] - 1):
         lr_s = lr[s]
@@ -81,7 +102,7 @@ def momentum_kernel(p, g, moments, off, lr, wd, inv_scale, momentum, nesterov): 
                 p[i] -= lr_s * a
 
 
-@numba.njit(**JIT_SERIAL)
+@numba.njit(**_JIT)
 def adam_kernel(
     p, g, m, v, off, segs, lr, wd, inv_scale, beta1, omb1, omb2, eps, nesterov
 ):  # pragma: no cover
@@ -108,7 +129,7 @@ def adam_kernel(
                 p[i] -= lr_s * mi / (math.sqrt(vi) + eps)
 
 
-@numba.njit(**JIT_SERIAL)
+@numba.njit(**_JIT)
 def adam_weight_decay_kernel(
     p, g, m, v, off, lr, wd, beta1, omb1, beta2, omb2, eps
 ):  # pragma: no cover
@@ -124,7 +145,7 @@ def adam_weight_decay_kernel(
             p[i] -= lr_s * (mi / (math.sqrt(vi) + eps) + wd_s * p[i])
 
 
-@numba.njit(**JIT_SERIAL)
+@numba.njit(**_JIT)
 def adamw_kernel(
     p, g, m, v, off, shrink, step, beta1, omb1, beta2, omb2, eps, sbc2
 ):  # pragma: no cover
@@ -142,7 +163,7 @@ def adamw_kernel(
             p[i] = p[i] * sh - st * mi / (math.sqrt(vi) / sbc2 + eps)
 
 
-@numba.njit(**JIT_SERIAL)
+@numba.njit(**_JIT)
 def lamb_kernel(p, g, m, v, off, lr, wd, beta1, beta2, eps, bc1, bc2):  # pragma: no cover
     # Two passes per parameter: moments + update direction (kept in g) and the two norms,
     # then the step scaled by the layer-wise trust ratio ||w|| / ||update||.
@@ -169,7 +190,7 @@ def lamb_kernel(p, g, m, v, off, lr, wd, beta1, beta2, eps, bc1, bc2):  # pragma
             p[i] -= step * g[i]
 
 
-@numba.njit(**JIT_SERIAL)
+@numba.njit(**_JIT)
 def adagrad_kernel(p, g, accum, off, lr, wd, inv_scale, update_slots):  # pragma: no cover
     for s in range(off.shape[0] - 1):
         lr_s = lr[s]
@@ -183,7 +204,7 @@ def adagrad_kernel(p, g, accum, off, lr, wd, inv_scale, update_slots):  # pragma
             p[i] -= lr_s * gi / math.sqrt(a)
 
 
-@numba.njit(**JIT_SERIAL)
+@numba.njit(**_JIT)
 def rmsprop_kernel(
     p, g, ms, mom, mg, off, lr, wd, inv_scale, omd, momentum, eps, centered
 ):  # pragma: no cover
@@ -205,7 +226,7 @@ def rmsprop_kernel(
             p[i] -= mo
 
 
-@numba.njit(**JIT_SERIAL)
+@numba.njit(**_JIT)
 def _ftrl_one(var, gi, accum, linear, lr, l1, l2, lr_power):  # pragma: no cover
     a_new = accum + gi * gi
     if lr_power == -0.5:
@@ -223,7 +244,7 @@ def _ftrl_one(var, gi, accum, linear, lr, l1, l2, lr_power):  # pragma: no cover
     return var, a_new, lin
 
 
-@numba.njit(**JIT_SERIAL)
+@numba.njit(**_JIT)
 def ftrl_kernel(
     p, g, accum, linear, off, segs, lr, wd, inv_scale, l1, l2, lr_power
 ):  # pragma: no cover
@@ -238,7 +259,7 @@ def ftrl_kernel(
             linear[i] = lin
 
 
-@numba.njit(**JIT_SERIAL)
+@numba.njit(**_JIT)
 def lazy_adam_rows_kernel(
     p, m, v, rows, vals, lr, wd, inv_scale, beta1, omb1, omb2, eps, nesterov
 ):  # pragma: no cover
@@ -257,7 +278,7 @@ def lazy_adam_rows_kernel(
                 p[row, j] -= lr * mi / (math.sqrt(vi) + eps)
 
 
-@numba.njit(**JIT_SERIAL)
+@numba.njit(**_JIT)
 def ftrl_rows_kernel(
     p, accum, linear, rows, vals, lr, wd, inv_scale, l1, l2, lr_power
 ):  # pragma: no cover

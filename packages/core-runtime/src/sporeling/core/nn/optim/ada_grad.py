@@ -37,7 +37,9 @@ class Adagrad(Optimizer):
         a = bank.state("accum")
         if bank.fused and self.fused_kernel:
             typed = bank.typed(bank.lr, bank.wd, inv_scale)
-            K.adagrad_kernel(bank.flat, bank.grad, a, bank.off, *typed, self.update_slots)
+            K.on_blocks(bank.off, lambda off: K.adagrad_kernel(
+                bank.flat, bank.grad, a, off, *typed, self.update_slots
+            ))  # fmt: skip
         else:
             U.adagrad(
                 bank.device.xp, bank.flat, bank.grad, a, bank.off,

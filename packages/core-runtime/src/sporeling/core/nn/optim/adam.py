@@ -83,10 +83,10 @@ class Adam(Optimizer):
         if bank.fused and self.fused_kernel:
             segs = np.array([s for s in range(len(bank.sizes)) if s not in skip], np.int64)
             typed = bank.typed(lr, bank.wd, inv_scale, self.beta1, 1 - self.beta1, 1 - self.beta2)
-            K.adam_kernel(
-                bank.flat, bank.grad, m, v, bank.off, segs, *typed,
-                bank.dtype.type(self.eps), self.use_nesterov,
-            )  # fmt: skip
+            eps = bank.dtype.type(self.eps)
+            K.on_blocks(bank.off, lambda off: K.adam_kernel(
+                bank.flat, bank.grad, m, v, off, segs, *typed, eps, self.use_nesterov,
+            ))  # fmt: skip
         else:
             xp = bank.device.xp
             act = None
@@ -142,7 +142,9 @@ class AdamWeightDecay(Optimizer):
             typed = bank.typed(
                 bank.lr, bank.wd, self.beta1, 1 - self.beta1, self.beta2, 1 - self.beta2, self.eps
             )
-            K.adam_weight_decay_kernel(bank.flat, bank.grad, m, v, bank.off, *typed)
+            K.on_blocks(bank.off, lambda off: K.adam_weight_decay_kernel(
+                bank.flat, bank.grad, m, v, off, *typed
+            ))  # fmt: skip
         else:
             U.adam_weight_decay(
                 bank.device.xp, bank.flat, bank.grad, m, v, bank.off,
@@ -178,7 +180,9 @@ class AdamW(Optimizer):
                 1.0 - bank.lr * bank.wd, bank.lr / bc1, self.beta1, 1 - self.beta1,
                 self.beta2, 1 - self.beta2, self.eps, math.sqrt(bc2),
             )  # fmt: skip
-            K.adamw_kernel(bank.flat, bank.grad, m, v, bank.off, *typed)
+            K.on_blocks(bank.off, lambda off: K.adamw_kernel(
+                bank.flat, bank.grad, m, v, off, *typed
+            ))  # fmt: skip
         else:
             U.adamw(
                 bank.device.xp, bank.flat, bank.grad, m, v, bank.off,

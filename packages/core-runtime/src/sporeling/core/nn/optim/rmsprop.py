@@ -54,7 +54,9 @@ class RMSProp(Optimizer):
             typed = bank.typed(
                 bank.lr, bank.wd, inv_scale, 1 - self.decay, self.momentum, self.epsilon
             )
-            K.rmsprop_kernel(bank.flat, bank.grad, ms, mom, mg, bank.off, *typed, self.centered)
+            K.on_blocks(bank.off, lambda off: K.rmsprop_kernel(
+                bank.flat, bank.grad, ms, mom, mg, off, *typed, self.centered
+            ))  # fmt: skip
         else:
             U.rmsprop(
                 bank.device.xp, bank.flat, bank.grad, ms, mom, mg, bank.off,

@@ -56,7 +56,10 @@ class SGD(Optimizer):
         hyper = (inv_scale, self.momentum, self.dampening, self.nesterov)
         if bank.fused and self.fused_kernel:
             typed = bank.typed(bank.lr, bank.wd, inv_scale, self.momentum, 1.0 - self.dampening)
-            K.sgd_kernel(bank.flat, bank.grad, *args, *typed, self.nesterov)
+            accum, stat, _ = args
+            K.on_blocks(bank.off, lambda off: K.sgd_kernel(
+                bank.flat, bank.grad, accum, stat, off, *typed, self.nesterov
+            ))  # fmt: skip
         else:
             U.sgd(
                 bank.device.xp, bank.flat, bank.grad, *args,
@@ -87,7 +90,9 @@ class Momentum(Optimizer):
         m = bank.state("moments")
         if bank.fused and self.fused_kernel:
             typed = bank.typed(bank.lr, bank.wd, inv_scale, self.momentum)
-            K.momentum_kernel(bank.flat, bank.grad, m, bank.off, *typed, self.use_nesterov)
+            K.on_blocks(bank.off, lambda off: K.momentum_kernel(
+                bank.flat, bank.grad, m, off, *typed, self.use_nesterov
+            ))  # fmt: skip
         else:
             U.momentum(
                 bank.device.xp, bank.flat, bank.grad, m, bank.off,
