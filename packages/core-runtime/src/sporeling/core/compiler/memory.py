@@ -98,7 +98,8 @@ def plan_memory(graph: Graph, min_bytes: int | None = None) -> MemoryPlan:
             e = eqns[i]
             aliased = e.out_alias or ()
             for k, w in enumerate(e.outputs):
-                into_v = k < len(aliased) and aliased[k] is not None and e.inputs[aliased[k]] is v
+                j = aliased[k] if k < len(aliased) else None
+                into_v = j is not None and e.inputs[j] is v
                 if into_v or not _fresh_results(e):
                     last = max(last, end(w, depth + 1) if depth < 500 else n)
         end_memo[v.id] = last

@@ -43,7 +43,7 @@ def _controllers() -> list[Any]:
         else:
             found = list(ThreadpoolController().select(user_api="blas").lib_controllers)
         _STATE["controllers"] = found
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 @contextmanager
