@@ -45,11 +45,13 @@ def test_forward_graph_matches_eager(rec):
     eager = _list(rec.fn(*xs))
     jf = jit(rec.fn)
     graph = _list(jf(*xs))
-    again = _list(jf(*xs))  # the second call runs in the first one's memory arena
+    # the second call runs in the first one's memory arena (and, unlike the first, which
+    # compiles, splits kernels over threads: sums may differ in the last bit)
+    again = _list(jf(*xs))
     assert len(eager) == len(graph) == len(again)
     for e, g, a in zip(eager, graph, again):
         np.testing.assert_allclose(_np(g), _np(e), **_tol(e, 1e-12))
-        np.testing.assert_array_equal(_np(a), _np(g))
+        np.testing.assert_allclose(_np(a), _np(e), **_tol(e, 1e-12))
 
 
 def _scalar_loss(rec):

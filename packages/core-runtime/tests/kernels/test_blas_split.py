@@ -8,6 +8,13 @@ import pytest
 
 from sporeling.core.kernels.cpu import blas
 
+
+@pytest.fixture(autouse=True)
+def split_small_products(monkeypatch):
+    """Split even these small test products (the default leaves them to NumPy)."""
+    monkeypatch.setattr(blas, "SPLIT_MIN_WORK", 1)
+
+
 CASES = [
     ((512, 300), (300, 400)),  # rows split
     ((40, 300), (300, 3000)),  # columns split (wide)

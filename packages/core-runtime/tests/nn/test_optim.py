@@ -276,7 +276,7 @@ def test_fused_on_thread_blocks_matches_generic(case, monkeypatch):
     parameter: the fused update still equals the generic one."""
     from sporeling.core.kernels.cpu import _rows
 
-    monkeypatch.setitem(SHAPES, "fc.weight", (300, 250))
+    monkeypatch.setitem(SHAPES, "fc.weight", (600, 450))
     monkeypatch.setitem(SHAPES, "bn.gamma", (40, 10, 10))
     assert sum(int(np.prod(s)) for s in SHAPES.values()) > _rows.PARALLEL_MIN
     fused, _ = run_optimizer(case[1], True, steps=3)

@@ -8,12 +8,14 @@ that way. Here a large product is cut into blocks of rows, columns or the batch 
 single-threaded BLAS calls on the same thread pool as the row kernels, so only one set of
 threads ever runs. The BLAS thread count is set to 1 for the call and restored after (the
 first caller in saves it, the last one out restores it), through threadpoolctl, which
-finds NumPy's BLAS (OpenBLAS, MKL, BLIS). Where no BLAS can be controlled, or for
-integer/bool operands (no BLAS), or 1-d operands, NumPy's ``matmul`` runs as it is.
+finds NumPy's BLAS (OpenBLAS, MKL, BLIS). Smaller products (below :data:`SPLIT_MIN_WORK`),
+integer/bool or 1-d operands, and a BLAS that cannot be controlled run NumPy's ``matmul`` as
+it is (a thread hand-off costs more than a small product gains).
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,8 +27,9 @@ from ._rows import max_blocks, run_blocks
 
 __all__ = ["matmul", "single_threaded_blas"]
 
-#: products with fewer multiply-adds than this run as one call on the calling thread
-SPLIT_MIN_WORK = 1 << 21
+#: products with fewer multiply-adds (below ~400x400x400) run as NumPy's own ``matmul``: a
+#: hand-off to another thread costs ~60-100 us on a VM, more than a smaller product gains
+SPLIT_MIN_WORK = 1 << 26
 
 _LOCK = threading.Lock()
 _STATE: dict[str, Any] = {"controllers": None, "depth": 0, "saved": []}
@@ -75,14 +78,20 @@ def matmul(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.nd
     ``out`` (optional) must have the result's shape and dtype."""
     if x.ndim < 2 or y.ndim < 2 or x.dtype != y.dtype or x.dtype.kind not in "fc":
         return np.matmul(x, y) if out is None else np.matmul(x, y, out=out)
+    # an upper bound of the multiply-adds, from Python ints (tiny products stay ~1 us)
+    matrices = max(math.prod(x.shape[:-2]), math.prod(y.shape[:-2]))
+    work = matrices * x.shape[-2] * x.shape[-1] * y.shape[-1]
+    if work < SPLIT_MIN_WORK:
+        return np.matmul(x, y) if out is None else np.matmul(x, y, out=out)
+    threads = max_blocks()
+    if threads <= 1:
+        return np.matmul(x, y) if out is None else np.matmul(x, y, out=out)
     batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
     shape = (*batch, x.shape[-2], y.shape[-1])
     if out is None:
         out = np.empty(shape, x.dtype)
-    work = int(np.prod(shape, dtype=np.int64)) * x.shape[-1]
     with single_threaded_blas() as controlled:
-        threads = max_blocks() if work >= SPLIT_MIN_WORK else 1
-        if not controlled or threads <= 1:
+        if not controlled:
             return np.matmul(x, y, out=out)
         if batch and shape[0] >= threads:  # blocks of the (broadcast) leading batch axis
             xb = np.broadcast_to(x, (*batch, *x.shape[-2:]))
