@@ -550,10 +550,10 @@ def test_slice_gradients_merge_into_one_sum():
 
 
 def test_buffer_reuse_adds_a_bias_into_the_matmul_result():
-    w, b = t(5, 7, seed=1), t(5, seed=2)
+    w, b = t(7, 5, seed=1), t(5, seed=2)
 
-    def f(x):
-        return ops.reshape(ops.dense(x, w, b), (-1,))  # the reshape keeps the add alone
+    def f(x):  # (a dense bias would fold into the product: test_bias_folds_into_dense...)
+        return ops.reshape(ops.matmul(x, w) + b, (-1,))  # the reshape keeps the add alone
 
     x = t(6, 7)
     jf = jit_cached(f, x)
@@ -593,6 +593,61 @@ def test_buffer_reuse_without_fusion(no_fusion):
     close(jf(x), f(x))
     np.testing.assert_array_equal(x.asnumpy(), x0)
     assert sum(1 for e in graph_of(jf).eqns if e.out_alias) >= 2
+
+
+# ---- bias folding -------------------------------------------------------------------------
+
+
+def test_dense_bias_primitive_forward_and_gradients():
+    from sporeling.core.ops._matmul import dense_bias_p
+
+    rng = np.random.default_rng(4)
+    x = Tensor(rng.standard_normal((2, 5, 7)))
+    w = Tensor(rng.standard_normal((3, 7)))
+    b = Tensor(rng.standard_normal(3))
+    want = x.asnumpy() @ w.asnumpy().T + b.asnumpy()
+    np.testing.assert_allclose(dense_bias_p.bind(x, w, b).asnumpy(), want, rtol=1e-12)
+    f = lambda x, w, b: ops.reduce_sum(dense_bias_p.bind(x, w, b) ** 2)  # noqa: E731
+    grads = grad(f, (0, 1, 2))(x, w, b)
+    for k, g in enumerate(grads):  # central differences in float64
+        args = [x.asnumpy(), w.asnumpy(), b.asnumpy()]
+        num = np.zeros_like(args[k])
+        for idx in np.ndindex(args[k].shape):
+            for sign in (1, -1):
+                moved = [a.copy() for a in args]
+                moved[k][idx] += sign * 1e-6
+                val = float(f(*map(Tensor, moved)).asnumpy())
+                num[idx] += sign * val / 2e-6
+        np.testing.assert_allclose(g.asnumpy(), num, rtol=1e-5, atol=1e-6)
+
+
+def test_bias_folds_into_dense_and_matches_eager():
+    w, b, w2 = t(48, 32, seed=1), t(48, seed=2), t(16, 48, seed=3)
+
+    def f(x):
+        h = ops.dense(x, w, b)  # add(dense, b) with nothing to fuse: folded
+        return ops.reduce_sum(ops.reshape(ops.dense(ops.reshape(h, (-1, 48)), w2), (-1,)) ** 2)
+
+    x = t(20, 32)
+    jf = jit_cached(f, x)
+    close(jf(x), f(x), rtol=1e-5)
+    assert "dense_bias" in names(graph_of(jf))
+    g = grad(f)
+    jg = jit_cached(g, x)
+    close(jg(x), g(x), rtol=1e-5, atol=1e-6)
+
+
+def test_bias_not_folded_when_the_product_is_read_elsewhere():
+    w, b = t(8, 6, seed=1), t(8, seed=2)
+
+    def f(x):
+        p = ops.dense(x, w)
+        return ops.reshape(p + b, (-1,)), ops.reshape(p, (-1,))  # p is also an output
+
+    x = t(5, 6)
+    jf = jit_cached(f, x)
+    close(jf(x), f(x), rtol=1e-6)
+    assert "dense_bias" not in names(graph_of(jf))
 
 
 # ---- the switch ---------------------------------------------------------------------------

@@ -91,3 +91,14 @@ def test_concurrent_callers_restore_the_thread_count():
         t.join()
     assert not errors
     assert [lib.get_num_threads() for lib in libs] == before
+
+
+@pytest.mark.parametrize(("xs", "ys"), CASES)
+def test_bias_added_in_every_block(xs, ys):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(xs).astype(np.float32)
+    y = rng.standard_normal(ys).astype(np.float32)
+    b = rng.standard_normal(ys[-1]).astype(np.float32)
+    want = x.astype(np.float64) @ y + b
+    got = blas.matmul(x, y, bias=b)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())

@@ -127,6 +127,10 @@ def _writing_into_given(e: Any, impl: Any) -> Any:
         return run_fused
     if e.prim.name == "dense":
         return lambda xp, x, w, out=None: blas.matmul(x, w.T, out=None if out is None else out[0])
+    if e.prim.name == "dense_bias":
+        return lambda xp, x, w, b, out=None: blas.matmul(
+            x, w.T, out=None if out is None else out[0], bias=b
+        )
     if e.prim.name == "matmul":
         return lambda xp, x, y, out=None: blas.matmul(x, y, out=None if out is None else out[0])
     raise AssertionError(f"memory plan: {e.prim.name} cannot write into a given buffer")

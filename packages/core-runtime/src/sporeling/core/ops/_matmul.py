@@ -12,7 +12,7 @@ from ..tensor import Tensor
 from ._core import broadcast_shapes, sum_to, transpose
 from ._elementwise import promote_args
 
-__all__ = ["matmul", "dense"]
+__all__ = ["matmul", "dense", "dense_bias_p"]
 
 
 def _mT(t: Tensor) -> Tensor:
@@ -144,3 +144,31 @@ def dense(input: Any, weight: Any, bias: Any = None) -> Tensor:  # noqa: A002 - 
 
         y = add(y, bias)
     return y
+
+
+def _dense_bias_abstract(x: ShapedArray, w: ShapedArray, b: ShapedArray) -> ShapedArray:
+    out = _dense_abstract(x, w)
+    if b.shape != (w.shape[0],) or b.dtype != x.dtype:
+        raise ValueError(
+            f"dense_bias: argument 'bias' expected shape ({w.shape[0]},) and dtype {x.dtype}, "
+            f"got {b.shape} {b.dtype}"
+        )
+    return out
+
+
+def _dense_bias_vjp(g: Tensor, x: Tensor, w: Tensor, b: Tensor, *, out: Tensor) -> tuple[Any, ...]:
+    dx, dw = _dense_vjp(g, x, w, out=out)
+    return dx, dw, lambda: sum_to(g, b.shape)
+
+
+# ``dense`` with its bias added in the product's blocks while they are still in cache: the
+# graph compiler's bias pass makes it from ``add(dense(x, w), b)`` (a separate add read and
+# wrote the whole product once more).
+dense_bias_p = Primitive(
+    "dense_bias",
+    "opaque",
+    _dense_bias_abstract,
+    impl=lambda xp, x, w, b: xp.matmul(x, w.T) + b,
+    cpu=lambda xp, x, w, b: blas.matmul(x, w.T, bias=b),
+    vjp=_dense_bias_vjp,
+)

@@ -4,8 +4,8 @@ Order: drop dead code; fold what is known at compile time; drop multiplications 
 (which folding reveals); expand softmax / layer norm into their parts (only with fusion on);
 sum slice gradients into one array; merge duplicates (folding first, so equal constants and
 the ops on them meet); drop what merging left dead; fuse elementwise chains (on the final,
-smallest graph); then plan in-place writes (last, because fusion changes which buffers
-exist and when they die).
+smallest graph); fold the biases fusion left alone into their products; then plan in-place
+writes (last, because fusion changes which buffers exist and when they die).
 
 Effects (``optimizer_step``, ``assign_inplace``) and random primitives are never removed,
 merged or moved across one another by any pass.
@@ -14,6 +14,7 @@ merged or moved across one another by any pass.
 from __future__ import annotations
 
 from ..graph import Graph
+from .bias import fold_dense_bias
 from .cse import common_subexpression_elimination
 from .dce import dead_code_elimination
 from .expand import expand_row_ops
@@ -34,6 +35,7 @@ PASSES = [
     common_subexpression_elimination,
     dead_code_elimination,
     elementwise_fusion,
+    fold_dense_bias,
     buffer_reuse,
 ]
 

@@ -37,7 +37,7 @@ _FRESH_READERS = {"reduce_sum", "reduce_max", "reduce_min"}
 
 
 #: opaque primitives whose result is always a new array (``xp.matmul``)
-_FRESH_RESULTS = {"matmul", "dense"}
+_FRESH_RESULTS = {"matmul", "dense", "dense_bias"}
 
 
 def _fresh(prim: Any) -> bool:

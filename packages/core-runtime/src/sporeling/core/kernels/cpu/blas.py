@@ -72,45 +72,58 @@ def single_threaded_blas() -> Iterator[bool]:
                         lib.set_num_threads(n)
 
 
-def matmul(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``np.matmul(x, y)`` for arrays of one float or complex dtype, run as single-threaded
-    BLAS calls on blocks of the batch, of rows or of columns across Sporeling's threads;
+def matmul(
+    x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None, bias: np.ndarray | None = None
+) -> np.ndarray:
+    """``np.matmul(x, y)`` (``+ bias``, a vector along the last axis) for arrays of one float
+    or complex dtype, run as single-threaded BLAS calls on blocks of the batch, of rows or of
+    columns across Sporeling's threads, each block adding its bias while still in cache;
     ``out`` (optional) must have the result's shape and dtype."""
+    return _matmul(x, y, out, bias)
+
+
+def _plain(x: np.ndarray, y: np.ndarray, out: np.ndarray | None, bias: Any) -> np.ndarray:
+    """One NumPy product (and bias) on the calling thread."""
+    out = np.matmul(x, y) if out is None else np.matmul(x, y, out=out)
+    if bias is not None:
+        out += bias
+    return out
+
+
+def _matmul(x: np.ndarray, y: np.ndarray, out: np.ndarray | None, bias: Any) -> np.ndarray:
     if x.ndim < 2 or y.ndim < 2 or x.dtype != y.dtype or x.dtype.kind not in "fc":
-        return np.matmul(x, y) if out is None else np.matmul(x, y, out=out)
+        return _plain(x, y, out, bias)
     # an upper bound of the multiply-adds, from Python ints (tiny products stay ~1 us)
     matrices = max(math.prod(x.shape[:-2]), math.prod(y.shape[:-2]))
     work = matrices * x.shape[-2] * x.shape[-1] * y.shape[-1]
-    if work < SPLIT_MIN_WORK:
-        return np.matmul(x, y) if out is None else np.matmul(x, y, out=out)
     threads = max_blocks()
-    if threads <= 1:
-        return np.matmul(x, y) if out is None else np.matmul(x, y, out=out)
+    if work < SPLIT_MIN_WORK or threads <= 1:
+        return _plain(x, y, out, bias)
     batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
     shape = (*batch, x.shape[-2], y.shape[-1])
     if out is None:
         out = np.empty(shape, x.dtype)
     with single_threaded_blas() as controlled:
         if not controlled:
-            return np.matmul(x, y, out=out)
+            return _plain(x, y, out, bias)
         if batch and shape[0] >= threads:  # blocks of the (broadcast) leading batch axis
             xb = np.broadcast_to(x, (*batch, *x.shape[-2:]))
             yb = np.broadcast_to(y, (*batch, *y.shape[-2:]))
 
             def block(_k: int, lo: int, hi: int) -> None:
-                np.matmul(xb[lo:hi], yb[lo:hi], out=out[lo:hi])
+                _plain(xb[lo:hi], yb[lo:hi], out[lo:hi], bias)
 
             run_blocks(block, shape[0], threads)
         elif shape[-2] >= shape[-1]:  # blocks of rows of x (of every matrix in the batch)
 
             def block(_k: int, lo: int, hi: int) -> None:
-                np.matmul(x[..., lo:hi, :], y, out=out[..., lo:hi, :])
+                _plain(x[..., lo:hi, :], y, out[..., lo:hi, :], bias)
 
             run_blocks(block, shape[-2], min(threads, shape[-2]))
         else:  # blocks of columns of y (a wide product: few rows, many columns)
 
             def block(_k: int, lo: int, hi: int) -> None:
-                np.matmul(x, y[..., lo:hi], out=out[..., lo:hi])
+                _plain(x, y[..., lo:hi], out[..., lo:hi], None if bias is None else bias[lo:hi])
 
             run_blocks(block, shape[-1], min(threads, shape[-1]))
     return out

@@ -1,0 +1,56 @@
+"""Folding a bias into its product: ``add(dense(x, w), b)`` with ``b`` a vector along the last
+axis becomes ``dense_bias(x, w, b)``, whose CPU kernel adds ``b`` to each block of the product
+right after computing it, while the block is in cache (the separate add read and wrote the
+whole product again: 0.8 ms for a 2048x768 float32 QKV projection). Only where the product
+has no other reader, is not a graph output, and ``b`` exists before the product; CPU only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ops._matmul import dense_bias_p
+from ..graph import Eqn, Graph, Var
+
+__all__ = ["fold_dense_bias"]
+
+
+def fold_dense_bias(graph: Graph) -> Graph:
+    if graph.device is not None and graph.device.xp is not np:
+        return graph
+    readers: dict[int, int] = {}
+    for e in graph.eqns:
+        for v in e.inputs:
+            readers[v.id] = readers.get(v.id, 0) + 1
+    outputs = {v.id for v in graph.outvars if isinstance(v, Var)}
+    producer: dict[int, int] = {}
+    defined_at: dict[int, int] = {}
+    for i, e in enumerate(graph.eqns):
+        for v in e.outputs:
+            producer[v.id] = i
+            defined_at[v.id] = i
+    replace: dict[int, Eqn] = {}  # dense index -> folded equation
+    drop: set[int] = set()  # add indices
+    for i, e in enumerate(graph.eqns):
+        if e.prim.name != "add" or len(e.inputs) != 2:
+            continue
+        for a, b in (e.inputs, e.inputs[::-1]):
+            j = producer.get(a.id)
+            if j is None or j in replace or graph.eqns[j].prim.name != "dense":
+                continue
+            d = graph.eqns[j]
+            if (
+                readers.get(a.id) != 1
+                or a.id in outputs
+                or b.shape != (a.shape[-1],)
+                or b.dtype != a.dtype
+                or e.outputs[0].shape != a.shape
+                or defined_at.get(b.id, -1) >= j
+            ):
+                continue
+            replace[j] = Eqn(dense_bias_p, [*d.inputs, b], {}, [e.outputs[0]])
+            drop.add(i)
+            break
+    graph.eqns = [replace.get(i, e) for i, e in enumerate(graph.eqns) if i not in drop]
+    graph.notes.append(f"bias folded {len(drop)}")
+    return graph
