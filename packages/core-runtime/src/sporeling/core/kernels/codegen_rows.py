@@ -94,22 +94,29 @@ def row_source(prog: RowProgram, target: str, name: str = "kernel") -> str:
     return _generate(prog, target, name)[0]
 
 
-def _generate(prog: RowProgram, target: str, name: str) -> tuple[str, dict[str, set[int]]]:
+def _generate(
+    prog: RowProgram, target: str, name: str, scratch: set[int] | None = None
+) -> tuple[str, dict[str, set[int]]]:
     """The source for ``target``, and which values each pass computed in their own pass
-    (``"own"``) or recomputed later (``"late"``); ``target="trace"`` only collects those."""
+    (``"own"``), recomputed later (``"late"``) or read back from ``scratch``
+    (``"read"``); ``target="trace"`` only collects those."""
     # CPU: elementwise values computed in their own pass and needed again later are kept in
-    # a scratch row (cheaper than recomputing them); GPU threads have no dynamic scratch
-    scratch: set[int] = set()
-    if target == "cpu":
-        seen = _generate(prog, "trace", name)[1]
-        scratch = seen["own"] & seen["late"]
+    # a scratch row (cheaper than recomputing them); GPU threads have no dynamic scratch.
+    # Recomputing a value recomputes its operands too, so the first trace also marks those;
+    # a second trace with that scratch keeps only the rows a later pass really reads.
+    if scratch is None:
+        scratch = set()
+        if target == "cpu":
+            seen = _generate(prog, "trace", name)[1]
+            candidates = seen["own"] & seen["late"]
+            scratch = _generate(prog, "trace", name, candidates)[1]["read"]
     nd = prog.n_dims
     idx = [f"i{d}" for d in range(nd)]
     dims = [f"n{d}" for d in range(nd)]
     steps = prog.steps
     stored = {j: k for k, j in enumerate(prog.outputs)}
     lines: list[str] = []
-    trace: dict[str, set[int]] = {"own": set(), "late": set()}
+    trace: dict[str, set[int]] = {"own": set(), "late": set(), "read": set()}
 
     def emit(depth: int, text: str) -> None:
         lines.extend("    " * depth + ln for ln in text.split("\n"))
@@ -128,6 +135,7 @@ def _generate(prog: RowProgram, target: str, name: str) -> tuple[str, dict[str, 
         if s.phase < phase and j in stored:
             emit(depth, f"t{j} = o{stored[j]}[{', '.join(idx)}]")
         elif s.phase < phase and j in scratch:
+            trace["read"].add(j)
             emit(depth, f"t{j} = w{j}[{idx[-1]}]")
         else:
             if s.phase < phase:
