@@ -91,13 +91,17 @@ def _plain(x: np.ndarray, y: np.ndarray, out: np.ndarray | None, bias: Any) -> n
 
 
 def _matmul(x: np.ndarray, y: np.ndarray, out: np.ndarray | None, bias: Any) -> np.ndarray:
-    if x.ndim < 2 or y.ndim < 2 or x.dtype != y.dtype or x.dtype.kind not in "fc":
+    xs, ys = x.shape, y.shape
+    if len(xs) < 2 or len(ys) < 2:
         return _plain(x, y, out, bias)
     # an upper bound of the multiply-adds, from Python ints (tiny products stay ~1 us)
-    matrices = max(math.prod(x.shape[:-2]), math.prod(y.shape[:-2]))
-    work = matrices * x.shape[-2] * x.shape[-1] * y.shape[-1]
+    work = xs[-2] * xs[-1] * ys[-1]
+    if len(xs) > 2 or len(ys) > 2:
+        work *= max(math.prod(xs[:-2]), math.prod(ys[:-2]))
+    if work < SPLIT_MIN_WORK or x.dtype != y.dtype or x.dtype.kind not in "fc":
+        return _plain(x, y, out, bias)
     threads = max_blocks()
-    if work < SPLIT_MIN_WORK or threads <= 1:
+    if threads <= 1:
         return _plain(x, y, out, bias)
     batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
     shape = (*batch, x.shape[-2], y.shape[-1])
