@@ -11,8 +11,11 @@ from sporeling.core.kernels.cpu import blas
 
 @pytest.fixture(autouse=True)
 def split_small_products(monkeypatch):
-    """Split even these small test products (the default leaves them to NumPy)."""
+    """Split even these small test products (the default leaves them to NumPy), as the
+    graph executor does."""
     monkeypatch.setattr(blas, "SPLIT_MIN_WORK", 1)
+    with blas.split_products():
+        yield
 
 
 CASES = [
@@ -67,6 +70,19 @@ def test_blas_threads_held_at_one_and_restored():
             pass
         assert all(lib.get_num_threads() == 1 for lib in libs)
     assert [lib.get_num_threads() for lib in libs] == before
+
+
+def test_products_outside_graphs_are_not_split(monkeypatch):
+    calls = []
+    real = blas.run_blocks
+    monkeypatch.setattr(blas, "run_blocks", lambda *a: (calls.append(a), real(*a)))
+    x = np.ones((300, 300), np.float32)
+    outside = threading.Thread(target=lambda: blas.matmul(x, x))  # no split_products() there
+    outside.start()
+    outside.join()
+    assert not calls
+    np.testing.assert_array_equal(blas.matmul(x, x), x @ x)  # this thread is in the scope
+    assert len(calls) == 1
 
 
 def test_concurrent_callers_restore_the_thread_count():

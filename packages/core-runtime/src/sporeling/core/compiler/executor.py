@@ -71,16 +71,21 @@ class Executable:
         self.n_slots = len(slot)
 
     def run(self, inputs: list[Any]) -> list[Any]:
-        if self.plan is None or not self.plan.buffers:
+        if self.plan is None:  # not on the CPU
             return self._run(inputs, None)
-        try:
-            arena = self._arenas.pop()
-        except IndexError:
-            arena = self.plan.new_arena(self.graph)
-        try:
-            return self._run(inputs, arena)
-        finally:
-            self._arenas.append(arena)
+        from ..kernels.cpu.blas import split_products
+
+        with split_products():
+            if not self.plan.buffers:
+                return self._run(inputs, None)
+            try:
+                arena = self._arenas.pop()
+            except IndexError:
+                arena = self.plan.new_arena(self.graph)
+            try:
+                return self._run(inputs, arena)
+            finally:
+                self._arenas.append(arena)
 
     def _run(self, inputs: list[Any], arena: list[Any] | None) -> list[Any]:
         env: list[Any] = [None] * self.n_slots

@@ -25,12 +25,13 @@ import numpy as np
 
 from ._rows import max_blocks, run_blocks
 
-__all__ = ["matmul", "single_threaded_blas"]
+__all__ = ["matmul", "single_threaded_blas", "split_products"]
 
 #: products with fewer multiply-adds (below ~400x400x400) run as NumPy's own ``matmul``: a
 #: hand-off to another thread costs ~60-100 us on a VM, more than a smaller product gains
 SPLIT_MIN_WORK = 1 << 26
 
+_SCOPE = threading.local()  # .depth: split_products() blocks entered on this thread
 _LOCK = threading.Lock()
 _STATE: dict[str, Any] = {"controllers": None, "depth": 0, "saved": []}
 
@@ -47,6 +48,21 @@ def _controllers() -> list[Any]:
             found = list(ThreadpoolController().select(user_api="blas").lib_controllers)
         _STATE["controllers"] = found
     return found
+
+
+@contextmanager
+def split_products() -> Iterator[None]:
+    """Inside this block (on this thread) large products are split over Sporeling's threads.
+    The graph executor enters it: there row kernels follow products closely, and the
+    BLAS's spinning threads would slow them. Outside (eager mode), products run as NumPy's
+    ``matmul``: after an idle spell thread hand-offs are slow on a VM, and OpenBLAS's own
+    threads hand off faster (a 512x512 product in the benchmark: 0.6x PyTorch split, 0.95x
+    not)."""
+    _SCOPE.depth = getattr(_SCOPE, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _SCOPE.depth -= 1
 
 
 @contextmanager
@@ -78,7 +94,8 @@ def matmul(
     """``np.matmul(x, y)`` (``+ bias``, a vector along the last axis) for arrays of one float
     or complex dtype, run as single-threaded BLAS calls on blocks of the batch, of rows or of
     columns across Sporeling's threads, each block adding its bias while still in cache;
-    ``out`` (optional) must have the result's shape and dtype."""
+    ``out`` (optional) must have the result's shape and dtype. Only inside
+    :func:`split_products`; elsewhere NumPy's ``matmul`` (and bias add) as it is."""
     return _matmul(x, y, out, bias)
 
 
@@ -98,7 +115,12 @@ def _matmul(x: np.ndarray, y: np.ndarray, out: np.ndarray | None, bias: Any) -> 
     work = xs[-2] * xs[-1] * ys[-1]
     if len(xs) > 2 or len(ys) > 2:
         work *= max(math.prod(xs[:-2]), math.prod(ys[:-2]))
-    if work < SPLIT_MIN_WORK or x.dtype != y.dtype or x.dtype.kind not in "fc":
+    if (
+        work < SPLIT_MIN_WORK
+        or not getattr(_SCOPE, "depth", 0)
+        or x.dtype != y.dtype
+        or x.dtype.kind not in "fc"
+    ):
         return _plain(x, y, out, bias)
     threads = max_blocks()
     if threads <= 1:
