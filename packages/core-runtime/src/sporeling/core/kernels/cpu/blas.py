@@ -8,9 +8,10 @@ that way. Here a large product is cut into blocks of rows, columns or the batch 
 single-threaded BLAS calls on the same thread pool as the row kernels, so only one set of
 threads ever runs. The BLAS thread count is set to 1 for the call and restored after (the
 first caller in saves it, the last one out restores it), through threadpoolctl, which
-finds NumPy's BLAS (OpenBLAS, MKL, BLIS). Smaller products (below :data:`SPLIT_MIN_WORK`),
-integer/bool or 1-d operands, and a BLAS that cannot be controlled run NumPy's ``matmul`` as
-it is (a thread hand-off costs more than a small product gains).
+finds NumPy's BLAS (OpenBLAS, MKL, BLIS). This happens inside compiled graphs only
+(:func:`split_products`, entered by the executor). Eager products, smaller products (below
+:data:`SPLIT_MIN_WORK`), integer/bool or 1-d operands, and a BLAS that cannot be controlled
+run NumPy's ``matmul`` as it is.
 """
 
 from __future__ import annotations
@@ -96,18 +97,6 @@ def matmul(
     columns across Sporeling's threads, each block adding its bias while still in cache;
     ``out`` (optional) must have the result's shape and dtype. Only inside
     :func:`split_products`; elsewhere NumPy's ``matmul`` (and bias add) as it is."""
-    return _matmul(x, y, out, bias)
-
-
-def _plain(x: np.ndarray, y: np.ndarray, out: np.ndarray | None, bias: Any) -> np.ndarray:
-    """One NumPy product (and bias) on the calling thread."""
-    out = np.matmul(x, y) if out is None else np.matmul(x, y, out=out)
-    if bias is not None:
-        out += bias
-    return out
-
-
-def _matmul(x: np.ndarray, y: np.ndarray, out: np.ndarray | None, bias: Any) -> np.ndarray:
     xs, ys = x.shape, y.shape
     if len(xs) < 2 or len(ys) < 2:
         return _plain(x, y, out, bias)
@@ -122,6 +111,19 @@ def _matmul(x: np.ndarray, y: np.ndarray, out: np.ndarray | None, bias: Any) -> 
         or x.dtype.kind not in "fc"
     ):
         return _plain(x, y, out, bias)
+    return _split(x, y, out, bias)
+
+
+def _plain(x: np.ndarray, y: np.ndarray, out: np.ndarray | None, bias: Any) -> np.ndarray:
+    """One NumPy product (and bias) on the calling thread."""
+    out = np.matmul(x, y) if out is None else np.matmul(x, y, out=out)
+    if bias is not None:
+        out += bias
+    return out
+
+
+def _split(x: np.ndarray, y: np.ndarray, out: np.ndarray | None, bias: Any) -> np.ndarray:
+    """The product on blocks across threads, the BLAS held to one thread."""
     threads = max_blocks()
     if threads <= 1:
         return _plain(x, y, out, bias)
