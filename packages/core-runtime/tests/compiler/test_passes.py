@@ -351,6 +351,16 @@ def _probe(prim, dt):
     return None
 
 
+def _in_cuda_simulator(code):
+    """Run ``code`` in a subprocess under Numba's CUDA simulator; the JSON list it prints last."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def test_fused_kernels_in_cuda_simulator():
     code = (
         "import json, numpy as np\n"
@@ -371,12 +381,7 @@ def test_fused_kernels_in_cuda_simulator():
         " float(np.abs(z - np.where(x > 0.5, x, 1.0)).max()),"
         " float(np.abs(k - 2 * a.sum(0)).max())]))\n"
     )
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    proc = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    errs = json.loads(proc.stdout.strip().splitlines()[-1])
+    errs = _in_cuda_simulator(code)
     assert max(errs) < 1e-5, errs
 
 
@@ -404,12 +409,7 @@ def test_row_kernels_cpu_and_cuda_simulator():
         " float(np.abs(c - ref.sum((0, 1))).max())]\n"
         "print(json.dumps(errs))\n"
     )
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    proc = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    errs = json.loads(proc.stdout.strip().splitlines()[-1])
+    errs = _in_cuda_simulator(code)
     assert len(errs) == 6 and max(errs) < 1e-5, errs
 
 
