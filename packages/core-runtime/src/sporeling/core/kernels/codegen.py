@@ -286,6 +286,13 @@ def _index(spans: tuple[bool, ...], idx: list[str]) -> str:
     return ", ".join(used) if used else "0"
 
 
+#: the CPU loop over the first dimension: unsigned, because Numba wraps a negative signed
+#: index, and a loop from an unknown ``lo`` could not prove its index non-negative: each
+#: access kept a select, and a one-dimensional kernel's loop became gathers and scatters
+#: (exact GELU over 2M float32 values 8.5 ms -> 4.1 ms)
+_FIRST_RANGE = "_as_uint64(lo), _as_uint64(hi)"
+
+
 def fused_source(prog: FusedProgram, target: str, name: str = "kernel") -> str:
     """Python source of the loop kernel for ``prog`` on ``"cpu"`` (``kernel(lo, hi, n0...,
     inputs..., outputs..., columns...)``, ``lo:hi`` a range of the first loop dimension)
@@ -312,7 +319,7 @@ def fused_source(prog: FusedProgram, target: str, name: str = "kernel") -> str:
     if target == "cpu":
         lines.append(f"def {name}(lo, hi, {args}):")
         for d in range(nd):
-            emit(d + 1, f"for {idx[d]} in range({'lo, hi' if d == 0 else dims[d]}):")
+            emit(d + 1, f"for {idx[d]} in range({_FIRST_RANGE if d == 0 else dims[d]}):")
         for ln in body:
             emit(nd + 1, ln)
         return "\n".join(lines) + "\n"
@@ -332,7 +339,9 @@ def fused_source(prog: FusedProgram, target: str, name: str = "kernel") -> str:
     return "\n".join(lines) + "\n"
 
 
-_CASTS = "".join(f"_as_{n} = np.{n}\n" for n in ("float32", "float64", "int32", "int64", "bool_"))
+_CASTS = "".join(
+    f"_as_{n} = np.{n}\n" for n in ("float32", "float64", "int32", "int64", "uint64", "bool_")
+)
 #: imports and casts every generated CPU kernel module starts with; vecmath's digest makes
 #: the module (and so Numba's disk cache of it) change whenever vecmath does
 CPU_PRELUDE = (

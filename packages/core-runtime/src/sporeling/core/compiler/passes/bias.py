@@ -1,8 +1,10 @@
 """Folding a bias into its product: ``add(dense(x, w), b)`` with ``b`` a vector along the last
 axis becomes ``dense_bias(x, w, b)``, whose CPU kernel adds ``b`` to each block of the product
 right after computing it, while the block is in cache (the separate add read and wrote the
-whole product again: 0.8 ms for a 2048x768 float32 QKV projection). Only where the product
-has no other reader, is not a graph output, and ``b`` exists before the product; CPU only.
+whole product again: 0.8 ms for a 2048x768 float32 QKV projection). It runs before fusion:
+fused into a GELU instead, the add's result was still stored for the backward (GELU forward
+2.7 -> 2.3 ms on 2048x1024, the product's bias 0.2 ms). Only where the product has no other
+reader, is not a graph output, and ``b`` exists before the product; CPU only.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
 """Fused Numba update kernels for the optimizers in :mod:`sporeling.core.nn.optim`.
 
 Each kernel updates every parameter of one flat buffer (one dtype, one device) in a single
-call. The buffer holds the parameters back to back; ``off`` (int64, ``n + 1`` entries) marks
-where parameter ``s`` starts and ends, and ``lr[s]``/``wd[s]`` are that parameter's learning
+call. The buffer holds the parameters back to back; ``off`` (uint64, ``n + 1`` entries) marks
+where parameter ``s`` starts and ends (unsigned, so that ``range(off[s], off[s + 1])`` yields
+indices Numba need not check for negatives: with int64 offsets each access carried a
+wrap-around select and every loop became gathers and scatters, AdamW 8.7 ms -> 1.6 ms for
+3.7M float32 parameters), and ``lr[s]``/``wd[s]`` are that parameter's learning
 rate and (already filtered) weight decay, so parameter groups with different rates share the
 call. ``g`` is the flat gradient buffer; ``inv_scale`` is ``1 / loss_scale``.
 
