@@ -546,6 +546,67 @@ def test_slice_gradients_merge_into_one_sum():
     np.testing.assert_allclose(gb.asnumpy(), r.asnumpy()[1:3], rtol=1e-6)
 
 
+def test_slice_gradient_sum_stored_in_its_readers_order():
+    """A QKV split's backward (the sum transposed back and reshaped) stores the sum in the
+    transpose's order: the transpose is a contiguous view and the reshape copies nothing.
+    With a given buffer, with and without full tiling, the values match eager."""
+    from sporeling.core.ops._indexing import _slices_impl
+
+    def attention_like(x):  # (tokens, 3 * heads * d) -> q, k, v of (heads, tokens, d)
+        qkv = ops.transpose(ops.reshape(x, (6, 3, 2, 4)), (1, 2, 0, 3))
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        s = ops.matmul(q, ops.transpose(k, (0, 2, 1)))
+        return ops.reduce_sum(ops.matmul(ops.softmax(s, -1), v) ** 2)
+
+    x = t(6, 24)
+    g = jit_cached(grad(attention_like), x)
+    close(g(x), grad(attention_like)(x), rtol=1e-5, atol=1e-6)
+    sums = [e for e in graph_of(g).eqns if e.prim.name == "getitem_grad_sum"]
+    assert len(sums) == 1 and sums[0].params["order"] == (2, 0, 1, 3)
+
+    rng = np.random.default_rng(0)
+    gs = [rng.standard_normal((2, 6, 4)).astype(np.float32) for _ in range(3)]
+    tiles = ((("i", 2),), (("i", 0),), (("i", -2),))
+    want = np.stack([gs[1], gs[2], gs[0]])
+    out = np.full(3 * 2 * 6 * 4, np.nan, np.float32)  # stale values: no zero fill needed
+    res = _slices_impl(np, *gs, templates=tiles, shape=(3, 2, 6, 4), order=(2, 0, 1, 3), out=out)
+    np.testing.assert_array_equal(res, want)
+    assert res.transpose(2, 0, 1, 3).flags.c_contiguous and np.shares_memory(res, out)
+    partial = ((("i", 0),), (("i", 0),))  # repeats and leaves x[1], x[2]: zero fill and add
+    res = _slices_impl(np, *gs[:2], templates=partial, shape=(3, 2, 6, 4), order=(1, 0, 2, 3))
+    np.testing.assert_allclose(res, np.stack([gs[0] + gs[1], 0 * gs[0], 0 * gs[0]]))
+
+
+def test_transposed_products_become_products_of_transposes():
+    """``transpose(matmul(a, b))`` over the last two axes is computed as ``b^T a^T`` (a
+    contiguous result) where nothing else reads the product; batch axes broadcast as before."""
+    a, b = t(3, 5, 4, seed=1), t(4, 6, seed=2)
+
+    def f(a, b):
+        return ops.transpose(ops.matmul(a, b), (0, 2, 1)) * 2.0
+
+    jf = jit_cached(f, a, b)
+    close(jf(a, b), f(a, b), rtol=1e-6)
+    assert "products transposed 1" in graph_of(jf).notes
+    products = [e for e in graph_of(jf).eqns if e.prim.name == "matmul"]
+    assert [p.inputs[0].shape for p in products] == [(6, 4)]  # b^T first
+
+    def kept(a, b):  # the product is read twice: left alone
+        p = ops.matmul(a, b)
+        return ops.transpose(p, (0, 2, 1)) * 2.0, p
+
+    jk = jit_cached(kept, a, b)
+    close(jk(a, b), kept(a, b), rtol=1e-6)
+    assert "products transposed 0" in graph_of(jk).notes
+
+    def other_perm(a, b):  # moves the batch axis: left alone
+        return ops.transpose(ops.matmul(a, b), (1, 0, 2)) * 2.0
+
+    jo = jit_cached(other_perm, a, b)
+    close(jo(a, b), other_perm(a, b), rtol=1e-6)
+    assert "products transposed 0" in graph_of(jo).notes
+
+
 # ---- buffer reuse -------------------------------------------------------------------------
 
 

@@ -38,12 +38,16 @@ def test_float32_source_maps_math_functions_and_rewrites_cancellations():
     # float64, CUDA: math as before
     assert body("log(1 + exp(x))", "float64", "cpu") == "math.log(1 + math.exp(x))"
     assert body("1 + erf(x)", "float32", "cuda") == "1 + math.erf(x)"
+    # ndtr (the normal CDF, no math function): vecmath's in float32 CPU kernels, else erfc
+    assert body("ndtr(x * 2)", "float32", "cpu") == "_vm.vndtr(x * 2)"
+    spelled = "0.5 * math.erfc(-(x * 2) * 0.7071067811865476)"
+    assert body("ndtr(x * 2)", "float64", "cpu") == body("ndtr(x * 2)", "float32", "cuda") == spelled
     assert "math.exp" in kernel_source("exp(x)", ("x",), "cuda", float32=True)
 
 
 def _vecmath_ops():
     """Registered elementwise ops whose scalar form uses a function vecmath replaces."""
-    names = "|".join(vecmath.MATH_EQUIVALENTS)
+    names = "|".join([*vecmath.MATH_EQUIVALENTS, *codegen._COMPOSITES])
     found = []
     for name, prim in sorted(REGISTRY.items()):
         if prim.kind == "elementwise" and prim.scalar and re.search(rf"\b({names})\(", prim.scalar):

@@ -124,7 +124,9 @@ def test_float64_arguments_keep_their_precision():
     """exp and erfc of a float64 argument are the float32 rounding of the exact value, not
     of exp/erfc at the argument rounded to float32 (which is ~50-100 ulp off at 80/9)."""
     rng = np.random.default_rng(0)
-    for name, ref, lo, hi in [("vexp", np.exp, -100.0, 88.0), ("verfc", sp.erfc, -3.0, 9.0)]:
+    cases = [("vexp", np.exp, -100.0, 88.0), ("verfc", sp.erfc, -3.0, 9.0)]
+    cases.append(("vndtr", sp.ndtr, -14.0, 8.0))
+    for name, ref, lo, hi in cases:
         xd = rng.uniform(lo, hi, 200_000)
         assert np.any(xd.astype(np.float32).astype(np.float64) != xd)
         kernel = _loop(name)

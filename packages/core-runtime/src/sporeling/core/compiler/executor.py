@@ -73,9 +73,10 @@ class Executable:
     def run(self, inputs: list[Any]) -> list[Any]:
         if self.plan is None:  # not on the CPU
             return self._run(inputs, None)
+        from ..kernels.cpu._rows import spinning
         from ..kernels.cpu.blas import split_products
 
-        with split_products():
+        with split_products(), spinning():
             if not self.plan.buffers:
                 return self._run(inputs, None)
             try:
@@ -138,6 +139,10 @@ def _writing_into_given(e: Any, impl: Any) -> Any:
         )
     if e.prim.name == "matmul":
         return lambda xp, x, y, out=None: blas.matmul(x, y, out=None if out is None else out[0])
+    if e.prim.name == "getitem_grad_sum":
+        return lambda xp, *gs, out=None, **params: impl(
+            xp, *gs, out=None if out is None else out[0], **params
+        )
     raise AssertionError(f"memory plan: {e.prim.name} cannot write into a given buffer")
 
 

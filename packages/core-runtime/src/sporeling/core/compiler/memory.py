@@ -30,7 +30,7 @@ __all__ = ["MemoryPlan", "plan_memory", "PLANNED_MIN_BYTES"]
 PLANNED_MIN_BYTES = 1 << 16
 
 #: primitives whose results are always new arrays and that can write into a given one
-_WRITERS = {"matmul", "dense", "dense_bias"}
+_WRITERS = {"matmul", "dense", "dense_bias", "getitem_grad_sum"}
 
 
 def _writes_into(e: Any) -> list[int]:

@@ -45,6 +45,9 @@ __all__ = [
 ]
 
 _BUILTINS = {"max", "min", "abs", "where", "float", "int", "bool"}
+#: functions that are neither builtins nor ``math``'s: name -> (definition in ``math`` terms,
+#: the :mod:`.cpu.vecmath` function float32 CPU kernels call instead)
+_COMPOSITES = {"ndtr": ("0.5 * erfc(-({}) * 0.7071067811865476)", "vndtr")}
 _ORDER = "cxyabdefghijklmnopqrstuvwz"
 
 
@@ -59,7 +62,8 @@ def _check(expr: str) -> ast.Expression:
             if not isinstance(node.func, ast.Name):
                 raise UnsupportedExpression(f"{expr!r}: only plain function calls are allowed")
             name = node.func.id
-            if name not in _BUILTINS and not callable(getattr(math, name, None)):
+            known = name in _BUILTINS or name in _COMPOSITES
+            if not known and not callable(getattr(math, name, None)):
                 raise UnsupportedExpression(f"{expr!r}: unknown function {name!r}")
         elif isinstance(node, (ast.Attribute, ast.Subscript, ast.Lambda, ast.NamedExpr)):
             raise UnsupportedExpression(f"{expr!r}: {type(node).__name__} is not allowed")
@@ -97,7 +101,8 @@ class _ToNumba(ast.NodeTransformer):
 
     With ``float32=True`` (CPU temps computed in float32), the functions of
     :data:`~.cpu.vecmath.MATH_EQUIVALENTS` become their vectorising float32 versions
-    (``_vm.vexp(x)``), and ``log(1 + e)``, ``1 + erf(e)``, ``1 - erf(e)`` become ``log1p(e)``,
+    (``_vm.vexp(x)``, and ``ndtr(x)`` ``_vm.vndtr(x)``; elsewhere ``ndtr`` is written out
+    with ``math.erfc``), and ``log(1 + e)``, ``1 + erf(e)``, ``1 - erf(e)`` become ``log1p(e)``,
     ``erfc(-e)``, ``erfc(e)``: rounding ``1 + e`` or ``erf(e)`` to float32 first would cancel
     the accuracy that the float64 ``math`` versions kept (softplus, GELU's erf form).
     """
@@ -129,6 +134,11 @@ class _ToNumba(ast.NodeTransformer):
         ):
             rest = arg.right if _is_one(arg.left) else arg.left
             return _vm_call(MATH_EQUIVALENTS["log1p"], self.visit(rest))
+        if name in _COMPOSITES and arg is not None:
+            definition, vectorised = _COMPOSITES[name]
+            if self.float32:
+                return _vm_call(vectorised, self.visit(arg))
+            return self.visit(ast.parse(definition.format(ast.unparse(arg)), mode="eval").body)
         self.generic_visit(node)
         if name == "where":
             c, a, b = node.args

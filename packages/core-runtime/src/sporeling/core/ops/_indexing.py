@@ -142,26 +142,58 @@ getitem_grad_p = Primitive(
 )
 
 
-def _slices_abstract(*gs: ShapedArray, templates: Any, shape: tuple[int, ...]) -> ShapedArray:
+def _slices_abstract(
+    *gs: ShapedArray, templates: Any, shape: tuple[int, ...], order: Any = None
+) -> ShapedArray:
     return ShapedArray(shape, gs[0].dtype)
 
 
-def _slices_impl(xp: Any, *gs: Any, templates: Any, shape: tuple[int, ...]) -> Any:
-    out = xp.zeros(shape, gs[0].dtype)
+def _slices_impl(
+    xp: Any,
+    *gs: Any,
+    templates: Any,
+    shape: tuple[int, ...],
+    order: tuple[int, ...] | None = None,
+    out: Any = None,
+) -> Any:
+    """``order``: store the result so that its ``transpose(order)`` is contiguous (the
+    reader's layout); ``out``: a contiguous buffer of the result's size to store it in."""
+    dtype = gs[0].dtype
+    stored = shape if order is None else tuple(shape[p] for p in order)
+    if out is None:
+        base = xp.empty(stored, dtype)
+    else:
+        base = out.reshape(-1).reshape(stored)
+    res = base if order is None else base.transpose(np.argsort(order))
+    if _tiles_first_axis(templates, shape):  # each element written once: no zero fill
+        for g, template in zip(gs, templates, strict=True):
+            res[_build(template, ())] = g
+        return res
+    res[...] = 0
     for g, template in zip(gs, templates, strict=True):
-        out[_build(template, ())] += g
-    return out
+        res[_build(template, ())] += g
+    return res
+
+
+def _tiles_first_axis(templates: Any, shape: tuple[int, ...]) -> bool:
+    """Whether the templates are one int index each, along the first axis, covering every
+    position once (``x[0], x[1], x[2]``)."""
+    if not shape or any(len(t) != 1 or t[0][0] != "i" for t in templates):
+        return False
+    return sorted(t[0][1] % shape[0] for t in templates) == list(range(shape[0]))
 
 
 #: ``getitem_grad(g0, t0) + getitem_grad(g1, t1) + ...`` for static indices (ints, slices):
-#: one zero-filled result instead of one per term and the adds between them. The graph
-#: compiler makes it from such sums (a ``qkv[0], qkv[1], qkv[2]`` split's backward).
+#: one result instead of one zero-filled array per term and the adds between them. The graph
+#: compiler makes it from such sums (a ``qkv[0], qkv[1], qkv[2]`` split's backward), and
+#: gives it the ``order`` of the transpose that reads it (the split's backward transposes
+#: the gradient back and reshapes it: stored in that order, neither copies).
 getitem_grad_sum_p = Primitive(
     "getitem_grad_sum",
     "opaque",
     _slices_abstract,
     impl=_slices_impl,
-    vjp=lambda gg, *gs, out, templates, shape: tuple(
+    vjp=lambda gg, *gs, out, templates, shape, order=None: tuple(
         getitem_p.bind(gg, template=t) for t in templates
     ),
 )

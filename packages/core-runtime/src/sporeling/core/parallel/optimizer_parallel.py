@@ -50,8 +50,9 @@ class _Shard:
         self.lo, self.hi = lo, hi
         self.flat = bank.flat[lo:hi]
         self.grad = bank.device.xp.zeros(hi - lo, bank.dtype)
-        self.off = np.clip(bank.off - lo, 0, hi - lo).astype(np.int64)
-        self.sizes = np.diff(self.off)
+        signed = np.clip(bank.off.astype(np.int64) - lo, 0, hi - lo)  # uint64 would wrap
+        self.off = signed.astype(np.uint64)  # unsigned like the bank's (see _Bank)
+        self.sizes = np.diff(signed)
         xp = bank.device.xp
         self.sizes_dev = self.sizes if xp is np else xp.asarray(self.sizes)
         self.states: dict[str, tuple[Any, list[Any], list[Any]]] = {}

@@ -2,7 +2,8 @@
 
 Order: drop dead code; fold what is known at compile time; drop multiplications by ones
 (which folding reveals); expand softmax / layer norm into their parts (only with fusion on);
-sum slice gradients into one array; merge duplicates (folding first, so equal constants and
+sum slice gradients into one array; turn transposed products into products of transposes;
+merge duplicates (folding first, so equal constants and
 the ops on them meet); drop what merging left dead; fold biases into their products (before
 fusion: a fused kernel would otherwise read the product and the bias and store their sum
 again for the backward); fuse elementwise chains (on the final, smallest graph); then plan
@@ -21,6 +22,7 @@ from .dce import dead_code_elimination
 from .expand import expand_row_ops
 from .fold import constant_folding
 from .fusion import elementwise_fusion
+from .products import transpose_products
 from .reuse import buffer_reuse
 from .simplify import algebraic_simplification
 from .slices import merge_slice_grads
@@ -33,6 +35,7 @@ PASSES = [
     algebraic_simplification,
     expand_row_ops,
     merge_slice_grads,
+    transpose_products,
     common_subexpression_elimination,
     dead_code_elimination,
     fold_dense_bias,

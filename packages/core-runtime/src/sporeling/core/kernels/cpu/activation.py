@@ -3,8 +3,8 @@ sigmoid (one vectorised pass instead of NumPy's five).
 
 ``ndtr(x) = erfc(-x / sqrt(2)) / 2`` keeps full relative accuracy in the lower tail,
 where ``(1 + erf(x / sqrt(2))) / 2`` would cancel to zero. float32 input uses the
-vectorising :func:`.vecmath.vndtr` (about 6x faster than libm's scalar ``erfc``, within
-2 ulp); float64 keeps libm's ``math.erfc``.
+vectorising :func:`.vecmath.vndtr` (about 10x faster than libm's scalar ``erfc``, within
+3.1 ulp); float64 keeps libm's ``math.erfc``.
 """
 
 from __future__ import annotations
