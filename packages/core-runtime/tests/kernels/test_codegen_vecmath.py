@@ -41,7 +41,8 @@ def test_float32_source_maps_math_functions_and_rewrites_cancellations():
     # ndtr (the normal CDF, no math function): vecmath's in float32 CPU kernels, else erfc
     assert body("ndtr(x * 2)", "float32", "cpu") == "_vm.vndtr(x * 2)"
     spelled = "0.5 * math.erfc(-(x * 2) * 0.7071067811865476)"
-    assert body("ndtr(x * 2)", "float64", "cpu") == body("ndtr(x * 2)", "float32", "cuda") == spelled
+    assert body("ndtr(x * 2)", "float64", "cpu") == spelled
+    assert body("ndtr(x * 2)", "float32", "cuda") == spelled
     assert "math.exp" in kernel_source("exp(x)", ("x",), "cuda", float32=True)
 
 
