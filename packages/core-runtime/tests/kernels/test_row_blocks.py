@@ -1,6 +1,6 @@
 """Row blocks on their workers: every block runs once, errors reach the caller, callers on
-several threads share the workers, workers spin only inside ``spinning()`` and sleep after
-it, and a forked child gets its own."""
+several threads share the workers, workers sleep between blocks, and a forked child gets its
+own."""
 
 import os
 import sys
@@ -83,32 +83,9 @@ def _asleep(timeout=2.0):
 def test_workers_sleep_and_wake_again():
     out = np.zeros(4)
     _rows.run_blocks(lambda k, lo, hi: out.__setitem__(slice(lo, hi), 1), 4, 2)
-    assert _asleep()  # outside spinning(): asleep right after the block
+    assert _asleep()  # asleep right after the block
     _rows.run_blocks(lambda k, lo, hi: out.__setitem__(slice(lo, hi), 2), 4, 2)
     assert out.tolist() == [2.0] * 4
-
-
-def test_workers_spin_inside_spinning_and_sleep_when_it_ends(monkeypatch):
-    monkeypatch.setattr(_rows, "SPIN_TRIES", 1 << 40)  # would spin for minutes
-    out = np.zeros(4)
-    with _rows.spinning():
-        with _rows.spinning():  # nested: the inner end leaves them spinning
-            _rows.run_blocks(lambda k, lo, hi: out.__setitem__(slice(lo, hi), 1), 4, 2)
-        time.sleep(0.05)
-        assert not any(_spin.load(w.flags, _rows._SLEEPING) for w in _rows._ALL)
-        _rows.run_blocks(lambda k, lo, hi: out.__setitem__(slice(lo, hi), 2), 4, 2)
-    assert _asleep()  # parked by the end of the outer block
-    assert out.tolist() == [2.0] * 4
-    _rows.run_blocks(lambda k, lo, hi: out.__setitem__(slice(lo, hi), 3), 4, 2)  # wakes
-    assert out.tolist() == [3.0] * 4 and _asleep()
-
-
-def test_spin_until_or_gives_up_when_asked():
-    f = np.zeros(4, np.int64)
-    f[3] = 1
-    assert not _spin.spin_until_or(f, 0, 5, 3, 1 << 40)  # returns at once
-    f[0] = 5
-    assert _spin.spin_until_or(f, 0, 5, 3, 1)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin", reason="needs fork")

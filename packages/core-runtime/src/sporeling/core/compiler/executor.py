@@ -73,10 +73,9 @@ class Executable:
     def run(self, inputs: list[Any]) -> list[Any]:
         if self.plan is None:  # not on the CPU
             return self._run(inputs, None)
-        from ..kernels.cpu._rows import spinning
         from ..kernels.cpu.blas import split_products
 
-        with split_products(), spinning():
+        with split_products():
             if not self.plan.buffers:
                 return self._run(inputs, None)
             try:

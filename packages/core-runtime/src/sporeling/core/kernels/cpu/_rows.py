@@ -3,17 +3,15 @@ thread, and each block runs a cached, GIL-releasing Numba kernel (``parallel=Tru
 cannot be cached, see ``_config``). Small inputs stay on the calling thread, where a thread
 hand-off costs more than it saves.
 
-The extra threads are workers that sleep on a semaphore between blocks, and the caller
-spins on a flag (GIL released, :mod:`._spin`) for their results. Inside :func:`spinning`
-(the graph executor's runs) an idle worker first spins about a millisecond for its next
-block: a graph step launches a block every few hundred microseconds, and on this project's
-VM a thread woken from the OS took 20-50 us to run (a ThreadPoolExecutor hand-off 60-100
-us), for tens of milliseconds after an idle spell longer still. Outside, workers go to
-sleep at once: eager code runs NumPy's multi-threaded BLAS between kernels, whose own
-threads need the cores (spinning workers there slowed an eager MLP step 3.3 -> 5.3 ms).
-When the last :func:`spinning` block ends, spinning workers are sent to sleep. A caller
-takes idle workers from a shared list (several threads may launch at once; blocks without
-a free worker run on the caller), and a forked child starts with none.
+The extra threads are workers that sleep on a semaphore between blocks; the caller spins on
+a flag (GIL released, :mod:`._spin`) for their results before it polls with short sleeps.
+Against a ThreadPoolExecutor (a future's lock) this made an eager MLP training step 5.4 ->
+3.4 ms and its graph step 5.2 -> 3.4 ms: a caller asleep on a lock gave up its core to
+OpenBLAS's spinning threads and took long to get it back. Workers that also spin between
+blocks (tried inside graph runs only) made steady graph steps faster still but the first
+steps after an idle spell 2-4x slower on this project's VM, and were dropped. A caller takes
+idle workers from a shared list (several threads may launch at once; blocks without a free
+worker run on the caller), and a forked child starts with none.
 """
 
 from __future__ import annotations
@@ -21,27 +19,24 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from . import _spin
 
-__all__ = ["PARALLEL_MIN", "max_blocks", "n_blocks", "run_blocks", "spinning"]
+__all__ = ["PARALLEL_MIN", "max_blocks", "n_blocks", "run_blocks"]
 
 #: inputs with fewer elements run on the calling thread only: handing a block to another
 #: thread costs ~100 us on this project's VM (a fused softmax of 2**18 elements took as long
 #: on two threads as on one; 2**19: 1.3x faster on two)
 PARALLEL_MIN = 1 << 18
-#: atomic loads a waiting thread spins before it sleeps (about 1 ms): a caller waiting for
-#: a worker's block, and inside :func:`spinning` an idle worker waiting for its next block
+#: atomic loads a caller spins for a worker's result before it polls with short sleeps (~1 ms)
 SPIN_TRIES = 2_000_000
 
 _CPUS = os.cpu_count() or 1  # fixed for the process (os.cpu_count costs ~60 us a call here)
-_POSTED, _DONE, _SLEEPING, _PARK = 0, 1, 2, 3
-_SPINNING = [0]  # spinning() blocks open, all threads together
+_POSTED, _DONE, _SLEEPING = 0, 1, 2
 
 
 def _threads() -> int:
@@ -66,8 +61,7 @@ class _Worker:
     """A daemon thread running one posted block at a time."""
 
     def __init__(self) -> None:
-        # posted job number, finished job number, asleep, asked to stop spinning
-        self.flags = np.zeros(4, np.int64)
+        self.flags = np.zeros(3, np.int64)  # posted job number, finished job number, asleep
         self.wake = threading.Semaphore(0)
         self.job: tuple[Callable[..., object], tuple[Any, ...]] | None = None
         self.error: BaseException | None = None
@@ -78,8 +72,7 @@ class _Worker:
         flags, seq = self.flags, 0
         while True:
             seq += 1
-            tries = SPIN_TRIES if _SPINNING[0] else 1  # at least one look at the flag
-            while not _spin.spin_until_or(flags, _POSTED, seq, _PARK, tries):
+            while _spin.load(flags, _POSTED) != seq:
                 _spin.store(flags, _SLEEPING, 1)
                 if _spin.load(flags, _POSTED) != seq:  # re-check after announcing the sleep
                     self.wake.acquire()
@@ -95,7 +88,6 @@ class _Worker:
     def post(self, fn: Callable[..., object], *args: Any) -> None:
         self.seq += 1
         self.job, self.error = (fn, args), None
-        _spin.store(self.flags, _PARK, 0)
         _spin.store(self.flags, _POSTED, self.seq)
         if _spin.load(self.flags, _SLEEPING):
             self.wake.release()
@@ -127,28 +119,11 @@ def _take(n: int) -> list[_Worker]:
     return taken
 
 
-@contextmanager
-def spinning() -> Iterator[None]:
-    """Inside this block (any thread's) idle workers spin for their next block before they
-    sleep; when the last such block ends, the spinning ones are sent to sleep."""
-    with _LOCK:
-        _SPINNING[0] += 1
-    try:
-        yield
-    finally:
-        with _LOCK:
-            _SPINNING[0] -= 1
-            if not _SPINNING[0]:
-                for w in _ALL:
-                    _spin.store(w.flags, _PARK, 1)
-
-
 def _forget_workers() -> None:  # a forked child has none of the parent's threads
     global _LOCK
     _LOCK = threading.Lock()  # possibly held by a parent thread at the fork
     _IDLE.clear()
     _ALL.clear()
-    _SPINNING[0] = 0
 
 
 if hasattr(os, "register_at_fork"):
@@ -180,3 +155,4 @@ def run_blocks(fn: Callable[[int, int, int], object], rows: int, blocks: int) ->
             _IDLE.extend(workers)
     if errors:
         raise errors[0]
+

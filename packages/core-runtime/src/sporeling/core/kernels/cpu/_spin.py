@@ -10,14 +10,16 @@ a job" pairs cannot both miss each other.
 
 from __future__ import annotations
 
+import platform
 from typing import Any
 
 import numba
+from llvmlite import ir  # type: ignore[import-untyped]
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["load", "store", "spin_until", "spin_until_or"]
+__all__ = ["load", "store", "spin_until"]
 
 # numba's stubs type an intrinsic as a call taking ``typingctx``; called from jitted code
 # it takes only the arguments
@@ -57,6 +59,27 @@ def _store(typingctx: Any, flags: Any, i: Any, value: Any) -> Any:
     return sig, codegen
 
 
+_X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
+
+
+@_intrinsic
+def _pause(typingctx: Any) -> Any:
+    """x86's ``pause`` (a spin-wait hint: the loop yields the core's shared resources to a
+    sibling hyperthread and leaves the memory-order pipeline cheaply); nothing elsewhere."""
+    sig = types.none()
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        if _X86:
+            fnty = ir.FunctionType(ir.VoidType(), [])
+            fn = builder.module.globals.get("llvm.x86.sse2.pause") or ir.Function(
+                builder.module, fnty, "llvm.x86.sse2.pause"
+            )
+            builder.call(fn, [])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 @numba.njit(cache=True, nogil=True)
 def load(flags: Any, i: int) -> int:  # pragma: no cover - compiled
     """``flags[i]``, atomically."""
@@ -75,15 +98,6 @@ def spin_until(flags: Any, i: int, value: int, tries: int) -> bool:  # pragma: n
     for _ in range(tries):  # noqa: SIM110 - a plain loop compiles to the tightest spin
         if _load(flags, i) == value:
             return True
+        _pause()
     return False
 
-
-@numba.njit(cache=True, nogil=True)
-def spin_until_or(flags: Any, i: int, value: int, j: int, tries: int) -> bool:  # pragma: no cover
-    """Like :func:`spin_until`, but giving up (False) as soon as ``flags[j]`` is nonzero."""
-    for _ in range(tries):
-        if _load(flags, i) == value:
-            return True
-        if _load(flags, j) != 0:
-            return False
-    return False
