@@ -75,7 +75,7 @@ def test_blas_threads_held_at_one_and_restored():
 def test_products_outside_graphs_are_not_split(monkeypatch):
     calls = []
     real = blas.run_blocks
-    monkeypatch.setattr(blas, "run_blocks", lambda *a: (calls.append(a), real(*a)))
+    monkeypatch.setattr(blas, "run_blocks", lambda *a, **kw: (calls.append(a), real(*a, **kw)))
     x = np.ones((300, 300), np.float32)
     outside = threading.Thread(target=lambda: blas.matmul(x, x))  # no split_products() there
     outside.start()

@@ -1,6 +1,6 @@
-"""Row blocks on their workers: every block runs once, errors reach the caller, callers on
-several threads share the workers, workers sleep between blocks, and a forked child gets its
-own."""
+"""Row blocks on their workers: every chunk runs once on a thread numbered below ``blocks``,
+a late worker's chunks go to the caller, errors reach the caller, callers on several threads
+share the workers, workers sleep between jobs, and a forked child gets its own."""
 
 import os
 import sys
@@ -23,8 +23,23 @@ def test_atomic_flags_and_spin_wait():
     assert _spin.spin_until(f, 2, 7, 1 << 40)
 
 
-@pytest.mark.parametrize("blocks", [1, 2, 3, 8])
-def test_every_block_runs_once(blocks):
+def test_fetch_add_is_atomic_across_threads():
+    f = np.zeros(1, np.int64)
+
+    def add():
+        for _ in range(10_000):
+            _spin.fetch_add(f, 0, 1)
+
+    threads = [threading.Thread(target=add) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert f[0] == 40_000 and _spin.fetch_add(f, 0, 2) == 40_000 and f[0] == 40_002
+
+
+@pytest.mark.parametrize("blocks, chunks", [(1, None), (2, None), (3, None), (8, None), (2, 7)])
+def test_every_chunk_runs_once(blocks, chunks):
     seen = []
     lock = threading.Lock()
 
@@ -32,23 +47,44 @@ def test_every_block_runs_once(blocks):
         with lock:
             seen.append((k, lo, hi))
 
-    for _ in range(50):  # workers spinning and workers asleep
+    n = 1 if blocks == 1 else chunks or 2 * blocks
+    want = [(1000 * c // n, 1000 * (c + 1) // n) for c in range(n)]
+    for _ in range(50):  # workers awake and asleep
         seen.clear()
-        _rows.run_blocks(fn, 1000, blocks)
-        want = [(k, 1000 * k // blocks, 1000 * (k + 1) // blocks) for k in range(blocks)]
-        assert sorted(seen) == want
+        _rows.run_blocks(fn, 1000, blocks, chunks)
+        assert sorted((lo, hi) for _, lo, hi in seen) == want
+        assert all(0 <= k < blocks for k, _, _ in seen)
+
+
+def test_a_late_worker_leaves_its_chunks_to_the_caller(monkeypatch):
+    """A job posted to a worker still busy with another runs none of the chunks once the
+    caller has claimed them all, and the caller does not wait for it."""
+    _rows.run_blocks(lambda k, lo, hi: None, 4, 2)  # a worker exists
+    assert _asleep()  # and is back in the idle list
+    (w,) = _rows._take(1)
+    started, release = threading.Event(), threading.Event()
+    w.post(lambda: (started.set(), release.wait()))
+    assert started.wait(5)
+    monkeypatch.setattr(_rows, "_take", lambda n: [w])  # run_blocks posts to the busy worker
+    ran_on = []
+    _rows.run_blocks(lambda k, lo, hi: ran_on.append(threading.get_ident()), 8, 2)
+    assert ran_on == [threading.get_ident()] * 4
+    release.set()  # the worker finishes, runs its late (empty) job, and is idle again
+    assert _asleep()
+    with _rows._LOCK:
+        _rows._IDLE[:] = list(dict.fromkeys(_rows._IDLE))  # it re-entered once per job
 
 
 def test_a_worker_error_reaches_the_caller_and_the_pool_recovers():
     def fn(k, lo, hi):
-        if k == 1:
-            raise ValueError("block 1 failed")
+        if lo == 5:
+            raise ValueError("chunk at 5 failed")
 
-    with pytest.raises(ValueError, match="block 1 failed"):
-        _rows.run_blocks(fn, 10, 2)
+    with pytest.raises(ValueError, match="chunk at 5 failed"):
+        _rows.run_blocks(fn, 10, 2, chunks=2)
     out = np.zeros(10)
-    _rows.run_blocks(lambda k, lo, hi: out.__setitem__(slice(lo, hi), k + 1), 10, 2)
-    assert out.tolist() == [1.0] * 5 + [2.0] * 5
+    _rows.run_blocks(lambda k, lo, hi: out.__setitem__(slice(lo, hi), out[lo:hi] + 1), 10, 2)
+    assert out.tolist() == [1.0] * 10
 
 
 def test_callers_on_several_threads():
@@ -71,10 +107,11 @@ def test_callers_on_several_threads():
 
 
 def _asleep(timeout=2.0):
-    """Whether every worker sleeps on its semaphore within ``timeout`` seconds."""
+    """Whether every worker is idle, asleep on its semaphore, within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _rows._ALL and all(_spin.load(w.flags, _rows._SLEEPING) for w in _rows._ALL):
+        ws = _rows._ALL
+        if ws and all(w in _rows._IDLE and _spin.load(w.flags, _rows._SLEEPING) for w in ws):
             return True
         time.sleep(0.001)
     return False
@@ -96,8 +133,8 @@ def test_a_forked_child_runs_blocks():
         ok = False
         try:
             out = np.zeros(4)
-            _rows.run_blocks(lambda k, lo, hi: out.__setitem__(slice(lo, hi), k + 1), 4, 2)
-            ok = out.tolist() == [1.0, 1.0, 2.0, 2.0]
+            _rows.run_blocks(lambda k, lo, hi: out.__setitem__(slice(lo, hi), out[lo:hi] + 1), 4, 2)
+            ok = out.tolist() == [1.0] * 4
         finally:
             os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)

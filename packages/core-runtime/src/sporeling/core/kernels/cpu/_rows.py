@@ -3,15 +3,17 @@ thread, and each block runs a cached, GIL-releasing Numba kernel (``parallel=Tru
 cannot be cached, see ``_config``). Small inputs stay on the calling thread, where a thread
 hand-off costs more than it saves.
 
-The extra threads are workers that sleep on a semaphore between blocks; the caller spins on
-a flag (GIL released, :mod:`._spin`) for their results before it polls with short sleeps.
-Against a ThreadPoolExecutor (a future's lock) this made an eager MLP training step 5.4 ->
-3.4 ms and its graph step 5.2 -> 3.4 ms: a caller asleep on a lock gave up its core to
-OpenBLAS's spinning threads and took long to get it back. Workers that also spin between
-blocks (tried inside graph runs only) made steady graph steps faster still but the first
-steps after an idle spell 2-4x slower on this project's VM, and were dropped. A caller takes
-idle workers from a shared list (several threads may launch at once; blocks without a free
-worker run on the caller), and a forked child starts with none.
+The rows are cut into a few more chunks than threads, which the caller and the workers
+claim one at a time from an atomic counter: a worker that starts late (woken onto the
+caller's core, or slow after an idle spell on a VM) leaves its chunks to the caller instead
+of making it wait (a GELU + layer-norm step took 21 or 47 ms, at random, with fixed halves).
+Workers sleep on a semaphore between jobs and put themselves back in the idle list when
+done; the caller spins on a flag (GIL released, :mod:`._spin`) for chunks still running
+before it polls with short sleeps. Against a ThreadPoolExecutor (a future's lock) this made
+an eager MLP training step 5.4 -> 3.4 ms: a caller asleep on a lock gave up its core to
+OpenBLAS's spinning threads and took long to get it back. Workers that also spun between
+jobs (tried inside graph runs) made the first steps after an idle spell 2-4x slower on this
+project's VM, and were dropped. A forked child starts with no workers.
 """
 
 from __future__ import annotations
@@ -32,11 +34,12 @@ __all__ = ["PARALLEL_MIN", "max_blocks", "n_blocks", "run_blocks"]
 #: thread costs ~100 us on this project's VM (a fused softmax of 2**18 elements took as long
 #: on two threads as on one; 2**19: 1.3x faster on two)
 PARALLEL_MIN = 1 << 18
-#: atomic loads a caller spins for a worker's result before it polls with short sleeps (~1 ms)
+#: atomic loads a caller spins for the workers' chunks before it polls with short sleeps (~1 ms)
 SPIN_TRIES = 2_000_000
 
 _CPUS = os.cpu_count() or 1  # fixed for the process (os.cpu_count costs ~60 us a call here)
-_POSTED, _DONE, _SLEEPING = 0, 1, 2
+_POSTED, _SLEEPING = 0, 1  # a worker's flags
+_NEXT, _FINISHED = 0, 1  # a job's counters: next chunk to claim, chunks finished
 
 
 def _threads() -> int:
@@ -58,13 +61,12 @@ def n_blocks(rows: int, elements: int) -> int:
 
 
 class _Worker:
-    """A daemon thread running one posted block at a time."""
+    """A daemon thread running one posted job at a time, back in the idle list after it."""
 
     def __init__(self) -> None:
-        self.flags = np.zeros(3, np.int64)  # posted job number, finished job number, asleep
+        self.flags = np.zeros(2, np.int64)  # posted job number, asleep
         self.wake = threading.Semaphore(0)
         self.job: tuple[Callable[..., object], tuple[Any, ...]] | None = None
-        self.error: BaseException | None = None
         self.seq = 0
         threading.Thread(target=self._loop, name="sporeling-rows", daemon=True).start()
 
@@ -79,29 +81,19 @@ class _Worker:
                 _spin.store(flags, _SLEEPING, 0)
             assert self.job is not None
             fn, args = self.job
+            self.job = None
             try:
-                fn(*args)
-            except BaseException as exc:  # handed to the caller
-                self.error = exc
-            _spin.store(flags, _DONE, seq)
+                fn(*args)  # a job records its own errors (see run_blocks)
+            finally:
+                with _LOCK:
+                    _IDLE.append(self)
 
     def post(self, fn: Callable[..., object], *args: Any) -> None:
         self.seq += 1
-        self.job, self.error = (fn, args), None
+        self.job = (fn, args)
         _spin.store(self.flags, _POSTED, self.seq)
         if _spin.load(self.flags, _SLEEPING):
             self.wake.release()
-
-    def wait(self) -> None:
-        flags, seq = self.flags, self.seq
-        if not _spin.spin_until(flags, _DONE, seq, SPIN_TRIES):
-            while _spin.load(flags, _DONE) != seq:
-                if _spin.load(flags, _SLEEPING):  # a lost wake-up cannot hang the caller
-                    self.wake.release()
-                time.sleep(20e-6)
-        if self.error is not None:
-            error, self.error = self.error, None
-            raise error
 
 
 _IDLE: list[_Worker] = []
@@ -130,29 +122,35 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_workers)
 
 
-def run_blocks(fn: Callable[[int, int, int], object], rows: int, blocks: int) -> None:
-    """Call ``fn(k, lo, hi)`` for the ``blocks`` contiguous row ranges ``lo:hi`` of ``rows``,
-    block 0 on this thread and the others on idle workers; errors are re-raised here."""
+def run_blocks(
+    fn: Callable[[int, int, int], object], rows: int, blocks: int, chunks: int | None = None
+) -> None:
+    """Call ``fn(k, lo, hi)`` for contiguous row ranges ``lo:hi`` covering ``rows`` (``chunks``
+    of them, default twice ``blocks``), on this thread and up to ``blocks - 1`` idle workers;
+    ``k < blocks`` says which thread runs the call (ranges one thread runs may share state,
+    such as a partial column sum). Returns once every range ran; errors are re-raised here."""
     if blocks <= 1:
         fn(0, 0, rows)
         return
-    bounds = [rows * k // blocks for k in range(blocks + 1)]
-    workers = _take(blocks - 1)
-    try:
-        for k, w in enumerate(workers, start=1):
-            w.post(fn, k, bounds[k], bounds[k + 1])
-        fn(0, bounds[0], bounds[1])
-        for k in range(len(workers) + 1, blocks):  # no free worker: run them here
-            fn(k, bounds[k], bounds[k + 1])
-    finally:
-        errors = []
-        for w in workers:
+    n = max(1, min(rows, chunks if chunks is not None else 2 * blocks))
+    bounds = [rows * c // n for c in range(n + 1)]
+    state = np.zeros(2, np.int64)
+    errors: list[BaseException] = []
+
+    def participate(k: int) -> None:
+        while (c := _spin.fetch_add(state, _NEXT, 1)) < n:
             try:
-                w.wait()
-            except BaseException as exc:
+                fn(k, bounds[c], bounds[c + 1])
+            except BaseException as exc:  # re-raised by the caller
                 errors.append(exc)
-        with _LOCK:
-            _IDLE.extend(workers)
+            finally:
+                _spin.fetch_add(state, _FINISHED, 1)
+
+    for k, w in enumerate(_take(blocks - 1), start=1):
+        w.post(participate, k)
+    participate(0)
+    if not _spin.spin_until(state, _FINISHED, n, SPIN_TRIES):
+        while _spin.load(state, _FINISHED) != n:
+            time.sleep(20e-6)
     if errors:
         raise errors[0]
-

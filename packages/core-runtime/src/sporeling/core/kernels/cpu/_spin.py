@@ -19,7 +19,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["load", "store", "spin_until"]
+__all__ = ["load", "store", "fetch_add", "spin_until"]
 
 # numba's stubs type an intrinsic as a call taking ``typingctx``; called from jitted code
 # it takes only the arguments
@@ -80,6 +80,26 @@ def _pause(typingctx: Any) -> Any:
     return sig, codegen
 
 
+@_intrinsic
+def _fetch_add(typingctx: Any, flags: Any, i: Any, value: Any) -> Any:
+    if not (_int64_flags(flags) and isinstance(i, types.Integer)):
+        return None
+    sig = types.int64(flags, i, types.int64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        arr = context.make_array(flags)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, flags, arr, [args[1]])
+        return builder.atomic_rmw("add", ptr, args[2], "seq_cst")
+
+    return sig, codegen
+
+
+@numba.njit(cache=True, nogil=True)
+def fetch_add(flags: Any, i: int, value: int) -> int:  # pragma: no cover - compiled
+    """``flags[i] += value`` atomically; returns the value before the add."""
+    return _fetch_add(flags, i, value)
+
+
 @numba.njit(cache=True, nogil=True)
 def load(flags: Any, i: int) -> int:  # pragma: no cover - compiled
     """``flags[i]``, atomically."""
@@ -100,4 +120,3 @@ def spin_until(flags: Any, i: int, value: int, tries: int) -> bool:  # pragma: n
             return True
         _pause()
     return False
-

@@ -123,7 +123,8 @@ def _plain(x: np.ndarray, y: np.ndarray, out: np.ndarray | None, bias: Any) -> n
 
 
 def _split(x: np.ndarray, y: np.ndarray, out: np.ndarray | None, bias: Any) -> np.ndarray:
-    """The product on blocks across threads, the BLAS held to one thread."""
+    """The product on blocks across threads, the BLAS held to one thread (one block per
+    thread: smaller GEMMs run slower; a late thread's block still goes to the caller)."""
     threads = max_blocks()
     if threads <= 1:
         return _plain(x, y, out, bias)
@@ -141,17 +142,17 @@ def _split(x: np.ndarray, y: np.ndarray, out: np.ndarray | None, bias: Any) -> n
             def block(_k: int, lo: int, hi: int) -> None:
                 _plain(xb[lo:hi], yb[lo:hi], out[lo:hi], bias)
 
-            run_blocks(block, shape[0], threads)
+            run_blocks(block, shape[0], threads, chunks=threads)
         elif shape[-2] >= shape[-1]:  # blocks of rows of x (of every matrix in the batch)
 
             def block(_k: int, lo: int, hi: int) -> None:
                 _plain(x[..., lo:hi, :], y, out[..., lo:hi, :], bias)
 
-            run_blocks(block, shape[-2], min(threads, shape[-2]))
+            run_blocks(block, shape[-2], min(threads, shape[-2]), chunks=threads)
         else:  # blocks of columns of y (a wide product: few rows, many columns)
 
             def block(_k: int, lo: int, hi: int) -> None:
                 _plain(x, y[..., lo:hi], out[..., lo:hi], None if bias is None else bias[lo:hi])
 
-            run_blocks(block, shape[-1], min(threads, shape[-1]))
+            run_blocks(block, shape[-1], min(threads, shape[-1]), chunks=threads)
     return out
