@@ -70,6 +70,8 @@ def _store_in_readers_order(graph: Graph, readers: dict[int, int]) -> None:
         if e.prim.name == "transpose" and len(e.inputs) == 1:
             transposed[e.inputs[0].id] = tuple(e.params["perm"])
     for e in graph.eqns:
-        out = e.outputs[0] if e.outputs else None
-        if e.prim is getitem_grad_sum_p and readers.get(out.id) == 1 and out.id in transposed:
+        if e.prim is not getitem_grad_sum_p:
+            continue
+        out = e.outputs[0]
+        if readers.get(out.id) == 1 and out.id in transposed:
             e.params = {**e.params, "order": transposed[out.id]}
