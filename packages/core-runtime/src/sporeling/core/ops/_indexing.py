@@ -164,7 +164,7 @@ def _slices_impl(
         base = xp.empty(stored, dtype)
     else:
         base = out.reshape(-1).reshape(stored)
-    res = base if order is None else base.transpose(np.argsort(order))
+    res = base if order is None else base.transpose(tuple(int(a) for a in np.argsort(order)))
     if _tiles_first_axis(templates, shape):  # each element written once: no zero fill
         for g, template in zip(gs, templates, strict=True):
             res[_build(template, ())] = g

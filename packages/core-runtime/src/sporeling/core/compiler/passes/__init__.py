@@ -3,11 +3,11 @@
 Order: drop dead code; fold what is known at compile time; drop multiplications by ones
 (which folding reveals); expand softmax / layer norm into their parts (only with fusion on);
 sum slice gradients into one array; turn transposed products into products of transposes;
-merge duplicates (folding first, so equal constants and
-the ops on them meet); drop what merging left dead; fold biases into their products (before
-fusion: a fused kernel would otherwise read the product and the bias and store their sum
-again for the backward); fuse elementwise chains (on the final, smallest graph); then plan
-in-place writes (last, because fusion changes which buffers exist and when they die).
+merge duplicates (folding first, so equal constants and the ops on them meet); drop what
+merging left dead; fold biases into their products (before fusion: a fused kernel would
+otherwise read the product and the bias and store their sum again for the backward); fuse
+elementwise chains (on the final, smallest graph); then plan in-place writes (last,
+because fusion changes which buffers exist and when they die).
 
 Effects (``optimizer_step``, ``assign_inplace``) and random primitives are never removed,
 merged or moved across one another by any pass.

@@ -31,7 +31,7 @@ def transpose_products(graph: Graph) -> Graph:
         if isinstance(v, Var):
             readers[v.id] = readers.get(v.id, 0) + 1
     products = {e.outputs[0].id: e for e in graph.eqns if e.prim.name == "matmul"}
-    rewritten: dict[int, list[Eqn]] = {}  # id of a matmul equation -> nothing (dropped)
+    rewritten: dict[int, list[Eqn]] = {}  # id(equation) -> its replacement ([]: dropped)
     for e in graph.eqns:
         if e.prim is not transpose_p or len(e.inputs) != 1:
             continue
