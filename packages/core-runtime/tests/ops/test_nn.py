@@ -506,6 +506,27 @@ def test_max_pool_indices_and_ties():
     assert g.tolist() == [[[[0.0, 2.0, 0.0], [0.0, 0.0, 0.0]]]]
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("stride", [(2, 2), (1, 1), (2, 1)])
+def test_max_pool_2x2_fast_path_matches_general_kernel(dtype, stride):
+    """The unrolled 2x2 kernel (no padding or dilation) returns the general kernel's values
+    and indices: first maximum on ties, first NaN, infinities of both signs."""
+    from sporeling.core.kernels.cpu import pool
+
+    rng = np.random.default_rng(3)
+    x = rng.integers(-3, 4, (3, 2, 9, 8)).astype(dtype)  # many ties
+    flat = x.reshape(-1)
+    for value in (np.nan, np.inf, -np.inf):
+        flat[rng.choice(flat.size, 25, replace=False)] = value
+    oh, ow = (9 - 2) // stride[0] + 1, (8 - 2) // stride[1] + 1
+    got_v, got_i = pool.max_pool2d(x, (2, 2), stride, (0, 0), (1, 1), (oh, ow))
+    want_v = np.empty((3, 2, oh, ow), dtype)
+    want_i = np.empty((3, 2, oh, ow), np.int64)
+    pool._max_pool_kernel(x, want_v, want_i, 2, 2, *stride, 0, 0, 1, 1)
+    np.testing.assert_array_equal(got_v, want_v)  # NaN == NaN here
+    np.testing.assert_array_equal(got_i, want_i)
+
+
 def test_max_pool_second_order():
     x = distinct(np.random.default_rng(0), (1, 2, 4, 4), "float64")
     check_grad(lambda t: ops.max_pool2d(t, 2) * ops.max_pool2d(t, 2), [x])
