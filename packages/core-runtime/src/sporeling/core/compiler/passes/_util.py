@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..graph import Graph, Var
+
 #: kinds whose calls are never removed, merged, folded or moved across one another
 ORDERED_KINDS = frozenset({"effect", "random"})
 
@@ -22,3 +24,17 @@ def params_key(params: dict[str, Any]) -> tuple[Any, ...] | None:
     except TypeError:
         return None
     return key
+
+
+def count_readers(graph: Graph, outputs: bool = True) -> dict[int, int]:
+    """Var id -> how many equation inputs read it (plus one per graph output, if
+    ``outputs``): a value read once, by the equation at hand, may be rewritten there."""
+    readers: dict[int, int] = {}
+    for e in graph.eqns:
+        for v in e.inputs:
+            readers[v.id] = readers.get(v.id, 0) + 1
+    if outputs:
+        for v in graph.outvars:
+            if isinstance(v, Var):
+                readers[v.id] = readers.get(v.id, 0) + 1
+    return readers

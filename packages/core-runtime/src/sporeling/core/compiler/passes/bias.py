@@ -13,6 +13,7 @@ import numpy as np
 
 from ...ops._matmul import dense_bias_p
 from ..graph import Eqn, Graph, Var
+from ._util import count_readers
 
 __all__ = ["fold_dense_bias"]
 
@@ -20,10 +21,7 @@ __all__ = ["fold_dense_bias"]
 def fold_dense_bias(graph: Graph) -> Graph:
     if graph.device is not None and graph.device.xp is not np:
         return graph
-    readers: dict[int, int] = {}
-    for e in graph.eqns:
-        for v in e.inputs:
-            readers[v.id] = readers.get(v.id, 0) + 1
+    readers = count_readers(graph, outputs=False)
     outputs = {v.id for v in graph.outvars if isinstance(v, Var)}
     producer: dict[int, int] = {}
     defined_at: dict[int, int] = {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ...ops._core import transpose_p
 from ..graph import Eqn, Graph, Var
+from ._util import count_readers
 
 __all__ = ["transpose_products"]
 
@@ -23,13 +24,7 @@ def _swap_last_two(ndim: int) -> tuple[int, ...]:
 
 
 def transpose_products(graph: Graph) -> Graph:
-    readers: dict[int, int] = {}
-    for e in graph.eqns:
-        for v in e.inputs:
-            readers[v.id] = readers.get(v.id, 0) + 1
-    for v in graph.outvars:
-        if isinstance(v, Var):
-            readers[v.id] = readers.get(v.id, 0) + 1
+    readers = count_readers(graph)
     products = {e.outputs[0].id: e for e in graph.eqns if e.prim.name == "matmul"}
     rewritten: dict[int, list[Eqn]] = {}  # id(equation) -> its replacement ([]: dropped)
     for e in graph.eqns:

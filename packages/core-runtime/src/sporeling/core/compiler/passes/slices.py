@@ -10,18 +10,13 @@ from typing import Any
 
 from ...ops._indexing import getitem_grad_sum_p
 from ..graph import Eqn, Graph, Var
+from ._util import count_readers
 
 __all__ = ["merge_slice_grads"]
 
 
 def merge_slice_grads(graph: Graph) -> Graph:
-    readers: dict[int, int] = {}
-    for e in graph.eqns:
-        for v in e.inputs:
-            readers[v.id] = readers.get(v.id, 0) + 1
-    for v in graph.outvars:
-        if isinstance(v, Var):
-            readers[v.id] = readers.get(v.id, 0) + 1
+    readers = count_readers(graph)
     #: Var id -> the (gradient Var, template) terms whose sum it is, and its equation
     terms: dict[int, tuple[list[tuple[Var, Any]], Eqn]] = {}
     dropped: set[int] = set()

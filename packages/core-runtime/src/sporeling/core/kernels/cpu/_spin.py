@@ -30,6 +30,12 @@ def _int64_flags(flags: Any) -> bool:
     return isinstance(flags, types.Array) and flags.dtype == types.int64 and flags.ndim == 1
 
 
+def _flag_pointer(context: Any, builder: Any, flags: Any, args: Any) -> Any:
+    """The address of ``flags[i]`` for an intrinsic called as ``(flags, i, ...)``."""
+    arr = context.make_array(flags)(context, builder, args[0])
+    return cgutils.get_item_pointer(context, builder, flags, arr, [args[1]])
+
+
 @_intrinsic
 def _load(typingctx: Any, flags: Any, i: Any) -> Any:
     if not (_int64_flags(flags) and isinstance(i, types.Integer)):
@@ -37,8 +43,7 @@ def _load(typingctx: Any, flags: Any, i: Any) -> Any:
     sig = types.int64(flags, i)
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        arr = context.make_array(flags)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, flags, arr, [args[1]])
+        ptr = _flag_pointer(context, builder, flags, args)
         return builder.load_atomic(ptr, "seq_cst", 8)
 
     return sig, codegen
@@ -51,8 +56,7 @@ def _store(typingctx: Any, flags: Any, i: Any, value: Any) -> Any:
     sig = types.none(flags, i, types.int64)
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        arr = context.make_array(flags)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, flags, arr, [args[1]])
+        ptr = _flag_pointer(context, builder, flags, args)
         builder.store_atomic(args[2], ptr, "seq_cst", 8)
         return context.get_dummy_value()
 
@@ -87,8 +91,7 @@ def _fetch_add(typingctx: Any, flags: Any, i: Any, value: Any) -> Any:
     sig = types.int64(flags, i, types.int64)
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        arr = context.make_array(flags)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, flags, arr, [args[1]])
+        ptr = _flag_pointer(context, builder, flags, args)
         return builder.atomic_rmw("add", ptr, args[2], "seq_cst")
 
     return sig, codegen

@@ -253,22 +253,6 @@ def vexp(x: Any) -> Any:
     return _vexp_split(x)
 
 
-@overload(vexp, inline="always")
-def _vexp(x: Any) -> Any:
-    # inlined as Numba IR, the body is just the call: the callee keeps its fast-math flags
-    if isinstance(x, types.Float) and x.bitwidth == 32:
-
-        def float32(x: Any) -> Any:  # pragma: no cover - compiled
-            return _vexp_f32(x)
-
-        return float32
-
-    def split(x: Any) -> Any:  # pragma: no cover - compiled
-        return _vexp_split(x)
-
-    return split
-
-
 @numba.njit(**_JIT)
 def _vexp_f32(x: Any) -> Any:  # pragma: no cover - compiled
     _inline()
@@ -454,21 +438,6 @@ def vndtr(x: Any) -> Any:
     return _vndtr_split(x)
 
 
-@overload(vndtr, inline="always")
-def _vndtr(x: Any) -> Any:
-    if isinstance(x, types.Float) and x.bitwidth == 32:
-
-        def float32(x: Any) -> Any:  # pragma: no cover - compiled
-            return _vndtr_f32(x)
-
-        return float32
-
-    def split(x: Any) -> Any:  # pragma: no cover - compiled
-        return _vndtr_split(x)
-
-    return split
-
-
 @numba.njit(**_JIT)
 def _vndtr_split(x: Any) -> Any:  # pragma: no cover - compiled
     _inline()
@@ -513,6 +482,26 @@ def _vndtr_f32(x: Any) -> Any:  # pragma: no cover - compiled
     p = (_HALF * t) * _exp_hilo(hi, lo)
     y = p if x < _ZERO else _ONE - p
     return y if x == x else _NAN
+
+
+def _by_precision(public: Any, float32_impl: Any, other_impl: Any) -> None:
+    """Compiled calls of ``public(x)`` run ``float32_impl`` for a float32 ``x`` and
+    ``other_impl`` otherwise (inlined as Numba IR, the body is just the call: the callee
+    keeps its own fast-math flags)."""
+
+    @overload(public, inline="always")
+    def _typed(x: Any) -> Any:
+        f32 = isinstance(x, types.Float) and x.bitwidth == 32
+        impl = float32_impl if f32 else other_impl
+
+        def call(x: Any) -> Any:  # pragma: no cover - compiled
+            return impl(x)
+
+        return call
+
+
+_by_precision(vexp, _vexp_f32, _vexp_split)
+_by_precision(vndtr, _vndtr_f32, _vndtr_split)
 
 
 # ---- precision-generic entry points -----------------------------------------------------
