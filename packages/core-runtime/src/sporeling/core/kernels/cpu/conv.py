@@ -3,9 +3,12 @@
 The column layout is ``(C, KH, KW, N, OH, OW)``: one row per (channel, kernel tap) and
 one column per (image, output pixel), so a whole convolution is a single large GEMM per
 group (``weight @ cols``) instead of one small GEMM per image; BLAS then does the heavy
-lifting on every core. Both kernels are serial and cached: they are memory-bound copies,
-and parallel Numba threads spinning next to OpenBLAS's threads made a conv2d
-forward+backward twice as slow on 2 cores (benchmarks/bench_conv2d.py), not faster.
+lifting on every core. Both kernels are cached and run on blocks of rows (im2col: one per
+channel, tap and image) or of output planes (col2im: one per image and channel) across
+Sporeling's threads (:mod:`._rows`; Numba's own ``parallel=True`` threads, spinning next to
+OpenBLAS's, had made a conv2d forward+backward twice as slow on 2 cores). They address the
+arrays through flat unsigned offsets: with 6-d signed indexing every access kept Numba's
+negative-index select and the copies ran 4-5x slower (LeNet's first im2col: 1.19 -> 0.26 ms).
 Out-of-range taps (padding) read as zero in ``im2col`` and are dropped by ``col2im``.
 """
 
@@ -15,6 +18,9 @@ import numba
 import numpy as np
 
 from ._config import JIT_SERIAL
+from ._rows import n_blocks, run_blocks
+
+_JIT = {**JIT_SERIAL, "nogil": True}  # blocks of rows or planes run on several threads
 
 __all__ = ["im2col2d", "col2im2d"]
 
@@ -31,52 +37,69 @@ def _valid_range(n_out, stride, offset, size):  # pragma: no cover - compiled
     return min(lo, n_out), max(min(hi, n_out), min(lo, n_out))
 
 
-@numba.jit(**JIT_SERIAL)
-def _im2col_kernel(x, cols, sh, sw, ph, pw, dh, dw):  # pragma: no cover - compiled
+@numba.jit(**_JIT)
+def _im2col_kernel(x, cols, sh, sw, ph, pw, dh, dw, lo, hi):  # pragma: no cover - compiled
+    """Column rows ``lo:hi`` (one per (channel, tap, image), in ``cols``' order) of ``x``.
+
+    Flat, unsigned offsets: Numba wraps negative signed indices, and that select on every
+    access (six of them per element through 6-d indexing) kept the copies scalar and slow.
+    """
     n_img, n_ch, h, w = x.shape
     _, kh, kw, _, oh, ow = cols.shape
-    for t in range(n_ch * kh * kw * n_img):
+    xf = x.reshape(-1)
+    cf = cols.reshape(-1)
+    u_ow = np.uint64(ow)
+    u_sw = np.uint64(sw)
+    for t in range(lo, hi):
         n = t % n_img
         r = t // n_img
         j = r % kw
         i = (r // kw) % kh
         c = r // (kw * kh)
-        src = x[n, c]
-        dst = cols[c, i, j, n]
         y0, y1 = _valid_range(oh, sh, i * dh - ph, h)
         x0, x1 = _valid_range(ow, sw, j * dw - pw, w)
+        u_x0, u_x1 = np.uint64(x0), np.uint64(x1)
+        plane = (n * n_ch + c) * h * w
         for y in range(oh):
-            row = dst[y]
+            o = np.uint64((t * oh + y) * ow)
             if y < y0 or y >= y1:
-                row[:] = 0
+                for k in range(u_ow):
+                    cf[o + k] = 0
                 continue
-            srow = src[y * sh - ph + i * dh]
-            row[:x0] = 0
-            off = j * dw - pw
-            for xo in range(x0, x1):
-                row[xo] = srow[xo * sw + off]
-            row[x1:] = 0
+            # input offset of output column x0 (in range: the taps before it are padding)
+            s = np.uint64(plane + (y * sh - ph + i * dh) * w + x0 * sw + j * dw - pw)
+            for k in range(u_x0):
+                cf[o + k] = 0
+            for k in range(u_x1 - u_x0):
+                cf[o + u_x0 + k] = xf[s + k * u_sw]
+            for k in range(u_x1, u_ow):
+                cf[o + k] = 0
 
 
-@numba.jit(**JIT_SERIAL)
-def _col2im_kernel(cols, out, sh, sw, ph, pw, dh, dw):  # pragma: no cover - compiled
+@numba.jit(**_JIT)
+def _col2im_kernel(cols, out, sh, sw, ph, pw, dh, dw, lo, hi):  # pragma: no cover - compiled
+    """Sums the columns into output planes ``lo:hi`` (one per (image, channel)): each plane
+    is written by one call only, so blocks of planes can run on several threads."""
     n_img, n_ch, h, w = out.shape
     _, kh, kw, _, oh, ow = cols.shape
-    for t in range(n_img * n_ch):
+    cf = cols.reshape(-1)
+    of = out.reshape(-1)
+    u_sw = np.uint64(sw)
+    for t in range(lo, hi):
         n = t // n_ch
         c = t % n_ch
-        dst = out[n, c]
+        plane = (n * n_ch + c) * h * w
         for i in range(kh):
             y0, y1 = _valid_range(oh, sh, i * dh - ph, h)
             for j in range(kw):
                 x0, x1 = _valid_range(ow, sw, j * dw - pw, w)
-                src = cols[c, i, j, n]
-                off = j * dw - pw
+                u_x0, u_x1 = np.uint64(x0), np.uint64(x1)
+                row0 = (((c * kh + i) * kw + j) * n_img + n) * oh
                 for y in range(y0, y1):
-                    drow = dst[y * sh - ph + i * dh]
-                    srow = src[y]
-                    for xo in range(x0, x1):
-                        drow[xo * sw + off] += srow[xo]
+                    src = np.uint64((row0 + y) * ow) + u_x0
+                    dst = np.uint64(plane + (y * sh - ph + i * dh) * w + x0 * sw + j * dw - pw)
+                    for k in range(u_x1 - u_x0):
+                        of[dst + k * u_sw] += cf[src + k]
 
 
 def _native(a: np.ndarray) -> tuple[np.ndarray, np.dtype]:
@@ -99,8 +122,10 @@ def im2col2d(
     n, c = x.shape[:2]
     cols = np.empty((c, kernel[0], kernel[1], n, out_hw[0], out_hw[1]), xc.dtype)
     if cols.size:
-        _im2col_kernel(
-            xc, cols, stride[0], stride[1], pad_lo[0], pad_lo[1], dilation[0], dilation[1]
+        rows = c * kernel[0] * kernel[1] * n
+        args = (xc, cols, stride[0], stride[1], pad_lo[0], pad_lo[1], dilation[0], dilation[1])
+        run_blocks(
+            lambda _k, lo, hi: _im2col_kernel(*args, lo, hi), rows, n_blocks(rows, cols.size)
         )
     return cols if cols.dtype == dt else cols.astype(dt)
 
@@ -116,7 +141,9 @@ def col2im2d(
     cc, dt = _native(cols)
     out = np.zeros(shape, cc.dtype)
     if cols.size and out.size:
-        _col2im_kernel(
-            cc, out, stride[0], stride[1], pad_lo[0], pad_lo[1], dilation[0], dilation[1]
+        planes = shape[0] * shape[1]
+        args = (cc, out, stride[0], stride[1], pad_lo[0], pad_lo[1], dilation[0], dilation[1])
+        run_blocks(
+            lambda _k, lo, hi: _col2im_kernel(*args, lo, hi), planes, n_blocks(planes, cc.size)
         )
     return out if out.dtype == dt else out.astype(dt)
