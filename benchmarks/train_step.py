@@ -35,7 +35,7 @@ def copy_weights(ctx: Context, sp_net: Any, th_net: Any) -> None:
         arr = t.detach().cpu().numpy()
         if tuple(p.shape) != arr.shape:
             raise AssertionError(f"{p.name}: shape {tuple(p.shape)} vs torch {arr.shape}")
-        p.set_data(ctx.core.Tensor(np.ascontiguousarray(arr), device=ctx.device))
+        p.set_data(ctx.core.Tensor(np.array(arr, copy=True), device=ctx.device))
 
 
 def step_pair(

@@ -6,14 +6,16 @@ import threading
 import numpy as np
 import pytest
 
-from sporeling.core.kernels.cpu import blas
+from sporeling.core.kernels.cpu import blas, openblas_threads
 
 
 @pytest.fixture(autouse=True)
 def split_small_products(monkeypatch):
     """Split even these small test products (the default leaves them to NumPy), as the
-    graph executor does."""
+    graph executor does, with the blocks a BLAS without OpenBLAS's threads callback gets
+    (test_openblas_threads.py covers the callback)."""
     monkeypatch.setattr(blas, "SPLIT_MIN_WORK", 1)
+    monkeypatch.setattr(openblas_threads, "_find_setters", lambda: [])
     with blas.split_products():
         yield
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import _spin
 
-__all__ = ["PARALLEL_MIN", "max_blocks", "n_blocks", "run_blocks"]
+__all__ = ["PARALLEL_MIN", "max_blocks", "n_blocks", "run_blocks", "run_concurrently"]
 
 #: inputs with fewer elements run on the calling thread only: handing a block to another
 #: thread costs ~100 us on this project's VM (a fused softmax of 2**18 elements took as long
@@ -149,8 +149,52 @@ def run_blocks(
     for k, w in enumerate(_take(blocks - 1), start=1):
         w.post(participate, k)
     participate(0)
+    _wait(state, n)
+    if errors:
+        raise errors[0]
+
+
+def _wait(state: np.ndarray, n: int) -> None:
+    """Until ``n`` parts of a job finished: spin (GIL released), then poll with short sleeps."""
     if not _spin.spin_until(state, _FINISHED, n, SPIN_TRIES):
         while _spin.load(state, _FINISHED) != n:
             time.sleep(20e-6)
+
+
+def run_concurrently(fn: Callable[[int], object], n: int) -> None:
+    """Call ``fn(k)`` for ``k < n``, each on its own thread and all at the same time (the
+    caller runs ``k = 0``). For parts that wait on each other, such as OpenBLAS's level-3
+    jobs, which :func:`run_blocks` would deadlock: there a thread may take a second chunk
+    while a first one waits for it. A worker still on its way back to the idle list is
+    waited for (~1 ms at most); parts beyond the idle workers (the pool busy with another
+    thread's job) get threads of their own. Errors are re-raised here."""
+    if n <= 1:
+        fn(0)
+        return
+    workers = _take(n - 1)
+    deadline = time.perf_counter() + 1e-3
+    while len(workers) < n - 1 and time.perf_counter() < deadline:
+        time.sleep(0)
+        workers += _take(n - 1 - len(workers))
+    state = np.zeros(2, np.int64)
+    errors: list[BaseException] = []
+
+    def part(k: int) -> None:
+        try:
+            fn(k)
+        except BaseException as exc:  # re-raised by the caller
+            errors.append(exc)
+        finally:
+            _spin.fetch_add(state, _FINISHED, 1)
+
+    for k, w in enumerate(workers, start=1):
+        w.post(part, k)
+    extra = [threading.Thread(target=part, args=(k,)) for k in range(len(workers) + 1, n)]
+    for t in extra:
+        t.start()
+    part(0)
+    _wait(state, n)
+    for t in extra:
+        t.join()
     if errors:
         raise errors[0]

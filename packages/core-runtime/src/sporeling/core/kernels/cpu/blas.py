@@ -1,17 +1,19 @@
-"""Matrix products on Sporeling's own threads, with the BLAS held to one thread meanwhile.
+"""Matrix products on Sporeling's own threads, with no BLAS thread left spinning.
 
 OpenBLAS's (and MKL's) worker threads keep spinning for a while after each multi-threaded
 call. Sporeling's row kernels run on their own threads (:mod:`._rows`), so a kernel that
 follows a product shared the cores with spinning BLAS threads: on 2 cores a GELU-gradient
 kernel took 7.1 ms after a GEMM instead of 3.3 ms, and a GPT training step spent ~45 ms
-that way. Here a large product is cut into blocks of rows, columns or the batch that run as
-single-threaded BLAS calls on the same thread pool as the row kernels, so only one set of
-threads ever runs. The BLAS thread count is set to 1 for the call and restored after (the
-first caller in saves it, the last one out restores it), through threadpoolctl, which
-finds NumPy's BLAS (OpenBLAS, MKL, BLIS). This happens inside compiled graphs only
-(:func:`split_products`, entered by the executor). Eager products, smaller products (below
-:data:`SPLIT_MIN_WORK`), integer/bool or 1-d operands, and a BLAS that cannot be controlled
-run NumPy's ``matmul`` as it is.
+that way. Inside compiled graphs (:func:`split_products`, entered by the executor) large
+products therefore run on Sporeling's threads only: 2-d products of an OpenBLAS that takes
+a threads callback run as OpenBLAS's own parallel jobs on those threads
+(:mod:`.openblas_threads`, installed for the call); other large products are cut into
+blocks of rows, columns or the batch that run as single-threaded BLAS calls there (the
+BLAS thread count is set to 1 for such a call and restored after: the first caller in
+saves it, the last one out restores it, through threadpoolctl, which finds NumPy's BLAS:
+OpenBLAS, MKL, BLIS). Eager products, smaller
+products (below :data:`SPLIT_MIN_WORK`), integer/bool or 1-d operands, and a BLAS that
+cannot be controlled run NumPy's ``matmul`` as it is.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ._rows import max_blocks, run_blocks
+from .openblas_threads import openblas_on_sporeling_threads
 
 __all__ = ["matmul", "single_threaded_blas", "split_products"]
 
@@ -53,8 +56,10 @@ def _controllers() -> list[Any]:
 
 @contextmanager
 def split_products() -> Iterator[None]:
-    """Inside this block (on this thread) large products are split over Sporeling's threads.
-    The graph executor enters it: there row kernels follow products closely, and the
+    """Inside this block (on this thread) products from :data:`SPLIT_MIN_WORK` run on
+    Sporeling's threads only: as OpenBLAS's own jobs (2-d products,
+    :mod:`.openblas_threads`) or as blocks of single-threaded BLAS calls (the rest). The
+    graph executor enters it: there row kernels follow products closely, and the
     BLAS's spinning threads would slow them. Outside (eager mode), products run as NumPy's
     ``matmul``: after an idle spell thread hand-offs are slow on a VM, and OpenBLAS's own
     threads hand off faster (a 512x512 product in the benchmark: 0.6x PyTorch split, 0.95x
@@ -111,6 +116,10 @@ def matmul(
         or x.dtype.kind not in "fc"
     ):
         return _plain(x, y, out, bias)
+    if len(xs) == 2 and len(ys) == 2:
+        with openblas_on_sporeling_threads() as switched:
+            if switched:  # OpenBLAS's parallel jobs, on Sporeling's threads
+                return _plain(x, y, out, bias)
     return _split(x, y, out, bias)
 
 
