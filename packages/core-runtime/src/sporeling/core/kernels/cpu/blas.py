@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ._rows import max_blocks, run_blocks
+from .gemm_bias import gemm_bias
 from .openblas_threads import openblas_on_sporeling_threads
 
 __all__ = ["matmul", "single_threaded_blas", "split_products"]
@@ -119,7 +120,8 @@ def matmul(
     if len(xs) == 2 and len(ys) == 2:
         with openblas_on_sporeling_threads() as switched:
             if switched:  # OpenBLAS's parallel jobs, on Sporeling's threads
-                return _plain(x, y, out, bias)
+                done = None if bias is None else gemm_bias(x, y, bias, out)
+                return _plain(x, y, out, bias) if done is None else done
     return _split(x, y, out, bias)
 
 

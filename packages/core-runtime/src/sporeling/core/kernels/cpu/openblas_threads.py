@@ -28,7 +28,7 @@ from typing import Any
 
 from ._rows import run_concurrently
 
-__all__ = ["openblas_on_sporeling_threads"]
+__all__ = ["openblas_libraries", "openblas_on_sporeling_threads"]
 
 # typedef void (*openblas_dojob_callback)(int thread_num, void *jobdata, int dojob_data);
 # typedef void (*openblas_threads_callback)(int sync, openblas_dojob_callback dojob,
@@ -42,7 +42,7 @@ _AFFIXES = list(itertools.product(("", "scipy_"), ("", "64_", "_64")))  # as thr
 
 _CALL_LOCK = threading.Lock()  # one OpenBLAS call's jobs at a time
 _STATE_LOCK = threading.Lock()
-_STATE: dict[str, Any] = {"setters": None, "depth": 0}
+_STATE: dict[str, Any] = {"libraries": None, "depth": 0}
 
 
 def _run_jobs(sync: int, dojob: Any, numjobs: int, size: int, jobdata: int, data: int) -> None:
@@ -67,9 +67,10 @@ _CALLBACK = _THREADS_CALLBACK(_run_jobs)  # kept alive for as long as OpenBLAS m
 _NO_CALLBACK = _THREADS_CALLBACK()  # a NULL function pointer: OpenBLAS's own threads again
 
 
-def _find_setters() -> list[Any]:
-    """The callback setters of the loaded pthreads OpenBLAS libraries (found once)."""
-    found = _STATE["setters"]
+def openblas_libraries() -> list[tuple[Any, str, str]]:
+    """``(library, symbol prefix, symbol suffix)`` of each loaded pthreads OpenBLAS with a
+    threads callback (found once; threadpoolctl finds them)."""
+    found = _STATE["libraries"]
     if found is None:
         found = []
         try:
@@ -87,10 +88,15 @@ def _find_setters() -> list[Any]:
                 if setter is not None:
                     setter.argtypes = [_THREADS_CALLBACK]
                     setter.restype = None
-                    found.append(setter)
+                    found.append((dll, prefix, suffix))
                     break
-        _STATE["setters"] = found
+        _STATE["libraries"] = found
     return found
+
+
+def _find_setters() -> list[Any]:
+    """The callback setters of :func:`openblas_libraries`."""
+    return [getattr(dll, f"{p}{_SETTER}{s}") for dll, p, s in openblas_libraries()]
 
 
 @contextmanager
