@@ -11,9 +11,9 @@ a threads callback run as OpenBLAS's own parallel jobs on those threads
 blocks of rows, columns or the batch that run as single-threaded BLAS calls there (the
 BLAS thread count is set to 1 for such a call and restored after: the first caller in
 saves it, the last one out restores it, through threadpoolctl, which finds NumPy's BLAS:
-OpenBLAS, MKL, BLIS). Eager products, smaller
-products (below :data:`SPLIT_MIN_WORK`), integer/bool or 1-d operands, and a BLAS that
-cannot be controlled run NumPy's ``matmul`` as it is.
+OpenBLAS, MKL, BLIS). Eager products, smaller products (below :data:`SPLIT_MIN_WORK`),
+integer/bool or 1-d operands, and a BLAS that cannot be controlled run NumPy's ``matmul``
+as it is.
 """
 
 from __future__ import annotations
