@@ -213,7 +213,11 @@ def _ln_grad_composite(
     """The layer-norm backward written with ops (reference for the second derivative)."""
     axes = tuple(range(begin_norm_axis, x.ndim))
     n = math.prod(x.shape[begin_norm_axis:])
-    rstd = (var + epsilon) ** -0.5
+    # rsqrt, not ``** -0.5``: a float pow is a scalar libm call per element (graph mode
+    # fuses this; 0.12 ms for a GPT layer's 2048 rows, rsqrt's 1 / sqrt vectorises)
+    from ..math import rsqrt
+
+    rstd = rsqrt(var + epsilon)
     d = x - mean
     xhat = d * rstd
     dxh = gy * gamma
