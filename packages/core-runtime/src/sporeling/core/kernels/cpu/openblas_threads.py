@@ -48,17 +48,24 @@ _STATE: dict[str, Any] = {"libraries": None, "depth": 0}
 def _run_jobs(sync: int, dojob: Any, numjobs: int, size: int, jobdata: int, data: int) -> None:
     """OpenBLAS's callback: job ``k`` is ``dojob(k, jobdata + k * size, data)``; every job
     must run at the same time (level-3 jobs wait on each other) and be done on return."""
+    started: list[int] = []
+
+    def job(k: int) -> None:
+        started.append(k)
+        dojob(k, jobdata + k * size, data)
+
     with _CALL_LOCK:
         try:
-            run_concurrently(lambda k: dojob(k, jobdata + k * size, data), numjobs)
-        except BaseException:  # never return with jobs unrun: OpenBLAS would read garbage
-            threads = [
-                threading.Thread(target=dojob, args=(k, jobdata + k * size, data))
-                for k in range(1, numjobs)
-            ]
+            run_concurrently(job, numjobs)
+        except BaseException:
+            if started:  # jobs never raise: the pool failed midway, nothing safe to redo
+                raise
+            # the pool failed before any job ran (no thread could start): plain threads,
+            # so that OpenBLAS never returns with jobs unrun
+            threads = [threading.Thread(target=job, args=(k,)) for k in range(1, numjobs)]
             for t in threads:
                 t.start()
-            dojob(0, jobdata, data)
+            job(0)
             for t in threads:
                 t.join()
 
