@@ -99,9 +99,10 @@ def matmul(
     x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None, bias: np.ndarray | None = None
 ) -> np.ndarray:
     """``np.matmul(x, y)`` (``+ bias``, a vector along the last axis) for arrays of one float
-    or complex dtype, run as single-threaded BLAS calls on blocks of the batch, of rows or of
-    columns across Sporeling's threads, each block adding its bias while still in cache;
-    ``out`` (optional) must have the result's shape and dtype. Only inside
+    or complex dtype, on Sporeling's threads: 2-d products as OpenBLAS's own parallel jobs
+    (the bias through ``beta = 1``, :mod:`.gemm_bias`), the others as single-threaded BLAS
+    calls on blocks of the batch, of rows or of columns, each block adding its bias while
+    still in cache; ``out`` (optional) must have the result's shape and dtype. Only inside
     :func:`split_products`; elsewhere NumPy's ``matmul`` (and bias add) as it is."""
     xs, ys = x.shape, y.shape
     if len(xs) < 2 or len(ys) < 2:
