@@ -1,14 +1,15 @@
 """OpenBLAS's parallel jobs on Sporeling's threads, through OpenBLAS's threads callback.
 
 OpenBLAS (0.3.27 and later) lets a program run its parallel jobs instead of its own thread
-pool (``openblas_set_threads_callback_function``). For the large products of compiled graphs
-(:mod:`.blas`) Sporeling installs a callback that runs them on its row-block workers
-(:mod:`._rows`), so a product keeps OpenBLAS's own partitioning (its threads share one
-packed copy of the right operand) while no OpenBLAS thread is left spinning next to the
-row kernels that follow. Against products cut into single-threaded blocks, a GPT training
-step ran 4-8% faster. Small products keep OpenBLAS's own threads: a hand-off to a sleeping
-worker costs ~50 us, and with the callback over a whole graph an MLP step (128-row
-products) ran 1.6x slower.
+pool (``openblas_set_threads_callback_function``). For the large 2-d products of compiled
+graphs (:mod:`.blas`) Sporeling installs a callback that runs them on its row-block workers
+(:mod:`._rows`), so no OpenBLAS thread is left spinning next to the row kernels that
+follow, and OpenBLAS's thread count stays as it is (the alternative, products cut into
+single-threaded blocks, sets it to 1 and back around each product). Product by product
+(cold caches) both take the same time; over a GPT training step the callback ran 4-8%
+faster, in interleaved runs. Small products keep OpenBLAS's own threads: a hand-off to a
+sleeping worker costs ~50 us, and with the callback over a whole graph an MLP step
+(128-row products) ran 1.6x slower; so did eager 512x512 products (2-3x).
 
 The callback is process-wide: it is installed while any thread runs such a product
 (nesting counted) and removed after; products of other threads in that time run on these
