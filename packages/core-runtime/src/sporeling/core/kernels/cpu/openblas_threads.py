@@ -6,7 +6,7 @@ graphs (:mod:`.blas`) Sporeling installs a callback that runs them on its row-bl
 (:mod:`._rows`), so no OpenBLAS thread is left spinning next to the row kernels that
 follow, and OpenBLAS's thread count stays as it is (the alternative, products cut into
 single-threaded blocks, sets it to 1 and back around each product). Product by product
-(cold caches) both take the same time; over a GPT training step the callback ran 4-8%
+(cold caches) both take the same time; over a GPT training step the callback ran 3-8%
 faster, in interleaved runs. Small products keep OpenBLAS's own threads: a hand-off to a
 sleeping worker costs ~50 us, and with the callback over a whole graph an MLP step
 (128-row products) ran 1.6x slower; so did eager 512x512 products (2-3x).
