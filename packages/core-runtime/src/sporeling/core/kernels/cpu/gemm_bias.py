@@ -24,6 +24,7 @@ __all__ = ["gemm_bias"]
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 _FUNCS: dict[str, Any] = {}
+_CHARS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}  # CBLAS's type letters
 
 
 def _cblas(char: str) -> Any:
@@ -65,7 +66,7 @@ def gemm_bias(x: np.ndarray, y: np.ndarray, bias: np.ndarray, out: np.ndarray | 
     """``x @ y + bias`` (2-d ``x``, ``y``; ``bias`` along the last axis) in ``out`` (new if
     None), or None when this path does not apply (the caller then multiplies and adds)."""
     dt = x.dtype
-    char = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}.get(dt)
+    char = _CHARS.get(dt)
     if char is None or y.dtype != dt or bias.dtype != dt or bias.ndim != 1:
         return None
     m, k = x.shape
