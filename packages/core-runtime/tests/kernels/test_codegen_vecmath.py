@@ -108,6 +108,8 @@ def test_fused_programs_use_vecmath_for_float32_temps_only():
     src = fused_source(prog, "cpu")
     assert "_vm.verfc(" in src and "math.exp(t0)" in src
     assert "math.erfc" in fused_source(prog, "cuda")
+    assert src.split("\n")[1].strip() == "_vm.wide_vectors()"  # first in the CPU kernel
+    assert "wide_vectors" not in fused_source(prog, "cuda")
     assert vecmath.SOURCE_DIGEST in codegen.CPU_PRELUDE
     x = np.linspace(-14, 6, 3 * 1001, dtype=np.float32).reshape(3, 1001)
     o32 = np.empty_like(x)

@@ -166,6 +166,28 @@ def test_loops_vectorise_with_the_call_inlined(name):
     assert not called, f"{name}: a call was not inlined"
 
 
+def test_wide_vectors_asks_llvm_for_512_bit_vectors_in_its_function_only():
+    @numba.njit(error_model="numpy")
+    def wide(x, out):
+        vecmath.wide_vectors()
+        for i in range(x.size):
+            out[i] = vecmath.vexp(x[i])
+
+    @numba.njit(error_model="numpy")
+    def default(x, out):
+        for i in range(x.size):
+            out[i] = vecmath.vexp(x[i])
+
+    x = np.linspace(-90, 90, 1001, dtype=np.float32)
+    a, b = np.empty_like(x), np.empty_like(x)
+    wide(x, a)
+    default(x, b)
+    np.testing.assert_array_equal(a, b)  # same arithmetic, wider registers
+    attr = '"prefer-vector-width"="512"'
+    assert attr in wide.inspect_llvm(wide.signatures[0])
+    assert attr not in default.inspect_llvm(default.signatures[0])
+
+
 def test_max_ulp_covers_every_function_and_docstring_states_it():
     assert set(vecmath.MAX_ULP) == set(NAMES)
     doc = " ".join((vecmath.__doc__ or "").split())

@@ -170,6 +170,7 @@ def kernel_source(
     if target == "cpu":
         return (
             f"def {name}({args}, out):\n"
+            f"    _vm.wide_vectors()\n"
             f"    for i in range(out.size):\n"
             f"        {loads}\n"
             f"        out[i] = {body}\n"
@@ -328,6 +329,7 @@ def fused_source(prog: FusedProgram, target: str, name: str = "kernel") -> str:
 
     if target == "cpu":
         lines.append(f"def {name}(lo, hi, {args}):")
+        lines.append("    _vm.wide_vectors()")  # 512-bit vectors where the CPU has them
         for d in range(nd):
             emit(d + 1, f"for {idx[d]} in range({_FIRST_RANGE if d == 0 else dims[d]}):")
         for ln in body:

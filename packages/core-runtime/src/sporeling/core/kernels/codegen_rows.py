@@ -232,6 +232,7 @@ def _generate(
         return "", trace
     if target == "cpu":
         lines.append(f"def {name}(lo, hi, {args}):")
+        lines.append("    _vm.wide_vectors()")  # 512-bit vectors where the CPU has them
         for j in sorted(scratch):
             emit(1, f"w{j} = np.empty({dims[-1]}, np.{steps[j].dtype})")
         for d in range(nd - 1):

@@ -15,19 +15,21 @@ import numba
 import numpy as np
 
 from ._config import JIT_SERIAL
-from .vecmath import vexp, vndtr
+from .vecmath import vexp, vndtr, wide_vectors
 
 __all__ = ["ndtr", "sigmoid32"]
 
 
 @numba.jit(**JIT_SERIAL)
 def _ndtr_kernel(x, out):  # pragma: no cover - compiled
+    wide_vectors()
     for i in range(x.shape[0]):
         out[i] = 0.5 * math.erfc(-x[i] * 0.7071067811865476)
 
 
 @numba.jit(**JIT_SERIAL)
 def _ndtr32_kernel(x, out):  # pragma: no cover - compiled
+    wide_vectors()
     for i in range(x.shape[0]):
         out[i] = vndtr(x[i])
 
@@ -44,6 +46,7 @@ def ndtr(x: np.ndarray) -> np.ndarray:
 
 @numba.jit(**JIT_SERIAL)
 def _sigmoid32_kernel(x, out):  # pragma: no cover - compiled
+    wide_vectors()
     one = np.float32(1.0)
     for i in range(x.shape[0]):
         v = x[i]

@@ -20,6 +20,7 @@ import numpy as np
 
 from ._config import JIT_SERIAL
 from ._rows import n_blocks, run_blocks
+from .vecmath import wide_vectors
 
 _JIT = {**JIT_SERIAL, "nogil": True}  # row blocks run on several threads (see _rows)
 
@@ -45,6 +46,7 @@ def _ln_row_stats(x):  # pragma: no cover - compiled
 
 @numba.jit(**_JIT)
 def _layer_norm_fwd_kernel(lo, hi, x2, gamma, beta, eps, y2, mean, var):  # pragma: no cover
+    wide_vectors()
     for i in range(lo, hi):
         x = x2[i]
         mu, v = _ln_row_stats(x)
@@ -59,6 +61,7 @@ def _layer_norm_fwd_kernel(lo, hi, x2, gamma, beta, eps, y2, mean, var):  # prag
 def _layer_norm_bwd_kernel(
     lo, hi, gy2, gmean, gvar, x2, gamma, mean, var, eps, dx2, dgamma, dbeta
 ):  # pragma: no cover - compiled
+    wide_vectors()
     n = x2.shape[1]
     for i in range(lo, hi):
         mu = mean[i]
@@ -130,6 +133,7 @@ def layer_norm_backward(
 
 @numba.jit(**JIT_SERIAL)
 def _batch_norm_fwd_kernel(x3, w, b, eps, y3, mean, var):  # pragma: no cover - compiled
+    wide_vectors()
     nb, nc, nl = x3.shape
     cnt = nb * nl
     for c in range(nc):
@@ -157,6 +161,7 @@ def _batch_norm_fwd_kernel(x3, w, b, eps, y3, mean, var):  # pragma: no cover - 
 def _batch_norm_bwd_kernel(
     gy3, gmean, gvar, x3, w, mean, var, eps, dx3, dw, db
 ):  # pragma: no cover - compiled
+    wide_vectors()
     nb, nc, nl = x3.shape
     cnt = nb * nl
     for c in range(nc):

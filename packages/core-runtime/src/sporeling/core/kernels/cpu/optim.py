@@ -32,6 +32,7 @@ import numpy as np
 
 from ._config import JIT_SERIAL
 from ._rows import n_blocks, run_blocks
+from .vecmath import wide_vectors
 
 __all__ = [
     "on_blocks",
@@ -66,6 +67,7 @@ def on_blocks(off: np.ndarray, run: Callable[[np.ndarray], object]) -> None:
 def sgd_kernel(
     p, g, accum, stat, off, lr, wd, inv_scale, momentum, omd, nesterov
 ):  # pragma: no cover
+    wide_vectors()
     for s in range(off.shape[0] - 1):
         lr_s = lr[s]
         wd_s = wd[s]
@@ -88,6 +90,7 @@ def sgd_kernel(
 
 @numba.njit(**_JIT)
 def momentum_kernel(p, g, moments, off, lr, wd, inv_scale, momentum, nesterov):  # pragma: no cover
+    wide_vectors()
     for s in range(off.shape[0] - 1):
         lr_s = lr[s]
         wd_s = wd[s]
@@ -109,6 +112,7 @@ def momentum_kernel(p, g, moments, off, lr, wd, inv_scale, momentum, nesterov): 
 def adam_kernel(
     p, g, m, v, off, segs, lr, wd, inv_scale, beta1, omb1, omb2, eps, nesterov
 ):  # pragma: no cover
+    wide_vectors()
     # lr[s] already carries the bias correction sqrt(1 - beta2^t) / (1 - beta1^t); only the
     # parameters listed in segs are updated (LazyAdam leaves row-sparse ones to the rows kernel).
     for s in segs:
@@ -136,6 +140,7 @@ def adam_kernel(
 def adam_weight_decay_kernel(
     p, g, m, v, off, lr, wd, beta1, omb1, beta2, omb2, eps
 ):  # pragma: no cover
+    wide_vectors()
     for s in range(off.shape[0] - 1):
         lr_s = lr[s]
         wd_s = wd[s]
@@ -152,6 +157,7 @@ def adam_weight_decay_kernel(
 def adamw_kernel(
     p, g, m, v, off, shrink, step, beta1, omb1, beta2, omb2, eps, sbc2
 ):  # pragma: no cover
+    wide_vectors()
     # Decoupled decay first, then the bias-corrected Adam step (PyTorch/MindSpore 2.x AdamW).
     # shrink[s] = 1 - lr * wd, step[s] = lr / (1 - beta1^t), sbc2 = sqrt(1 - beta2^t).
     for s in range(off.shape[0] - 1):
@@ -168,6 +174,7 @@ def adamw_kernel(
 
 @numba.njit(**_JIT)
 def lamb_kernel(p, g, m, v, off, lr, wd, beta1, beta2, eps, bc1, bc2):  # pragma: no cover
+    wide_vectors()
     # Two passes per parameter: moments + update direction (kept in g) and the two norms,
     # then the step scaled by the layer-wise trust ratio ||w|| / ||update||.
     for s in range(off.shape[0] - 1):
@@ -195,6 +202,7 @@ def lamb_kernel(p, g, m, v, off, lr, wd, beta1, beta2, eps, bc1, bc2):  # pragma
 
 @numba.njit(**_JIT)
 def adagrad_kernel(p, g, accum, off, lr, wd, inv_scale, update_slots):  # pragma: no cover
+    wide_vectors()
     for s in range(off.shape[0] - 1):
         lr_s = lr[s]
         wd_s = wd[s]
@@ -211,6 +219,7 @@ def adagrad_kernel(p, g, accum, off, lr, wd, inv_scale, update_slots):  # pragma
 def rmsprop_kernel(
     p, g, ms, mom, mg, off, lr, wd, inv_scale, omd, momentum, eps, centered
 ):  # pragma: no cover
+    wide_vectors()
     for s in range(off.shape[0] - 1):
         lr_s = lr[s]
         wd_s = wd[s]

@@ -18,7 +18,7 @@ import numpy as np
 
 from ._config import JIT_SERIAL
 from ._rows import n_blocks, run_blocks
-from .vecmath import exp_as
+from .vecmath import exp_as, wide_vectors
 
 __all__ = ["softmax_lastaxis", "softmax_xent_lastaxis"]
 
@@ -52,6 +52,7 @@ def _softmax_row(x, out, log):  # pragma: no cover - compiled
 
 @numba.jit(**JIT_SERIAL, nogil=True)
 def _softmax_kernel(lo, hi, x2, out2, log):  # pragma: no cover - compiled
+    wide_vectors()
     for i in range(lo, hi):
         _softmax_row(x2[i], out2[i], log)
 
@@ -72,6 +73,7 @@ def softmax_lastaxis(x: np.ndarray, log: bool = False) -> np.ndarray:
 
 @numba.jit(**JIT_SERIAL)
 def _xent_kernel(x2, lab2, loss, backprop):  # pragma: no cover - compiled
+    wide_vectors()
     # loss_i = sum_j lab_ij * (lse_i - x_ij); backprop = softmax - labels (MindSpore's output)
     for i in range(x2.shape[0]):
         x = x2[i]

