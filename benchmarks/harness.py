@@ -36,6 +36,7 @@ class Case:
     check_sporeling: Callable[[], Any] | None = None  # defaults to ``sporeling``
     check_torch: Callable[[], Any] | None = None  # defaults to ``torch``
     note: str = ""
+    timed: bool = True  # False: a check only (no times, no ratio)
 
 
 @dataclass
@@ -143,6 +144,8 @@ def measure(bench: str, case: Case, settings: Settings) -> Result:
     except Exception as exc:  # report and go on with the other cases
         res.check = f"FAILED: {type(exc).__name__}: {exc}"
         return res
+    if not case.timed:
+        return res
     fns = {"sporeling": case.sporeling, "torch": case.torch}
     numbers = {}
     for key, fn in fns.items():
@@ -178,6 +181,8 @@ def fmt_time(seconds: float | None) -> str:
 def status(res: Result) -> str:
     if res.check != "ok":
         return "check failed"
+    if res.ratio is None:
+        return "check ok (not timed)"
     if res.goal is None:
         return "no goal"
     return f"{'ok' if res.meets_goal else 'BELOW'} (goal >= {res.goal:g})"

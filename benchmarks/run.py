@@ -133,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
             if res.check != "ok":
                 failed = True
                 print(f"  {case.name}: check {res.check}", flush=True)
+            elif res.ratio is None:
+                print(f"  {case.name}: check ok", flush=True)
             else:
                 print(
                     f"  {case.name}: ratio {res.ratio:.2f} (max rel err {res.max_rel_err:.1e})",

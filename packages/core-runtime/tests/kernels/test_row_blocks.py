@@ -75,6 +75,42 @@ def test_a_late_worker_leaves_its_chunks_to_the_caller(monkeypatch):
         _rows._IDLE[:] = list(dict.fromkeys(_rows._IDLE))  # it re-entered once per job
 
 
+def test_a_worker_is_idle_again_when_the_caller_goes_on(monkeypatch):
+    """Once the caller sees every chunk finished, the workers that ran them are back in the
+    idle list, even if a worker is held up right after its report (here: a sleep, in the
+    GPT step a wait for the GIL or the core). Back there only after reporting, such a worker
+    was missing when the next job began, and that job ran on the caller's thread alone."""
+    _rows.run_blocks(lambda k, lo, hi: None, 4, 2)  # a worker exists
+    assert _asleep()
+    fetch_add, wait, misses = _spin.fetch_add, _rows._wait, []
+
+    def held_up_after_reporting(flags, i, value):
+        old = fetch_add(flags, i, value)
+        if i == _rows._FINISHED and threading.current_thread().name == "sporeling-rows":
+            time.sleep(0.005)
+        return old
+
+    def checked_wait(state, n):
+        wait(state, n)
+        with _rows._LOCK:  # the caller's first step after the wait
+            misses.append(len(_rows._IDLE) != len(_rows._ALL))
+
+    monkeypatch.setattr(_spin, "fetch_add", held_up_after_reporting)
+    monkeypatch.setattr(_rows, "_wait", checked_wait)
+    for _ in range(5):
+        worker_ran = threading.Event()
+
+        def fn(k, lo, hi, worker_ran=worker_ran):
+            if k:
+                worker_ran.set()
+            else:  # the caller holds its chunk until the worker has run one
+                worker_ran.wait(5)
+
+        _rows.run_blocks(fn, 2, 2, chunks=2)
+        assert worker_ran.is_set()
+    assert misses == [False] * 5
+
+
 def test_a_worker_error_reaches_the_caller_and_the_pool_recovers():
     def fn(k, lo, hi):
         if lo == 5:
