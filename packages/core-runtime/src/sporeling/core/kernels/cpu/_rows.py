@@ -8,15 +8,15 @@ claim one at a time from an atomic counter: a worker that starts late (woken ont
 caller's core, or slow after an idle spell on a VM) leaves its chunks to the caller instead
 of making it wait (a GELU + layer-norm step took 21 or 47 ms, at random, with fixed halves).
 Workers sleep on a semaphore between jobs and put themselves back in the idle list before
-they report their last chunk finished: reported after it, a worker still waited for the GIL
-on its way back while the caller went on, and the next kernel found no idle worker and ran
-on one thread (11 of 133 hand-offs per GPT step; a batched attention product took 1.2
-instead of 0.7 ms). The caller spins on a flag (GIL released, :mod:`._spin`) for chunks
-still running before it polls with short sleeps. Against a ThreadPoolExecutor (a future's lock) this made
-an eager MLP training step 5.4 -> 3.4 ms: a caller asleep on a lock gave up its core to
-OpenBLAS's spinning threads and took long to get it back. Workers that also spun between
-jobs (tried inside graph runs) made the first steps after an idle spell 2-4x slower on this
-project's VM, and were dropped. A forked child starts with no workers.
+they report their last chunk finished: reported after it, a worker held up on its way back
+(waiting for the GIL or its core) was missing when the next kernel began, which then ran on
+one thread (11 of 133 hand-offs per GPT step; a batched attention product took 1.24 instead
+of 1.0 ms). The caller spins on a flag (GIL released, :mod:`._spin`) for chunks still
+running before it polls with short sleeps. Against a ThreadPoolExecutor (a future's lock)
+this made an eager MLP training step 5.4 -> 3.4 ms: a caller asleep on a lock gave up its
+core to OpenBLAS's spinning threads and took long to get it back. Workers that also spun
+between jobs (tried inside graph runs) made the first steps after an idle spell 2-4x slower
+on this project's VM, and were dropped. A forked child starts with no workers.
 """
 
 from __future__ import annotations
