@@ -32,6 +32,7 @@ from ..context import get_context
 from ..dtype import from_numpy
 from ..tensor import Tensor
 from ._mutable import is_mutable
+from ._reasons import describe_recompile
 from .executor import Executable
 from .graph import Graph, Var
 from .tracer import Tracer
@@ -101,20 +102,6 @@ def _rebuild(desc: Any, original: Any, it: Any) -> Any:
             (k, _rebuild(d, original[k], it)) for k, d in zip(desc[1], desc[2], strict=True)
         )
     return original
-
-
-def _describe_change(old: Any, new: Any, where: str = "") -> str:
-    """One line naming the first input whose signature differs."""
-    if type(old) is not type(new) or not isinstance(old, tuple):
-        return f"{where or 'input'} changed from {old!r} to {new!r}"
-    if old[:1] != new[:1] or len(old) != len(new):
-        return f"{where or 'input'} changed kind: {old[0]} -> {new[0]}"
-    for i, (a, b) in enumerate(zip(old, new, strict=True)):
-        if a != b:
-            if isinstance(a, tuple) and isinstance(b, tuple):
-                return _describe_change(a, b, f"{where}[{i}]" if where else f"[{i}]")
-            return f"{where or 'input'} field {i} changed from {a!r} to {b!r}"
-    return "unknown change"
 
 
 # ---- compile-time constants -----------------------------------------------------------------
@@ -241,7 +228,7 @@ class JitFunction:
         self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Tensor]
     ) -> _Compiled:
         if self._last_key is not None:
-            reason = _describe_change(self._last_key, key)
+            reason = describe_recompile(self._last_key, key, self.fn)
             self.recompile_reasons.append(reason)
             log.info("jit %s: recompiling (%s)", getattr(self.fn, "__qualname__", "fn"), reason)
         budget = int(os.environ.get("SPORELING_RECOMPILE_BUDGET", "8"))

@@ -1,0 +1,20 @@
+"""The graph-mode guide's examples run as written (docs/graph-mode.md, one namespace in
+order, as a reader would paste them), so the guide cannot drift from the code."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+GUIDE = Path(__file__).resolve().parents[4] / "docs" / "graph-mode.md"
+
+
+@pytest.mark.skipif(not GUIDE.exists(), reason="needs the repository's docs/ folder")
+def test_graph_mode_guide_examples_run(capsys):
+    blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), re.S)
+    assert len(blocks) >= 4
+    namespace: dict = {}
+    for i, code in enumerate(blocks):
+        exec(compile(code, f"{GUIDE.name} block {i}", "exec"), namespace)
+    printed = capsys.readouterr().out
+    assert "select" in printed  # the TracingError message says what to do
