@@ -90,16 +90,16 @@ class _Worker:
             try:
                 fn(*args)  # a job records its own errors (see run_blocks)
             finally:
-                if not self.released:
-                    self.release()
+                self.release()  # unless the job did
                 self.released = False
 
     def release(self) -> None:
-        """Back in the idle list, called on this worker's own thread while its job ends: a
-        job posted from now on waits in ``flags`` until the loop comes round to it."""
-        self.released = True
-        with _LOCK:
-            _IDLE.append(self)
+        """Back in the idle list (once per job), called on this worker's own thread while its
+        job ends: a job posted from now on waits in ``flags`` until the loop comes round to it."""
+        if not self.released:
+            self.released = True
+            with _LOCK:
+                _IDLE.append(self)
 
     def post(self, fn: Callable[..., object], *args: Any) -> None:
         self.seq += 1
@@ -163,7 +163,7 @@ def run_blocks(
                     worker.release()  # idle before the caller can go on
                 _spin.fetch_add(state, _FINISHED, 1)
             c = c_next
-        if worker is not None and not worker.released:
+        if worker is not None:
             worker.release()  # it ran no chunk
 
     for k, w in enumerate(_take(blocks - 1), start=1):
