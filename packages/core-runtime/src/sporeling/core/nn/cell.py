@@ -16,6 +16,7 @@ from .._primitive import current_interpreter
 from ..compiler.tracer import Tracer
 from ..context import _SETTINGS, GRAPH_MODE
 from ..tensor import Parameter, Tensor
+from ._bprop import call_with_bprop, has_bprop
 
 __all__ = ["Cell"]
 
@@ -150,7 +151,10 @@ class Cell:
             result = hook(self, inputs)
             if result is not None:
                 inputs = result if isinstance(result, tuple) else (result,)
-        output = self.construct(*inputs, **kwargs)
+        if has_bprop(self):  # a custom bprop replaces autodiff through construct
+            output = call_with_bprop(self, self.construct, inputs, kwargs)
+        else:
+            output = self.construct(*inputs, **kwargs)
         for hook in list(self._forward_hooks.values()):
             result = hook(self, inputs, output)
             if result is not None:
