@@ -132,7 +132,12 @@ def _check(key: str, value: Any) -> Any:
     if key in ("search_mode", "auto_parallel_search_mode"):
         if value not in _SEARCH_MODES:
             raise _err(key, value, f"one of {list(_SEARCH_MODES)}")
-        return value
+        raise ValueError(
+            f"set_auto_parallel_context: argument {key!r} ({value!r}) is not supported: "
+            "Sporeling does no strategy search. Under AUTO_PARALLEL and SEMI_AUTO_PARALLEL, ops "
+            "without a shard strategy run data parallel (weight gradients averaged over the "
+            "ranks); give strategies with Primitive.shard(...) and leave search_mode unset"
+        )
     if key == "dataset_strategy":
         if value not in ("data_parallel", "full_batch") and not isinstance(value, tuple):
             raise _err(key, value, "'data_parallel', 'full_batch' or a tuple of shard tuples")

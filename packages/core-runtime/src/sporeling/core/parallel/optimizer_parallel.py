@@ -28,6 +28,7 @@ import numpy as np
 
 from ..communication.management import GlobalComm, get_group
 from . import context as _ctx
+from .semi_auto import auto_data_parallel_active
 
 __all__ = ["parallel_optimizer_enabled", "sharded_update"]
 
@@ -124,7 +125,8 @@ def sharded_update(opt: Any, bank: Any, step: int, inv_scale: float, rows: list[
             import cupyx
 
             cupyx.scatter_add(seg, idx, vals)
-    mean = _ctx.get_auto_parallel_context("gradients_mean")
+    # under SEMI_AUTO/AUTO_PARALLEL the gradients arrive averaged already (semi_auto.py)
+    mean = _ctx.get_auto_parallel_context("gradients_mean") or auto_data_parallel_active()
     group = plan.group
     shard = plan.shard
     if shard is None:  # not sliced

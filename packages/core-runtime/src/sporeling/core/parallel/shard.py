@@ -130,6 +130,22 @@ def _check_strategy(name: str, in_strategy: Any, n_inputs: int) -> tuple[tuple[i
     return tuple(tuple(int(v) for v in s) for s in in_strategy)
 
 
+def _check_full_batch(name: str) -> None:
+    """Sharded ops take whole, rank-identical inputs: refuse per-rank batches under the
+    auto-parallel modes instead of mixing them silently."""
+    from . import context as _ctx
+
+    mode = _ctx.get_auto_parallel_context("parallel_mode")
+    if mode in ("semi_auto_parallel", "auto_parallel") and (
+        _ctx.get_auto_parallel_context("dataset_strategy") != "full_batch"
+    ):
+        raise ValueError(
+            f"{name}.shard: a shard strategy under {mode} needs full_batch=True here (every "
+            "rank holding the whole batch); call set_auto_parallel_context(full_batch=True), "
+            "or drop the strategy to run the op data parallel"
+        )
+
+
 class ShardedPrimitive:
     """Base of the operator classes: ``op.shard(in_strategy)`` then ``op(*inputs)``.
 
@@ -175,6 +191,7 @@ class ShardedPrimitive:
         rank, size = group_rank_size(self.group)
         if self.in_strategy is None or size == 1:
             return self.compute(*tensors, *inputs[self.n_inputs :])
+        _check_full_batch(self.name)
         shapes = [t.shape for t in tensors]
         in_specs, out_spec = self.spec(shapes)
         splits = self._loop_splits(in_specs, shapes)
