@@ -25,6 +25,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "plan": ("sporeling.core.parallel.cost_model", "plan_main", "plan parallel layouts"),
     "reshard": ("sporeling.core.parallel.checkpoint", "reshard_main", "reshard a checkpoint"),
+    "convert-ckpt": (
+        "sporeling.core.train.convert_ckpt",
+        "main",
+        "convert a checkpoint between MindSpore .ckpt and safetensors",
+    ),
 }
 
 

@@ -32,8 +32,9 @@ Writes are atomic: the file is written to a temporary file in the same directory
 and ``fsync``-ed, moved onto the target with ``os.replace``, and the directory is
 ``fsync``-ed, so a crash leaves either the old file or the new one, never a torn one.
 
-Differences from MindSpore 1.8: the format (safetensors instead of protobuf; MindSpore's
-own ``.ckpt`` files are refused with a clear message), ``load_param_into_net`` returns
+Differences from MindSpore 1.8: the default format (safetensors; MindSpore's protobuf
+``.ckpt`` files are read too, by :mod:`.mindspore_ckpt`, and written with ``format="ckpt"``),
+``load_param_into_net`` returns
 MindSpore 2.x's ``(param_not_load, ckpt_not_load)``, encryption (``enc_key``/``dec_key``) is
 not supported, and ``integrated_save`` has no effect (there is no model parallelism).
 """
@@ -329,12 +330,14 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def _atomic_write(path: str, arrays: Mapping[str, np.ndarray], metadata: dict[str, str]) -> None:
+def _atomic_write(
+    path: str, arrays: Mapping[str, np.ndarray], metadata: dict[str, str], write: Any = None
+) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     os.close(fd)
     try:
-        _write_payload(tmp, arrays, metadata)
+        (write or _write_payload)(tmp, arrays, metadata)
         with open(tmp, "rb+") as f:
             f.flush()
             os.fsync(f.fileno())
@@ -360,8 +363,11 @@ def _save(
     enc_mode: Any,
     epoch: int | None = None,
     step: int | None = None,
+    fmt: Any = "safetensors",
+    crc_check: Any = False,
 ) -> str:
     name = _check_file_name(fn, ckpt_file_name)
+    write = _payload_writer(fn, fmt, _check_bool(fn, "crc_check", crc_check))
     _check_bool(fn, "integrated_save", integrated_save)
     asynchronous = _check_bool(fn, "async_save", async_save)
     _reject_encryption(fn, "enc_key", enc_key, enc_mode)
@@ -375,12 +381,30 @@ def _save(
         # The arrays may be the live buffers of parameters the next step updates in place.
         snapshot = OrderedDict((k, v.copy()) for k, v in arrays.items())
         thread = threading.Thread(
-            target=_atomic_write, args=(name, snapshot, metadata), name=ASYNC_THREAD_NAME
+            target=_atomic_write, args=(name, snapshot, metadata, write), name=ASYNC_THREAD_NAME
         )
         thread.start()
     else:
-        _atomic_write(name, arrays, metadata)
+        _atomic_write(name, arrays, metadata, write)
     return name
+
+
+def _payload_writer(fn: str, fmt: Any, crc_check: bool) -> Any:
+    """The function that writes the file's bytes for ``format`` (safetensors or MindSpore's)."""
+    if fmt == "safetensors":
+        if crc_check:
+            raise ValueError(
+                f"{fn}: argument 'crc_check' applies to format='ckpt'; safetensors checkpoints "
+                "always carry SHA-256 digests"
+            )
+        return _write_payload
+    if fmt == "ckpt":
+        from .mindspore_ckpt import write_mindspore_ckpt
+
+        return lambda path, arrays, metadata: write_mindspore_ckpt(
+            path, arrays, metadata, crc_check
+        )
+    raise ValueError(f"{fn}: argument 'format' expected 'safetensors' or 'ckpt', got {fmt!r}")
 
 
 def save_checkpoint(
@@ -391,6 +415,8 @@ def save_checkpoint(
     append_dict: dict[str, Any] | None = None,
     enc_key: bytes | None = None,
     enc_mode: str = "AES-GCM",
+    crc_check: bool = False,
+    format: str = "safetensors",
 ) -> None:
     """Save a network's parameters (or a list of them) to a safetensors checkpoint file.
 
@@ -401,6 +427,11 @@ def save_checkpoint(
     Tensors (kept as tensors). ``".ckpt"`` is appended to a name without ``.ckpt`` or
     ``.safetensors``, as MindSpore does. The write is atomic; ``async_save=True`` writes a
     snapshot on a background thread. The global RNG state is saved with the parameters.
+
+    ``format="ckpt"`` writes MindSpore's protobuf ``.ckpt`` instead (MindSpore 1.8 and 2.x
+    load it; ``crc_check=True`` adds 2.x's CRC trailer, which 1.8 cannot read); it keeps
+    the tensors and ``append_dict`` entries but not Sporeling's metadata (RNG state,
+    digests, which parameters are frozen).
 
     >>> import os, tempfile
     >>> from sporeling.core import Parameter, Tensor, load_checkpoint, save_checkpoint
@@ -418,6 +449,8 @@ def save_checkpoint(
         append_dict,
         enc_key,
         enc_mode,
+        fmt=format,
+        crc_check=crc_check,
     )
 
 
@@ -464,6 +497,12 @@ class _Checkpoint:
         self.arrays = arrays
         self.meta = meta
         self.ours = ours
+
+
+def _is_mindspore_ckpt(data: bytes) -> bool:
+    """A MindSpore protobuf checkpoint, not a safetensors file whose header length ends 0x0A."""
+    n = int.from_bytes(data[:8], "little")
+    return data[:1] == b"\n" and not (len(data) > 8 and 0 < n <= _MAX_HEADER and data[8:9] == b"{")
 
 
 def _parse_header(path: str, data: bytes) -> tuple[int, dict[str, Any]]:
@@ -594,6 +633,11 @@ def _parse_meta(path: str, raw: Any, table: dict[str, Any]) -> tuple[dict[str, A
 
 
 def _read(path: str, data: bytes) -> _Checkpoint:
+    if _is_mindspore_ckpt(data):
+        from .mindspore_ckpt import read_mindspore_ckpt
+
+        arrays, strings = read_mindspore_ckpt(path, data)
+        return _Checkpoint(dict(arrays), {"append": strings}, False)
     n, header = _parse_header(path, data)
     table = _check_table(path, len(data), n, header)
     meta, ours = _parse_meta(path, header.get("__metadata__"), table)

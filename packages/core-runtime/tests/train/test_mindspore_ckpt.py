@@ -1,0 +1,322 @@
+"""MindSpore's protobuf .ckpt: files written by real MindSpore (tests/train/data, made by
+make_ms_ckpt_fixtures.py) read here and loaded into the same network, files written here read
+back, the convert-ckpt command, and a bad-input sweep (truncated, bit-flipped, wrong magic,
+huge declared sizes, pickles): every case a CheckpointError, nothing allocated beyond the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sporeling.core import Tensor, nn
+from sporeling.core.cli import main as cli_main
+from sporeling.core.train import protobuf_wire as wire
+from sporeling.core.train.mindspore_ckpt import read_mindspore_ckpt
+from sporeling.core.train.serialization import (
+    CheckpointError,
+    load_checkpoint,
+    load_param_into_net,
+    save_checkpoint,
+)
+
+DATA = Path(__file__).parent / "data"
+EXPECTED = json.loads((DATA / "ms_small_net.json").read_text())
+
+
+class SmallNet(nn.Cell):
+    """The network of make_ms_ckpt_fixtures.py, with MindSpore's parameter names."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(1, 2, 3, pad_mode="same", has_bias=True)
+        self.bn = nn.BatchNorm2d(2)
+        self.relu = nn.ReLU()
+        self.flatten = nn.Flatten()
+        self.fc = nn.Dense(2 * 4 * 4, 3)
+
+    def construct(self, x):
+        return self.fc(self.flatten(self.relu(self.bn(self.conv(x)))))
+
+
+def _check_entry(name, got, want):
+    if "str" in want:
+        assert got == want["str"], name
+        return
+    arr = got.asnumpy()
+    assert str(arr.dtype) == want["dtype"], name
+    assert list(arr.shape) == want["shape"], name
+    np.testing.assert_array_equal(arr, np.array(want["values"], dtype=want["dtype"]), name)
+
+
+@pytest.mark.parametrize("fixture", ["ms_small_net.ckpt", "ms_small_net_crc.ckpt"])
+def test_reads_mindspore_files(fixture):
+    params = load_checkpoint(str(DATA / fixture))
+    expected = EXPECTED["net"]
+    if fixture == "ms_small_net_crc.ckpt":  # saved without append_dict
+        expected = {k: v for k, v in expected.items() if k not in ("epoch_num", "lr", "note")}
+    assert list(params) == list(expected)
+    for name, want in expected.items():
+        _check_entry(name, params[name], want)
+
+
+def test_reads_every_dtype_mindspore_writes():
+    params = load_checkpoint(str(DATA / "ms_dtypes.ckpt"))
+    assert list(params) == list(EXPECTED["dtypes"])
+    for name, want in EXPECTED["dtypes"].items():
+        _check_entry(name, params[name], want)
+    assert params["scalar"].shape == () and params["vec1"].shape == (1,)
+
+
+def test_mindspore_checkpoint_runs_in_the_same_network():
+    net = SmallNet()
+    not_loaded, unused = load_param_into_net(net, load_checkpoint(str(DATA / "ms_small_net.ckpt")))
+    assert not_loaded == [] and sorted(unused) == ["epoch_num", "lr", "note"]
+    net.set_train(False)
+    out = net(Tensor(np.array(EXPECTED["input"], np.float32))).asnumpy()
+    np.testing.assert_allclose(out, np.array(EXPECTED["output"]), rtol=1e-5, atol=1e-5)
+
+
+def test_load_checkpoint_with_net_and_filters():
+    net = SmallNet()
+    params = load_checkpoint(str(DATA / "ms_small_net.ckpt"), net=net, filter_prefix="bn.")
+    assert not any(k.startswith("bn.") for k in params)
+    np.testing.assert_array_equal(net.fc.weight.asnumpy(), params["fc.weight"].asnumpy())
+
+
+@pytest.mark.parametrize("crc", [False, True])
+def test_round_trip_every_dtype(tmp_path, crc):
+    arrays = {
+        "f16": np.array([1.5, -2.0], np.float16),
+        "f32": np.arange(6, dtype=np.float32).reshape(2, 3) / 3,
+        "f64": np.array([[np.pi]]),
+        "i8": np.array([-128, 127], np.int8),
+        "u8": np.arange(4, dtype=np.uint8),
+        "i16": np.array([-3], np.int16),
+        "u16": np.array([65535], np.uint16),
+        "i32": np.array([1, -1], np.int32),
+        "u32": np.array([4_000_000_000], np.uint32),
+        "i64": np.array([-(2**62)], np.int64),
+        "u64": np.array([2**63], np.uint64),
+        "b": np.array([True, False]),
+        "scalar": np.float32(2.5),
+        "empty": np.zeros((2, 0), np.float32),
+    }
+    path = str(tmp_path / "all.ckpt")
+    items = [{"name": k, "data": Tensor(np.asarray(v))} for k, v in arrays.items()]
+    save_checkpoint(items, path, format="ckpt", crc_check=crc, append_dict={"e": 2, "s": "ü"})
+    loaded = load_checkpoint(path)
+    assert list(loaded) == [*arrays, "e", "s"]
+    for name, want in arrays.items():
+        got = loaded[name].asnumpy()
+        assert got.dtype == np.asarray(want).dtype and got.shape == np.shape(want), name
+        np.testing.assert_array_equal(got, want)
+    assert loaded["e"].asnumpy().dtype == np.int64 and int(loaded["e"].asnumpy()) == 2
+    assert loaded["s"] == "ü"
+    assert (Path(path).read_bytes()[-17:-10] == b"crc_num") == crc
+
+
+def test_save_ckpt_of_a_network_loads_back_into_it(tmp_path):
+    src, dst = SmallNet(), SmallNet()
+    load_param_into_net(src, load_checkpoint(str(DATA / "ms_small_net.ckpt")))
+    path = str(tmp_path / "net.ckpt")
+    save_checkpoint(src, path, format="ckpt")
+    load_param_into_net(dst, load_checkpoint(path), strict_load=True)
+    for (name, a), (_, b) in zip(src.parameters_and_names(), dst.parameters_and_names()):
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy(), name)
+
+
+def test_sliced_parameters_are_joined():
+    # MindSpore splits a big parameter into consecutive entries with one tag and full dims.
+    arr = np.arange(12, dtype=np.float32).reshape(3, 4)
+    raw = arr.tobytes()
+    data = _value(b"w", _tensor([3, 4], b"Float32", raw[:20]))
+    data += _value(b"w", _tensor([3, 4], b"Float32", raw[20:]))
+    data += _value(b"s", _tensor([0], b"str", np.array("hi").tobytes()))
+    arrays, strings = read_mindspore_ckpt("x.ckpt", data)
+    np.testing.assert_array_equal(arrays["w"], arr)
+    assert strings == {"s": "hi"}
+
+
+def test_save_argument_errors(tmp_path):
+    item = [{"name": "w", "data": Tensor(np.zeros(2, np.float32))}]
+    with pytest.raises(ValueError, match="'format' expected 'safetensors' or 'ckpt'"):
+        save_checkpoint(item, str(tmp_path / "a.ckpt"), format="onnx")
+    with pytest.raises(ValueError, match="crc_check"):
+        save_checkpoint(item, str(tmp_path / "a.ckpt"), crc_check=True)
+    with pytest.raises(TypeError, match="crc_check"):
+        save_checkpoint(item, str(tmp_path / "a.ckpt"), format="ckpt", crc_check="yes")
+
+
+# ---- convert-ckpt -------------------------------------------------------------------------
+
+
+def test_convert_ckpt_both_ways(tmp_path, capsys):
+    st = str(tmp_path / "net.safetensors")
+    back = str(tmp_path / "back.ckpt")
+    assert cli_main(["convert-ckpt", str(DATA / "ms_small_net.ckpt"), st, "--check"]) == 0
+    assert "check: 11 entries equal" in capsys.readouterr().out
+    assert Path(st).read_bytes()[8:9] == b"{"  # a safetensors file
+    assert cli_main(["convert-ckpt", st, back, "--check"]) == 0
+    original = load_checkpoint(str(DATA / "ms_small_net.ckpt"))
+    again = load_checkpoint(back)
+    assert list(again) == list(original)
+    for name, value in original.items():
+        if isinstance(value, str):
+            assert again[name] == value
+        else:
+            np.testing.assert_array_equal(again[name].asnumpy(), value.asnumpy())
+
+
+def test_convert_ckpt_errors(tmp_path, capsys):
+    bad = tmp_path / "bad.ckpt"
+    bad.write_bytes(b"\n\x05ab")
+    assert cli_main(["convert-ckpt", str(bad), str(tmp_path / "o.safetensors")]) == 1
+    assert "truncated" in capsys.readouterr().err
+    src = str(DATA / "ms_small_net.ckpt")
+    assert cli_main(["convert-ckpt", src, str(tmp_path / "o.bin")]) == 1
+    assert "ending .ckpt or .safetensors" in capsys.readouterr().err
+
+
+# ---- bad input ----------------------------------------------------------------------------
+
+
+def _load(path):
+    try:
+        return load_checkpoint(str(path))
+    except CheckpointError as exc:
+        assert str(path) in str(exc)
+        return exc
+
+
+def test_every_truncation_is_an_error_or_a_whole_entry_prefix(tmp_path):
+    # Protobuf has no end marker: a cut exactly between two entries is a valid, shorter file
+    # (MindSpore reads it too); a cut anywhere else is a CheckpointError.
+    data = (DATA / "ms_small_net.ckpt").read_bytes()
+    full = load_checkpoint(str(DATA / "ms_small_net.ckpt"))
+    path = tmp_path / "cut.ckpt"
+    boundaries, errors = 0, 0
+    for n in range(len(data)):
+        path.write_bytes(data[:n])
+        got = _load(path)
+        if isinstance(got, CheckpointError):
+            errors += 1
+            continue
+        boundaries += 1
+        assert list(got) == list(full)[: len(got)]
+    assert boundaries == len(full) - 1 and errors == len(data) - boundaries
+
+
+def test_every_truncation_of_a_crc_file_is_an_error(tmp_path):
+    data = (DATA / "ms_small_net_crc.ckpt").read_bytes()
+    path = tmp_path / "cut.ckpt"
+    outcomes = []
+    for n in range(1, len(data) - 17):
+        path.write_bytes(data[:n] + data[-17:])  # the trailer kept, so the CRC is checked
+        outcomes.append(isinstance(_load(path), CheckpointError))
+    assert all(outcomes)
+
+
+def test_every_bit_flip_of_a_crc_file_is_an_error(tmp_path):
+    data = (DATA / "ms_small_net_crc.ckpt").read_bytes()
+    path = tmp_path / "flip.ckpt"
+    for i in range(len(data)):
+        for mask in (0x01, 0x80):
+            flipped = bytearray(data)
+            flipped[i] ^= mask
+            path.write_bytes(bytes(flipped))
+            assert isinstance(_load(path), CheckpointError), (i, mask)
+
+
+def test_bit_flips_without_crc_never_escape_as_other_errors(tmp_path):
+    # Without a CRC a flip inside tensor bytes is undetectable (as in MindSpore); every
+    # flip in the structure must still be a CheckpointError, never another exception.
+    data = (DATA / "ms_small_net.ckpt").read_bytes()
+    path = tmp_path / "flip.ckpt"
+    errors = 0
+    for i in range(len(data)):
+        flipped = bytearray(data)
+        flipped[i] ^= 0x04
+        path.write_bytes(bytes(flipped))
+        errors += isinstance(_load(path), CheckpointError)
+    assert errors > 50
+
+
+def _value(tag: bytes, tensor: bytes) -> bytes:
+    body = b"\n" + wire.varint(len(tag)) + tag + b"\x12" + wire.varint(len(tensor)) + tensor
+    return b"\n" + wire.varint(len(body)) + body
+
+
+def _tensor(dims, ttype: bytes, content: bytes) -> bytes:
+    out = b"".join(b"\x08" + wire.varint(d) for d in dims)
+    out += b"\x12" + wire.varint(len(ttype)) + ttype
+    return out + b"\x1a" + wire.varint(len(content)) + content
+
+
+HOSTILE = {
+    "huge_value_len.ckpt": (b"\n" + wire.varint(2**40) + b"\n\x01w", "truncated"),
+    "huge_content_len.ckpt": (
+        _value(b"w", _tensor([4], b"Float32", b""))[:-1] + b"\x1a" + wire.varint(2**62),
+        "truncated",
+    ),
+    "huge_dims.ckpt": (_value(b"w", _tensor([2**40, 2**40], b"Float32", b"\0" * 16)), "needs"),
+    "negative_dim.ckpt": (_value(b"w", _tensor([-4], b"Float32", b"\0" * 16)), "negative"),
+    "many_dims.ckpt": (_value(b"w", _tensor([1] * 100, b"Float32", b"\0" * 4)), "more than 64"),
+    "bad_type.ckpt": (_value(b"w", _tensor([1], b"Object", b"\0" * 4)), "tensor_type 'Object'"),
+    "no_content.ckpt": (_value(b"w", b"\x08\x01\x12\x07Float32"), "no tensor_content"),
+    "no_tensor.ckpt": (b"\n\x03\n\x01w", "has no tensor"),
+    "bad_utf8_tag.ckpt": (_value(b"\xff\xfe", _tensor([1], b"Float32", b"\0" * 4)), "UTF-8"),
+    "long_varint.ckpt": (b"\n" + b"\xff" * 11, "longer than 10"),
+    "group.ckpt": (b"\n\x02\x0b\x0c", "wire type 3"),
+    "dup.ckpt": (_value(b"w", _tensor([1], b"Float32", b"\0" * 4)) * 2, None),
+    "map.ckpt": (b"\n\x05\n\x01w\x1a\x00", "MapParameter"),
+    "bad_str.ckpt": (_value(b"s", _tensor([0], b"str", b"abc")), "UTF-32"),
+    "bad_crc.ckpt": (
+        _value(b"w", _tensor([1], b"Float32", b"\0" * 4)) + b"crc_num" + bytes(10),
+        "CRC",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_files_are_clear_errors_within_the_file_size(tmp_path, name):
+    payload, message = HOSTILE[name]
+    path = tmp_path / name
+    path.write_bytes(payload)
+    tracemalloc.start()
+    try:
+        got = _load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    if name == "dup.ckpt":  # consecutive entries with one tag are slices: joined, then checked
+        assert isinstance(got, CheckpointError) and "needs 4 bytes" in str(got)
+    else:
+        assert isinstance(got, CheckpointError), got
+        assert message in str(got), str(got)
+    assert peak < 64 * 1024, peak  # nothing sized by the declared lengths
+
+
+def test_wrong_magic_and_pickles_under_a_ckpt_name(tmp_path):
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    cases = {
+        "pickle.ckpt": pickle.dumps(Evil(), protocol=4),
+        "pickle0.ckpt": pickle.dumps(Evil(), protocol=0),
+        "magic.ckpt": b"\x0b" + (DATA / "ms_small_net.ckpt").read_bytes()[1:],
+    }
+    for name, payload in cases.items():
+        (tmp_path / name).write_bytes(payload)
+        assert isinstance(_load(tmp_path / name), CheckpointError), name
+    assert not marker.exists()
+    assert os.path.getsize(DATA / "ms_small_net.ckpt") < 4096  # the fixtures stay small
