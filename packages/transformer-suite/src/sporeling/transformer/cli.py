@@ -1,0 +1,7 @@
+"""``sporeling-transformer``: train, eval, generate, plan."""
+
+from __future__ import annotations
+
+
+def main(argv: list[str] | None = None) -> int:
+    return 0
