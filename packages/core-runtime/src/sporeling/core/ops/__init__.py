@@ -37,3 +37,13 @@ from ..communication import collectives as _collectives  # noqa: E402
 for _name in ("AllReduce", "AllGather", "ReduceScatter", "Broadcast", "AlltoAll", "Send",
               "Receive", "ReduceOp"):  # fmt: skip
     globals()[_name] = getattr(_collectives, _name)
+
+# MindSpore's operator classes and module paths (ops.operations as P, ops.composite as C,
+# ops.functional as F); imported last, they are built from the functional ops above.
+from . import composite, functional, operations  # noqa: E402, F401
+from .composite import GradOperation, HyperMap, MultitypeFuncGraph  # noqa: E402, F401
+from .primitive import Primitive, PrimitiveWithInfer, constexpr, prim_attr_register  # noqa: E402, F401
+from .shard_api import shard  # noqa: E402, F401
+
+for _name in operations.__all__:  # MindSpore 2.x: ops.MatMul is ops.operations.MatMul
+    globals().setdefault(_name, getattr(operations, _name))
