@@ -17,13 +17,14 @@ from ..compiler.tracer import Tracer
 from ..context import _SETTINGS, GRAPH_MODE
 from ..tensor import Parameter, Tensor
 from ._bprop import call_with_bprop, has_bprop
+from ._cell_compat import CellFlagsMixin
 
 __all__ = ["Cell"]
 
 _DEFAULT_PARAM_NAME = "Parameter"
 
 
-class Cell:
+class Cell(CellFlagsMixin):
     """Base class of every network (``construct`` defines the forward computation)."""
 
     def __init__(self, auto_prefix: bool = True, flags: dict[str, Any] | None = None) -> None:

@@ -1,0 +1,43 @@
+"""Cell methods MindSpore 1.8 scripts call that are about flags rather than computation:
+``add_flags``, ``add_flags_recursive``, ``get_flags``, ``recompute``.
+
+Flags are plain attributes (and a ``_mindspore_flags`` dict, as MindSpore keeps them).
+``recompute()`` marks the cells; eager autodiff here keeps the activations backward needs,
+so the mark changes no value and saves no memory (docs/porting.md says so).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["CellFlagsMixin"]
+
+
+class CellFlagsMixin:
+    """Mixed into :class:`~sporeling.core.nn.Cell`."""
+
+    def add_flags(self, **flags: Any) -> Any:
+        """Set ``flags`` on this cell (``cell.add_flags(defer_inline=True)``)."""
+        store = self.__dict__.setdefault("_mindspore_flags", {})
+        store.update(flags)
+        for key, value in flags.items():
+            if not hasattr(type(self), key):  # a flag never hides a method (recompute)
+                object.__setattr__(self, key, value)
+        return self
+
+    def add_flags_recursive(self, **flags: Any) -> Any:
+        """Set ``flags`` on this cell and every cell below it."""
+        for _, cell in self.cells_and_names():  # type: ignore[attr-defined]
+            cell.add_flags(**flags)
+        return self
+
+    def get_flags(self) -> dict[str, Any]:
+        return dict(self.__dict__.get("_mindspore_flags", {}))
+
+    def recompute(self, **kwargs: Any) -> None:
+        """Mark this cell and its children for recomputation (see the module docstring)."""
+        for key in kwargs:
+            if key not in ("mp_comm_recompute", "parallel_optimizer_comm_recompute",
+                           "recompute_slice_activation"):  # fmt: skip
+                raise TypeError(f"Cell.recompute: unexpected argument {key!r}")
+        self.add_flags_recursive(recompute=True)
