@@ -18,3 +18,26 @@ def test_preprocess_command(tmp_path, criteo_file, capsys):
 def test_errors_name_the_argument(tmp_path, criteo_file, capsys):
     assert main(["preprocess", str(criteo_file), "--out", str(tmp_path), "--min-freq", "0"]) == 1
     assert "'min_freq' expected >= 1, got 0" in capsys.readouterr().err
+
+
+def test_train_then_eval(tmp_path, capsys):
+    from conftest import PLANTED, criteo_lines
+
+    path = tmp_path / "s.txt"
+    path.write_text("\n".join(ln for i, ln in enumerate(criteo_lines(300, seed=4), 1)
+                              if i not in PLANTED) + "\n")  # fmt: skip
+    rec = str(tmp_path / "r")
+    assert main(["preprocess", str(path), "--out", rec, "--line-per-sample", "10",
+                 "--test-ratio", "0.3"]) == 0  # fmt: skip
+    ckpt = str(tmp_path / "m.ckpt")
+    hist = tmp_path / "h.json"
+    assert main(["train", rec, "--epochs", "2", "--batch-size", "40", "--emb-dim", "4",
+                 "--deep-layers", "8", "--vocab-cache-size", "300", "--ckpt", ckpt,
+                 "--json", str(hist)]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "epoch 2:" in out and "test AUC" in out and "cache 1: hit rate" in out
+    epochs = json.loads(hist.read_text())["epochs"]
+    assert epochs[1]["loss"] < epochs[0]["loss"]
+    assert main(["eval", rec, "--ckpt", ckpt, "--batch-size", "40"]) == 0
+    line = capsys.readouterr().out
+    assert f"AUC {epochs[1]['eval_auc']:.5f}" in line

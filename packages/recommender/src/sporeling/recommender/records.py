@@ -122,22 +122,24 @@ class CriteoRecordDataset(ds.GeneratorDataset):
 
 
 def iterate_batches(
-    dataset: ds.Dataset, line_per_sample: int, batch_size: int, num_epochs: int = 1
+    dataset: ds.Dataset,
+    line_per_sample: int,
+    batch_size: int,
+    num_epochs: int = 1,
+    drop_remainder: bool = True,
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Batches of ``batch_size`` rows from a record dataset: ``(ids (B, 39) int32,
-    vals (B, 39) float32, label (B, 1) float32)``."""
+    vals (B, 39) float32, label (B, 1) float32)`` (the last one shorter unless
+    ``drop_remainder``)."""
     if batch_size % line_per_sample:
         raise ValueError(
             f"iterate_batches: argument 'batch_size' ({batch_size}) expected a multiple of "
             f"line_per_sample ({line_per_sample})"
         )
-    batched = dataset.batch(batch_size // line_per_sample, drop_remainder=True)
+    batched = dataset.batch(batch_size // line_per_sample, drop_remainder=drop_remainder)
     for ids, vals, label in batched.create_tuple_iterator(num_epochs=num_epochs, output_numpy=True):
-        yield (
-            ids.reshape(batch_size, -1),
-            vals.reshape(batch_size, -1),
-            label.reshape(batch_size, 1),
-        )
+        n = ids.shape[0] * line_per_sample
+        yield ids.reshape(n, -1), vals.reshape(n, -1), label.reshape(n, 1)
 
 
 def write_records(

@@ -1,0 +1,342 @@
+"""The embedding cache (MindSpore 1.8's ``EmbeddingLookup(..., vocab_cache_size=N)``).
+
+Levels, fastest first:
+
+1. the cache: ``vocab_cache_size`` rows in the layer's ``embedding_table`` Parameter, the only
+   rows the model and its optimizer see (so the optimizer's moments are sized to the cache,
+   as in MindSpore);
+2. the full table and the full optimizer state (every per-row moment) in host memory, or
+3. with ``storage="disk"``, the same as memory-mapped files on disk, for tables larger than
+   RAM (the operating system's page cache then holds the hot part in memory).
+
+Before a batch, :meth:`CachedEmbeddingLookup.prepare` makes every id of the batch resident:
+rows missing from the cache replace the least recently used rows that the batch does not
+need, and those are written back (rows and moments) first. :meth:`prefetch` reads the next
+batch's missing rows from the host level on a background thread while the current step
+computes. :meth:`flush` writes every cached row back (at the end of each epoch and before a
+checkpoint). Training gives the same parameters with any cache size, because a sparse
+optimizer (LazyAdam, FTRL) only ever touches the rows of the batch, and those are cached.
+
+Hit rate, prefetch stalls and write-backs are counted in :attr:`stats`.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sporeling.core import Parameter, Tensor, nn
+from sporeling.core.initializer import initializer
+
+__all__ = ["CachedEmbeddingLookup", "CacheStats", "cached_lookups", "attach_optimizer"]
+
+
+@dataclass
+class CacheStats:
+    """Counts since the last :meth:`CachedEmbeddingLookup.reset_stats`."""
+
+    batches: int = 0
+    lookups: int = 0  # distinct in-range ids per batch, summed
+    hits: int = 0  # ... of which were already cached
+    loaded: int = 0  # rows brought into the cache
+    prefetched: int = 0  # ... of which a prefetch had already read
+    write_backs: int = 0  # rows written back to the host level (evictions and flushes)
+    stalls: int = 0  # batches that waited for their prefetch
+    stall_seconds: float = 0.0
+
+    @property
+    def hit_rate(self) -> float:
+        return self.hits / self.lookups if self.lookups else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "hit_rate": self.hit_rate}
+
+
+class CachedEmbeddingLookup(nn.EmbeddingLookup):
+    """``CachedEmbeddingLookup(vocab_size, embedding_size, vocab_cache_size, param_init='normal',
+    storage='memory', path=None, prefetch=True)``: an :class:`~sporeling.core.nn.EmbeddingLookup`
+    whose ``embedding_table`` Parameter holds ``vocab_cache_size`` rows in front of the full
+    table (see the module doc). Ids outside ``[0, vocab_size)`` look up zero rows.
+
+    The full table is :attr:`host_table` (``(vocab_size, embedding_size)`` float32); call
+    :func:`attach_optimizer` after creating the optimizer so the cache also moves the
+    optimizer's per-row state.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_size: int,
+        vocab_cache_size: int,
+        param_init: Any = "normal",
+        storage: str = "memory",
+        path: str | None = None,
+        prefetch: bool = True,
+    ) -> None:
+        cls = type(self).__name__
+        if isinstance(vocab_cache_size, bool) or not isinstance(vocab_cache_size, int):
+            raise TypeError(
+                f"{cls}: argument 'vocab_cache_size' expected an int, got {vocab_cache_size!r}"
+            )
+        if vocab_cache_size < 1:
+            raise ValueError(
+                f"{cls}: argument 'vocab_cache_size' expected an int >= 1, got {vocab_cache_size}"
+            )
+        if storage not in ("memory", "disk"):
+            raise ValueError(
+                f"{cls}: argument 'storage' expected 'memory' or 'disk', got {storage!r}"
+            )
+        if storage == "disk" and path is None:
+            raise ValueError(
+                f"{cls}: storage='disk' needs argument 'path' (a folder for the table)"
+            )
+        cache_rows = min(vocab_cache_size, vocab_size)
+        super().__init__(cache_rows, embedding_size, param_init="zeros", target="CPU", sparse=True)
+        self.vocab_size = vocab_size
+        self.vocab_cache_size = cache_rows
+        self.storage = storage
+        self._dir = Path(path) if path is not None else None
+        if storage == "memory":
+            self.host_table = initializer(param_init, (vocab_size, embedding_size)).asnumpy()
+        else:
+            assert self._dir is not None
+            self._dir.mkdir(parents=True, exist_ok=True)
+            self.host_table = self._disk_array("table", (vocab_size, embedding_size), None)
+            sigma = 0.01 if param_init == "normal" else getattr(param_init, "sigma", param_init)
+            _fill_normal(self.host_table, sigma)
+        self.host_state: dict[str, np.ndarray] = {}  # prefix -> (vocab, dim) rows
+        self._state_params: dict[str, Parameter] = {}
+        self.slot_of = np.full(vocab_size, -1, np.int64)
+        self.id_of = np.full(cache_rows, -1, np.int64)
+        self.last_used = np.full(cache_rows, -1, np.int64)
+        self._clock = 0
+        self._last_ids: np.ndarray | None = None
+        self._pool = (
+            ThreadPoolExecutor(1, thread_name_prefix="embedding-prefetch") if prefetch else None
+        )
+        self._staged: Future[Any] | None = None
+        self.stats = CacheStats()
+
+    # ---- storage ------------------------------------------------------------------------
+
+    def _disk_array(self, name: str, shape: tuple[int, int], fill: float | None) -> np.ndarray:
+        assert self._dir is not None
+        arr = np.lib.format.open_memmap(self._dir / f"{name}.npy", mode="w+", dtype=np.float32,
+                                        shape=shape)  # fmt: skip
+        if fill is not None:
+            _fill_const(arr, fill)
+        return arr
+
+    def attach_state(self, prefix: str, state: Parameter) -> None:
+        """Let the cache move the optimizer state ``state`` (shaped like the cache) with its
+        rows; the host level gets a full-size copy, filled with the state's initial value."""
+        data = state.asnumpy()
+        if data.shape != tuple(self.embedding_table.shape):
+            raise ValueError(
+                f"{type(self).__name__}: optimizer state '{state.name}' has shape {data.shape}, "
+                f"expected the cache's {tuple(self.embedding_table.shape)}"
+            )
+        init = float(data.reshape(-1)[0]) if data.size else 0.0
+        if data.size and not np.all(data == init):
+            raise ValueError(
+                f"{type(self).__name__}: optimizer state '{state.name}' must be attached before "
+                "the first step (its values are no longer all equal)"
+            )
+        shape = (self.vocab_size, self.embedding_size)
+        if self.storage == "memory":
+            host = np.full(shape, init, np.float32)
+        else:
+            host = self._disk_array(f"state-{prefix}", shape, init)
+        for slot in np.flatnonzero(self.id_of >= 0):  # rows cached before the attach
+            host[self.id_of[slot]] = data[slot]
+        self.host_state[prefix] = host
+        self._state_params[prefix] = state
+
+    # ---- the cache ----------------------------------------------------------------------
+
+    def _read_host(self, ids: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        return self.host_table[ids], {k: v[ids] for k, v in self.host_state.items()}
+
+    def _write_back(self, slots: np.ndarray) -> None:
+        if slots.size == 0:
+            return
+        ids = self.id_of[slots]
+        self.host_table[ids] = self.embedding_table.asnumpy()[slots]
+        for prefix, host in self.host_state.items():
+            host[ids] = self._state_params[prefix].asnumpy()[slots]
+        self.stats.write_backs += int(slots.size)
+
+    def prefetch(self, ids: Any) -> None:
+        """Start reading the rows of ``ids`` that are not cached now on the background
+        thread (call it after :meth:`prepare` of the current batch)."""
+        if self._pool is None:
+            return
+        flat = _as_ids(ids)
+        uniq = np.unique(flat[(flat >= 0) & (flat < self.vocab_size)])
+        missing = uniq[self.slot_of[uniq] < 0]
+        self._staged = self._pool.submit(lambda: (missing, *self._read_host(missing)))
+
+    def prepare(self, ids: Any) -> None:
+        """Make every in-range id of the batch resident in the cache."""
+        flat = _as_ids(ids)
+        if self._last_ids is not None and np.array_equal(flat, self._last_ids):
+            return
+        self._clock += 1
+        uniq = np.unique(flat[(flat >= 0) & (flat < self.vocab_size)])
+        if uniq.size > self.vocab_cache_size:
+            raise ValueError(
+                f"{type(self).__name__}: a batch holds {uniq.size} distinct ids but "
+                f"vocab_cache_size is {self.vocab_cache_size}; use a larger cache or smaller "
+                "batches"
+            )
+        slots = self.slot_of[uniq]
+        hit = slots >= 0
+        self.last_used[slots[hit]] = self._clock
+        missing = uniq[~hit]
+        st = self.stats
+        st.batches += 1
+        st.lookups += int(uniq.size)
+        st.hits += int(hit.sum())
+        staged = self._take_staged()
+        if missing.size:
+            # free slots first, then the least recently used ones the batch does not need
+            free = np.flatnonzero(self.id_of < 0)
+            if free.size < missing.size:
+                idle = np.flatnonzero((self.id_of >= 0) & (self.last_used < self._clock))
+                lru = np.argsort(self.last_used[idle], kind="stable")
+                victims = idle[lru[: missing.size - free.size]]
+                self._write_back(victims)
+                self.slot_of[self.id_of[victims]] = -1
+                self.id_of[victims] = -1
+                free = np.concatenate([free, victims])
+            target = free[: missing.size]
+            rows, states = self._rows_for(missing, staged)
+            self.embedding_table.asnumpy()[target] = rows
+            for prefix, param in self._state_params.items():
+                param.asnumpy()[target] = states[prefix]
+            self.slot_of[missing] = target
+            self.id_of[target] = missing
+            self.last_used[target] = self._clock
+            st.loaded += int(missing.size)
+        self._last_ids = flat.copy()
+
+    def _take_staged(self) -> Any:
+        fut, self._staged = self._staged, None
+        if fut is None:
+            return None
+        if not fut.done():
+            self.stats.stalls += 1
+            t0 = time.perf_counter()
+            result = fut.result()
+            self.stats.stall_seconds += time.perf_counter() - t0
+            return result
+        return fut.result()
+
+    def _rows_for(
+        self, missing: np.ndarray, staged: Any
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Rows (and state rows) of ``missing`` ids: what the prefetch read where it has
+        them (the host rows of uncached ids cannot change meanwhile), the host level else."""
+        rows, states = self._read_host(missing)
+        if staged is None:
+            return rows, states
+        s_ids, s_rows, s_states = staged
+        if s_ids.size == 0:
+            return rows, states
+        pos = np.searchsorted(s_ids, missing)
+        ok = pos < s_ids.size
+        ok[ok] = s_ids[pos[ok]] == missing[ok]
+        if ok.any():
+            rows[ok] = s_rows[pos[ok]]
+            for k in states:
+                if k in s_states:
+                    states[k][ok] = s_states[k][pos[ok]]
+            self.stats.prefetched += int(ok.sum())
+        return rows, states
+
+    def flush(self) -> None:
+        """Write every cached row (and its optimizer state) back to the host level."""
+        self._write_back(np.flatnonzero(self.id_of >= 0))
+        if isinstance(self.host_table, np.memmap):
+            self.host_table.flush()
+            for host in self.host_state.values():
+                host.flush()  # type: ignore[attr-defined]
+
+    def load_table(self, table: Any) -> None:
+        """Replace the full table (e.g. from a checkpoint); the cache starts empty again."""
+        data = np.asarray(table.asnumpy() if hasattr(table, "asnumpy") else table, np.float32)
+        if data.shape != self.host_table.shape:
+            raise ValueError(
+                f"{type(self).__name__}: load_table expected shape {self.host_table.shape}, got "
+                f"{data.shape}"
+            )
+        self.host_table[...] = data
+        self.slot_of[...] = -1
+        self.id_of[...] = -1
+        self.last_used[...] = -1
+        self._last_ids = None
+
+    def reset_stats(self) -> CacheStats:
+        """Return the counts so far and start new ones."""
+        old, self.stats = self.stats, CacheStats()
+        return old
+
+    # ---- the cell -----------------------------------------------------------------------
+
+    def construct(self, indices: Tensor) -> Tensor:
+        self.prepare(indices)
+        flat = _as_ids(indices)
+        inside = (flat >= 0) & (flat < self.vocab_size)
+        slots = np.where(inside, self.slot_of[np.where(inside, flat, 0)], -1)  # -1: a zero row
+        return super().construct(Tensor(slots.reshape(indices.shape).astype(np.int32)))
+
+    def extend_repr(self) -> str:
+        return (
+            f"vocab_size={self.vocab_size}, embedding_size={self.embedding_size}, "
+            f"vocab_cache_size={self.vocab_cache_size}, storage={self.storage}"
+        )
+
+
+def _as_ids(ids: Any) -> np.ndarray:
+    arr = ids.asnumpy() if hasattr(ids, "asnumpy") else np.asarray(ids)
+    return arr.reshape(-1).astype(np.int64, copy=False)
+
+
+def _fill_const(arr: np.ndarray, value: float, block: int = 1 << 20) -> None:
+    for a in range(0, arr.shape[0], block):
+        arr[a : a + block] = value
+
+
+def _fill_normal(arr: np.ndarray, sigma: Any, block: int = 1 << 20, seed: int = 0) -> None:
+    if isinstance(sigma, bool) or not isinstance(sigma, (int, float)):
+        raise ValueError(
+            "CachedEmbeddingLookup: storage='disk' initialises the table as N(0, 0.01^2); "
+            f"param_init must be 'normal' there, got {sigma!r}"
+        )
+    rng = np.random.default_rng(seed)
+    for a in range(0, arr.shape[0], block):
+        n = min(block, arr.shape[0] - a)
+        arr[a : a + n] = rng.normal(0.0, sigma, (n, arr.shape[1])).astype(np.float32)
+
+
+def cached_lookups(net: nn.Cell) -> list[CachedEmbeddingLookup]:
+    """The cached lookups inside ``net``."""
+    return [c for _, c in net.cells_and_names() if isinstance(c, CachedEmbeddingLookup)]
+
+
+def attach_optimizer(net: nn.Cell, optimizer: nn.Cell) -> None:
+    """Attach the per-row state of ``optimizer`` (moments, FTRL's accumulators...) to the
+    cached lookups of ``net`` whose table it updates."""
+    for lookup in cached_lookups(net):
+        table = lookup.embedding_table
+        for _, p in optimizer.parameters_and_names():
+            if p is table or not p.name.endswith("." + table.name):
+                continue
+            prefix = p.name[: -len(table.name) - 1]
+            if tuple(p.shape) == tuple(table.shape):
+                lookup.attach_state(prefix, p)
