@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import _context_keys as _keys
+
 __all__ = ["set_context", "get_context", "GRAPH_MODE", "PYNATIVE_MODE"]
 
 GRAPH_MODE = 0
@@ -25,6 +27,10 @@ def set_context(**kwargs: Any) -> None:
     (eager, the default) or ``GRAPH_MODE`` (stored now, used by the graph compiler).
     """
     for key, value in kwargs.items():
+        if key in _keys.NO_EFFECT or key in _keys.ALREADY:  # 1.8 keys with nothing to act on
+            _keys.accept(key, value)
+            _SETTINGS[key] = value
+            continue
         if key not in _SETTINGS:
             raise ValueError(
                 f"set_context: unknown setting {key!r}; known settings are {sorted(_SETTINGS)}"
@@ -42,6 +48,8 @@ def set_context(**kwargs: Any) -> None:
 
 def get_context(key: str) -> Any:
     """Read one setting by name."""
+    if key not in _SETTINGS and (key in _keys.NO_EFFECT or key in _keys.ALREADY):
+        return {**_keys.NO_EFFECT, **_keys.ALREADY}[key]
     if key not in _SETTINGS:
         raise ValueError(
             f"get_context: unknown setting {key!r}; known settings are {sorted(_SETTINGS)}"

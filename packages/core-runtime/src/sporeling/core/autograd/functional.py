@@ -142,8 +142,18 @@ def _prepare_input(value: Any) -> Any:
         t._requires_grad = True
         return t
     if isinstance(value, (tuple, list)):
-        return type(value)(_prepare_input(v) for v in value)
+        return _same_kind(value, [_prepare_input(v) for v in value])
+    if isinstance(value, dict):  # a (mutable) dict: its values are differentiated
+        return _same_kind(value, {k: _prepare_input(v) for k, v in value.items()})
     return value
+
+
+def _same_kind(original: Any, items: Any) -> Any:
+    """``items`` in ``original``'s container type, keeping a ``mutable`` mark."""
+    out = type(original)(items)
+    if hasattr(original, "__ms_dynamic_len__"):
+        out.__ms_dynamic_len__ = original.__ms_dynamic_len__
+    return out
 
 
 def _grads_for(value: Any, found: dict[int, Any]) -> Any:
@@ -152,6 +162,8 @@ def _grads_for(value: Any, found: dict[int, Any]) -> Any:
         return hit[1] if hit is not None else _zeros_like(value)
     if isinstance(value, (tuple, list)):
         return tuple(_grads_for(v, found) for v in value)
+    if isinstance(value, dict):  # one gradient per value, in key order (MindSpore 2.x)
+        return tuple(_grads_for(v, found) for v in value.values())
     return None
 
 

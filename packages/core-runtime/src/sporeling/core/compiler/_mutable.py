@@ -4,7 +4,8 @@
 (a new value compiles a new graph). ``mutable(x)`` turns such an input into a graph input:
 calling again with new values of the same shapes reuses the graph, and gradients flow to the
 tensors inside. MindSpore 1.8 accepted a Tensor (returned unchanged) or a tuple/list/dict
-whose leaves are all Tensors; 2.x added scalars and ``dynamic_len``, accepted here too.
+whose leaves are all Tensors; 2.x added scalars (alone or as leaves, which become 0-d
+tensor inputs of the graph) and ``dynamic_len`` (a sequence of elements of one kind).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class MutableBool(int):  # bool cannot be subclassed
 
 
 def _check_leaves(value: Any, path: str) -> None:
-    if isinstance(value, Tensor):
+    if isinstance(value, (Tensor, int, float)):  # scalar leaves: MindSpore 2.x
         return
     if isinstance(value, (tuple, list)):
         for i, v in enumerate(value):
@@ -55,13 +56,30 @@ def _check_leaves(value: Any, path: str) -> None:
             _check_leaves(v, f"{path}[{k!r}]")
         return
     raise TypeError(
-        f"mutable: every element of 'input_data' must be a Tensor (MindSpore 1.8 semantics), "
+        f"mutable: every element of 'input_data' must be a Tensor or a Python scalar, "
         f"but {path} is {type(value).__name__}"
     )
 
 
+def _check_dynamic_len(value: Any) -> None:
+    """A dynamic-length sequence holds elements of one kind (one shape and dtype)."""
+
+    def kind(v: Any) -> Any:
+        if isinstance(v, Tensor):
+            return ("Tensor", v.shape, v.dtype)
+        return type(v).__name__
+
+    kinds = [kind(v) for v in value]
+    for i, k in enumerate(kinds[1:], 1):
+        if k != kinds[0]:
+            raise ValueError(
+                "mutable: with dynamic_len=True every element of 'input_data' must have the "
+                f"same type, shape and dtype, but element 0 is {kinds[0]} and element {i} is {k}"
+            )
+
+
 def mutable(input_data: Any, dynamic_len: bool = False) -> Any:
-    """Mark ``input_data`` (Tensor, scalar, or tuple/list/dict of Tensors) as a variable.
+    """Mark ``input_data`` (Tensor, scalar, or tuple/list/dict of them) as a variable.
 
     ``dynamic_len=True`` marks a sequence whose length may change between calls; graphs are
     compiled for static shapes, so a new length compiles once more (the reason is logged).
@@ -71,8 +89,12 @@ def mutable(input_data: Any, dynamic_len: bool = False) -> Any:
     >>> is_mutable(pair)
     True
     """
+    if not isinstance(dynamic_len, bool):
+        raise TypeError(f"mutable: argument 'dynamic_len' expected a bool, got {dynamic_len!r}")
     if dynamic_len and not isinstance(input_data, (tuple, list)):
         raise TypeError("mutable: dynamic_len=True needs a tuple or list 'input_data'")
+    if dynamic_len:
+        _check_dynamic_len(input_data)
     if isinstance(input_data, Tensor):
         return input_data
     if isinstance(input_data, bool):
@@ -95,7 +117,7 @@ def mutable(input_data: Any, dynamic_len: bool = False) -> Any:
         return out
     raise TypeError(
         "mutable: argument 'input_data' expected a Tensor, a Python scalar, or a tuple/list/dict "
-        f"of Tensors, got {type(input_data).__name__}"
+        f"of them, got {type(input_data).__name__}"
     )
 
 
