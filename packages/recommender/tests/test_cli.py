@@ -41,3 +41,14 @@ def test_train_then_eval(tmp_path, capsys):
     assert main(["eval", rec, "--ckpt", ckpt, "--batch-size", "40"]) == 0
     line = capsys.readouterr().out
     assert f"AUC {epochs[1]['eval_auc']:.5f}" in line
+
+
+def test_bench_command(tmp_path, capsys):
+    res = tmp_path / "b.json"
+    args = ["bench", "--vocab", "5000", "--batch-size", "64", "--steps", "3", "--deep-layers"]
+    args += ["16", "--vocab-cache-size", "3000", "--json", str(res)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "samples/s over 3 steps" in out and "cache 1: hit rate" in out
+    data = json.loads(res.read_text())
+    assert data["samples_per_s"] > 0 and 0 < data["cache"][1]["hit_rate"] < 1
