@@ -1,7 +1,96 @@
-"""``sporeling-transformer``: train, eval, generate, plan."""
+"""``sporeling-transformer``: ``train``, ``eval``, ``generate`` and ``plan`` from YAML run
+configs (a file or a built-in name, with ``section.key=value`` overrides)."""
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
+from collections.abc import Sequence
 
-def main(argv: list[str] | None = None) -> int:
-    return 0
+from ._version import __version__
+
+OK, ERROR, USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sporeling-transformer", description=__doc__)
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("train", help="train a model from a run config")
+    t.add_argument(
+        "config", help="YAML file or built-in name (gpt_shakespeare_char, gpt_tiny, ...)"
+    )
+    t.add_argument("overrides", nargs="*", help="section.key=value, e.g. train.max_iters=100")
+    e = sub.add_parser("eval", help="mean loss of a trained run on its data")
+    e.add_argument("run_dir")
+    e.add_argument("--split", choices=("val", "train"), default="val")
+    e.add_argument("--batches", type=int, default=None)
+    g = sub.add_parser("generate", help="continue prompts with a trained GPT")
+    g.add_argument("run_dir")
+    g.add_argument("--prompt", action="append", default=None, help="repeat for a batch")
+    g.add_argument("--max-new-tokens", type=int, default=None)
+    g.add_argument("--temperature", type=float, default=None)
+    g.add_argument("--top-k", type=int, default=None)
+    g.add_argument("--top-p", type=float, default=None)
+    g.add_argument("--greedy", action="store_true")
+    g.add_argument("--no-cache", action="store_true", help="recompute the window every step")
+    g.add_argument("--seed", type=int, default=None)
+    pl = sub.add_parser("plan", help="per-rank memory/communication estimate of a config")
+    pl.add_argument("config")
+    pl.add_argument("overrides", nargs="*")
+    pl.add_argument("--bandwidth", type=float, default=5e9, help="link bytes/s (default 5e9)")
+    pl.add_argument("--latency", type=float, default=5e-6, help="link latency s (default 5e-6)")
+    pl.add_argument(
+        "--device-flops", type=float, default=None, help="default: measured matmul peak"
+    )
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except (ValueError, FileNotFoundError, ImportError) as exc:
+        print(f"sporeling-transformer {args.command}: error: {exc}", file=sys.stderr)
+        return ERROR
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .settings import load_config
+
+    if args.command == "train":
+        from .runner import train
+
+        res = train(load_config(args.config, args.overrides))
+        print(json.dumps({k: v for k, v in res.items() if k != "history"}, indent=1))
+    elif args.command == "eval":
+        from .runner import evaluate
+
+        print(f"{args.split} loss: {evaluate(args.run_dir, args.split, args.batches):.4f}")
+    elif args.command == "generate":
+        from .generation import generate
+        from .runner import load_run
+
+        net, tok, cfg = load_run(args.run_dir, use_past=not args.no_cache)
+        gcfg = dict(cfg.get("generate", {}))
+        prompts = args.prompt or ["\n"]
+        outs = generate(
+            net,
+            [tok.encode(p) for p in prompts],
+            args.max_new_tokens or int(gcfg.get("max_new_tokens", 100)),
+            do_sample=not args.greedy,
+            top_k=args.top_k if args.top_k is not None else int(gcfg.get("top_k", 0)),
+            top_p=args.top_p if args.top_p is not None else float(gcfg.get("top_p", 1.0)),
+            temperature=args.temperature or float(gcfg.get("temperature", 1.0)),
+            seed=args.seed,
+        )
+        for prompt, out in zip(prompts, outs):
+            print(prompt + tok.decode(out))
+            print("-" * 40)
+    elif args.command == "plan":
+        from .plan import plan, plan_text
+
+        cfg = load_config(args.config, args.overrides)
+        print(plan_text(plan(cfg, args.bandwidth, args.latency, args.device_flops)))
+    return OK

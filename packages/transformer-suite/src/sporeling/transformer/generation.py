@@ -1,0 +1,140 @@
+"""Text generation for GPT: greedy, top-k, top-p and temperature sampling over batched
+prompts of different lengths.
+
+Prompts are left-aligned in a ``(batch, seq_length)`` window and padded. With ``use_past``
+the model runs 1.8's two phases: one pass over the padded prompts (``batch_valid_length``
+= the prompt lengths) fills the fixed-length caches, then one token per row and step. Without
+it every step recomputes the whole window (the reference the cache is tested against).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from sporeling.core import Tensor, no_grad
+
+from .modules import add_flags_recursive
+
+__all__ = ["sample_next", "generate"]
+
+
+def sample_next(
+    logits: np.ndarray,
+    rng: np.random.Generator,
+    do_sample: bool = False,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    temperature: float = 1.0,
+) -> np.ndarray:
+    """Next token per row of ``logits`` (batch, vocab): argmax, or a draw from the softmax
+    of ``logits / temperature`` restricted to the ``top_k`` largest and to the smallest set
+    whose probability reaches ``top_p``."""
+    if not do_sample:
+        return logits.argmax(-1)
+    if temperature <= 0:
+        raise ValueError(f"generate: 'temperature' must be > 0 when sampling, got {temperature}")
+    if not 0 < top_p <= 1:
+        raise ValueError(f"generate: 'top_p' must be in (0, 1], got {top_p}")
+    z = logits.astype(np.float64) / temperature
+    if top_k and top_k < z.shape[-1]:
+        kth = np.sort(z, -1)[:, -top_k][:, None]
+        z = np.where(z < kth, -np.inf, z)
+    p = np.exp(z - z.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    if top_p < 1.0:
+        order = np.argsort(-p, -1)
+        sp = np.take_along_axis(p, order, -1)
+        keep_sorted = np.cumsum(sp, -1) - sp < top_p  # the token that crosses top_p stays
+        keep = np.zeros_like(keep_sorted)
+        np.put_along_axis(keep, order, keep_sorted, -1)
+        p = np.where(keep, p, 0.0)
+        p /= p.sum(-1, keepdims=True)
+    return np.array([rng.choice(p.shape[-1], p=row) for row in p])
+
+
+def generate(
+    model: Any,
+    prompts: Sequence[Sequence[int]],
+    max_new_tokens: int,
+    do_sample: bool = False,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    temperature: float = 1.0,
+    eos_token_id: int | None = None,
+    seed: int | None = None,
+    step_logits: list[np.ndarray] | None = None,
+) -> list[list[int]]:
+    """Continue each prompt by up to ``max_new_tokens`` tokens (fewer at ``eos_token_id`` or
+    when the ``seq_length`` window is full); returns the new tokens per prompt.
+    ``step_logits``, if given, receives each step's (batch, vocab) logits."""
+    cfg = model.config
+    S = cfg.seq_length
+    lengths = np.array([len(p) for p in prompts], dtype=np.int32)
+    if len(prompts) == 0 or lengths.min() < 1 or lengths.max() > S:
+        raise ValueError(
+            f"generate: every prompt needs 1..seq_length={S} tokens, got lengths {lengths.tolist()}"
+        )
+    rng = np.random.default_rng(seed)
+    b = len(prompts)
+    ids = np.zeros((b, S), np.int32)
+    for i, p in enumerate(prompts):
+        ids[i, : len(p)] = p
+    valid = lengths.copy()
+    out: list[list[int]] = [[] for _ in prompts]
+    done = np.zeros(b, bool)
+    was_training = model.training
+    model.set_train(False)
+    try:
+        with no_grad():
+            last = _window_logits(model, ids, valid, first=True)
+            for _ in range(max_new_tokens):
+                if step_logits is not None:
+                    step_logits.append(last.copy())
+                nxt = sample_next(last, rng, do_sample, top_k, top_p, temperature)
+                for i in np.flatnonzero(~done):
+                    out[i].append(int(nxt[i]))
+                    if eos_token_id is not None and nxt[i] == eos_token_id:
+                        done[i] = True
+                done |= valid >= S  # the window is full: nothing can follow
+                if done.all() or len(max(out, key=len)) >= max_new_tokens:
+                    break
+                nxt = np.where(done, 0, nxt).astype(np.int32)
+                if cfg.use_past:
+                    pos = np.minimum(valid, S - 1).astype(np.int32)
+                    logits = model(
+                        Tensor(nxt[:, None]), None, Tensor(pos[:, None]), False, Tensor(pos)
+                    )
+                    last = _logits_array(logits).reshape(b, -1)
+                    valid = valid + (~done)
+                else:
+                    for i in np.flatnonzero(~done):
+                        ids[i, valid[i]] = nxt[i]
+                    valid = valid + (~done)
+                    last = _window_logits(model, ids, valid, first=False)
+    finally:
+        if cfg.use_past:
+            add_flags_recursive(model, is_first_iteration=True)
+        model.set_train(was_training)
+    return out
+
+
+def _logits_array(out: Any) -> np.ndarray:
+    logits = out[0] if isinstance(out, tuple) else out
+    return logits.asnumpy().astype(np.float64)
+
+
+def _window_logits(model: Any, ids: np.ndarray, valid: np.ndarray, first: bool) -> np.ndarray:
+    """Logits at each row's last valid position from a pass over the whole window."""
+    b, S = ids.shape
+    mask = (np.arange(S)[None] < valid[:, None]).astype(np.float32)
+    if model.config.use_past:
+        add_flags_recursive(model, is_first_iteration=True)
+        out = model(Tensor(ids), Tensor(mask), None, True, Tensor(valid.astype(np.int32)))
+        add_flags_recursive(model, is_first_iteration=False)
+    else:
+        out = model(Tensor(ids), Tensor(mask))
+    logits = _logits_array(out).reshape(b, S, -1)
+    return logits[np.arange(b), valid - 1]

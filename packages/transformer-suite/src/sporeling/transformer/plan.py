@@ -1,0 +1,103 @@
+"""``sporeling-transformer plan``: the per-rank memory and communication estimate of a run
+config's layout, from the core's cost model (:mod:`sporeling.core.parallel.cost_model`),
+before anything runs; plus the per-layer pipeline stage and gradient-fusion group that 1.8's
+``lambda_func`` gives each block."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sporeling.core.parallel import cost_model
+
+from .modules import TransformerOpParallelConfig
+from .modules.config import default_lambda_func
+
+__all__ = ["plan", "plan_text"]
+
+
+class _Block:
+    pass
+
+
+def plan(
+    cfg: dict[str, Any],
+    bandwidth: float = 5e9,
+    latency: float = 5e-6,
+    device_flops: float | None = None,
+    efficiency: float = 0.4,
+) -> dict[str, Any]:
+    """Estimate for the config's (dp, mp, optimizer_shard) and its layer placement."""
+    m = cfg.get("model", {})
+    pc = TransformerOpParallelConfig.from_dict(cfg.get("parallel_config", {}) or {})
+    vocab = int(m.get("vocab_size") or 65)
+    model = cost_model.GPTConfig(
+        hidden=int(m["embedding_size"]),
+        layers=int(m["num_layers"]),
+        heads=int(m["num_heads"]),
+        seq=int(m["seq_length"]),
+        vocab=vocab,
+    )
+    layout = cost_model.Layout(pc.data_parallel, pc.model_parallel, pc.optimizer_shard)
+    batch = int(cfg.get("train", {}).get("batch_size", pc.data_parallel))
+    if device_flops is None:
+        from .runner import measure_peak_flops
+
+        device_flops = measure_peak_flops(512, 3)
+    wbytes = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}[
+        m.get("compute_dtype", "float32")
+    ]
+    est = cost_model.estimate(
+        model,
+        layout,
+        cost_model.LinkModel(bandwidth, latency),
+        batch,
+        device_flops=device_flops,
+        efficiency=efficiency,
+        weight_bytes=wbytes,
+    )
+    layers = []
+    for i in range(model.layers):
+        blk = _Block()
+        default_lambda_func(blk, layer_id=i, offset=0, parallel_config=pc, layers=model.layers)
+        layers.append(
+            {
+                "layer": i,
+                "pipeline_stage": blk.pipeline_stage,
+                "fusion_group": blk.fusion_group,  # type: ignore[attr-defined]
+                "recompute": blk.recompute_flags is not None,
+            }
+        )  # type: ignore[attr-defined]
+    return {
+        "estimate": est,
+        "link": cost_model.LinkModel(bandwidth, latency),
+        "layers": layers,
+        "parameters": model.params(),
+        "parallel_config": pc,
+        "device_flops": device_flops,
+    }
+
+
+def plan_text(result: dict[str, Any]) -> str:
+    pc = result["parallel_config"]
+    est = result["estimate"]
+    lines = [
+        f"parameters: {result['parameters']:,}; layout dp={pc.data_parallel} "
+        f"mp={pc.model_parallel} "
+        f"pipeline_stage={pc.pipeline_stage} micro_batch_num={pc.micro_batch_num} "
+        f"optimizer_shard={pc.optimizer_shard} (device FLOP/s {result['device_flops'] / 1e9:.1f} "
+        "G)",
+        cost_model.plan_table([est], result["link"]),
+        "per-rank communication per step: tensor parallel "
+        f"{est.tp_comm_time * 1e3:.3f} ms, data parallel {est.dp_comm_time * 1e3:.3f} ms",
+        "layer  stage  fusion-group  recompute",
+    ]
+    for r in result["layers"]:
+        lines.append(
+            f"{r['layer']:>5}  {r['pipeline_stage']:>5}  {r['fusion_group']:>12}  {r['recompute']}"
+        )
+    if pc.pipeline_stage > 1:
+        lines.append(
+            "note: the cost model does not model pipeline stages (memory shown for one stage "
+            "holding every layer)"
+        )
+    return "\n".join(lines)

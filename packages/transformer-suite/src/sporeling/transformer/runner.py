@@ -1,0 +1,271 @@
+"""Train, evaluate and sample a GPT from a run config: the code behind the CLI.
+
+Training goes through the core's ``Model.fit`` (validation every ``eval_interval`` steps,
+``EarlyStopping`` if asked, the best checkpoint kept) with nanoGPT's recipe: AdamW with
+decay on matrices only, warm-up then cosine learning rate, global-norm clipping. A callback
+reports tokens/s and the model FLOPs utilisation against this machine's measured matmul peak.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from sporeling.core import (
+    GRAPH_MODE,
+    PYNATIVE_MODE,
+    Model,
+    load_checkpoint,
+    load_param_into_net,
+    nn,
+    save_checkpoint,
+    set_context,
+    set_seed,
+)
+from sporeling.core.train import Callback, EarlyStopping, Loss
+
+from .data import WindowDataset, encode_corpus
+from .models.gpt import GPT, GPTConfig, GPTWithLoss
+
+__all__ = [
+    "build_gpt",
+    "lr_schedule",
+    "train",
+    "evaluate",
+    "load_run",
+    "measure_peak_flops",
+    "model_flops_per_token",
+]
+
+
+def build_gpt(cfg: dict[str, Any], vocab_size: int, **model_overrides: Any) -> GPT:
+    model = dict(cfg.get("model", {}))
+    if not model.get("vocab_size"):
+        model["vocab_size"] = vocab_size
+    model.update(model_overrides)
+    gc = GPTConfig.from_dict(model, cfg.get("parallel_config"), cfg.get("moe_config"))
+    rc = cfg.get("recompute_config")
+    if rc:
+        from .modules import TransformerRecomputeConfig
+
+        gc.parallel_config.recompute = TransformerRecomputeConfig(**rc)
+    return GPT(gc)
+
+
+def lr_schedule(opt: dict[str, Any], steps: int) -> list[float]:
+    """nanoGPT's ``get_lr``: linear warm-up, cosine decay to ``min_lr`` at
+    ``lr_decay_iters``, ``min_lr`` after."""
+    lr, min_lr = float(opt["learning_rate"]), float(opt.get("min_lr", opt["learning_rate"]))
+    warm, decay = int(opt.get("warmup_iters", 0)), int(opt.get("lr_decay_iters", steps))
+    out = []
+    for it in range(steps):
+        if it < warm:
+            out.append(lr * (it + 1) / (warm + 1))
+        elif it > decay:
+            out.append(min_lr)
+        else:
+            ratio = (it - warm) / max(decay - warm, 1)
+            out.append(min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (lr - min_lr))
+    return out
+
+
+def make_optimizer(net: nn.Cell, opt: dict[str, Any], steps: int) -> nn.Optimizer:
+    params = net.trainable_params()
+    decay = [p for p in params if len(p.shape) >= 2]
+    rest = [p for p in params if len(p.shape) < 2]
+    groups = [
+        {"params": decay, "weight_decay": float(opt.get("weight_decay", 0.0))},
+        {"params": rest, "weight_decay": 0.0},
+    ]
+    return nn.AdamW(
+        groups,
+        learning_rate=lr_schedule(opt, steps),
+        beta1=float(opt.get("beta1", 0.9)),
+        beta2=float(opt.get("beta2", 0.999)),
+        eps=1e-8,
+    )
+
+
+def model_flops_per_token(c: GPTConfig) -> float:
+    """Training FLOPs per token (PaLM appendix B): ``6 N + 12 L h s`` with ``N`` the
+    non-embedding parameters plus the tied head."""
+    h, L, s = c.embedding_size, c.num_layers, c.seq_length
+    n = L * (12 * h * h + 13 * h) + c.vocab_size * h
+    return 6.0 * n + 12.0 * L * h * s
+
+
+def measure_peak_flops(n: int = 1024, repeats: int = 5) -> float:
+    """This machine's float32 matmul FLOP/s (best of ``repeats``), the MFU denominator."""
+    a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        a @ a
+        best = min(best, time.perf_counter() - t0)
+    return 2.0 * n**3 / best
+
+
+class Throughput(Callback):
+    """Tokens/s and MFU per epoch (between validations), and over the whole run."""
+
+    def __init__(
+        self, tokens_per_step: int, flops_per_token: float, peak: float, log: Any = print
+    ) -> None:
+        self.tokens_per_step, self.fpt, self.peak, self.log = (
+            tokens_per_step,
+            flops_per_token,
+            peak,
+            log,
+        )
+        self.steps = 0
+        self.seconds = 0.0
+        self.first_step_s: float | None = None
+        self.records: list[dict[str, float]] = []
+
+    def on_train_step_begin(self, run_context: Any) -> None:
+        self._t = time.perf_counter()
+
+    def on_train_step_end(self, run_context: Any) -> None:
+        dt = time.perf_counter() - self._t
+        if self.first_step_s is None:
+            self.first_step_s = dt  # graph compile included: kept out of the rate
+            return
+        self.steps += 1
+        self.seconds += dt
+
+    def on_train_epoch_end(self, run_context: Any) -> None:
+        cb = run_context.original_args()
+        res = dict(getattr(cb, "eval_results", None) or {})
+        loss = cb.net_outputs
+        tps = self.tokens_per_second
+        rec = {
+            "step": cb.cur_step_num,
+            "train_loss": float(np.asarray(loss.asnumpy())),
+            "val_loss": float(res.get("loss", float("nan"))),
+            "tokens_per_s": tps,
+            "mfu": tps * self.fpt / self.peak,
+        }
+        self.records.append(rec)
+        self.log(
+            f"step {rec['step']}: train loss {rec['train_loss']:.4f}, val loss "
+            f"{rec['val_loss']:.4f}, {tps:,.0f} tokens/s, MFU {100 * rec['mfu']:.1f}%"
+        )
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.steps * self.tokens_per_step / self.seconds if self.seconds else 0.0
+
+
+class KeepBest(Callback):
+    """Save the checkpoint whenever the validation loss improves (nanoGPT keeps the best)."""
+
+    def __init__(self, net: nn.Cell, path: Path) -> None:
+        self.net, self.path, self.best = net, path, float("inf")
+
+    def on_train_epoch_end(self, run_context: Any) -> None:
+        res = getattr(run_context.original_args(), "eval_results", None) or {}
+        val = float(res.get("loss", float("inf")))
+        if val < self.best:
+            self.best = val
+            save_checkpoint(self.net, str(self.path))
+
+
+def _context(cfg: dict[str, Any]) -> None:
+    mode = str(cfg.get("context", {}).get("mode", "pynative")).lower()
+    if mode not in ("graph", "pynative"):
+        raise ValueError(f"context.mode must be 'graph' or 'pynative', got {mode!r}")
+    set_context(mode=GRAPH_MODE if mode == "graph" else PYNATIVE_MODE)
+
+
+def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
+    """Train the GPT of ``cfg``; writes ``model.safetensors``, ``tokenizer.json``,
+    ``config.yaml`` and ``results.json`` into ``output_dir``; returns the results."""
+    t = cfg.get("train", {})
+    out = Path(cfg.get("output_dir", "out"))
+    out.mkdir(parents=True, exist_ok=True)
+    set_seed(int(t.get("seed", 0)))
+    tok, train_ids, val_ids = encode_corpus(cfg["data"])
+    tok.save(out / "tokenizer.json")
+    net = build_gpt(cfg, tok.vocab_size)
+    c = net.config
+    steps, interval = int(t["max_iters"]), int(t.get("eval_interval", t["max_iters"]))
+    bs = int(t["batch_size"])
+    seed = int(t.get("seed", 0))
+    train_ds = WindowDataset(train_ids, c.seq_length, bs, interval, seed)
+    val_ds = WindowDataset(
+        val_ids, c.seq_length, bs, int(t.get("eval_iters", 20)), seed + 1, fixed=True
+    )
+    with_loss = GPTWithLoss(net)
+    opt = make_optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps)
+    clip = float(cfg.get("optimizer", {}).get("grad_clip", 0.0))
+    step = (
+        nn.TrainOneStepWithClipCell(with_loss, opt, clip_norm=clip)
+        if clip > 0
+        else nn.TrainOneStepCell(with_loss, opt)
+    )
+    model = Model(step, eval_network=with_loss, metrics={"loss": Loss()})
+    peak = measure_peak_flops()
+    meter = Throughput(bs * c.seq_length, model_flops_per_token(c), peak, log)
+    callbacks: list[Any] = [meter, KeepBest(net, out / "model.safetensors")]
+    if t.get("early_stopping_patience"):
+        callbacks.append(EarlyStopping(monitor="loss", patience=int(t["early_stopping_patience"])))
+    (out / "config.yaml").write_text(yaml.safe_dump(_with_vocab(cfg, c.vocab_size)))
+    _context(cfg)
+    t0 = time.perf_counter()
+    try:
+        model.fit(math.ceil(steps / interval), train_ds, val_ds, callbacks=callbacks)
+    finally:
+        set_context(mode=PYNATIVE_MODE)
+    results = {
+        "wall_s": time.perf_counter() - t0,
+        "tokens_per_s": meter.tokens_per_second,
+        "first_step_s": meter.first_step_s,
+        "peak_flops": peak,
+        "mfu": meter.tokens_per_second * model_flops_per_token(c) / peak,
+        "best_val_loss": min((r["val_loss"] for r in meter.records), default=float("nan")),
+        "history": meter.records,
+        "parameters": sum(p.size for p in net.trainable_params()),
+    }
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    return results
+
+
+def _with_vocab(cfg: dict[str, Any], vocab: int) -> dict[str, Any]:
+    d = json.loads(json.dumps(cfg))
+    d.setdefault("model", {})["vocab_size"] = vocab
+    return d
+
+
+def load_run(out_dir: str | Path, **model_overrides: Any) -> tuple[GPT, Any, dict[str, Any]]:
+    """The trained model, its tokenizer and config from an ``output_dir``."""
+    from .tokenizer import load_tokenizer
+
+    out = Path(out_dir)
+    cfg = yaml.safe_load((out / "config.yaml").read_text())
+    tok = load_tokenizer(out / "tokenizer.json")
+    net = build_gpt(cfg, tok.vocab_size, **model_overrides)
+    load_param_into_net(net, load_checkpoint(str(out / "model.safetensors")), strict_load=True)
+    return net, tok, cfg
+
+
+def evaluate(out_dir: str | Path, split: str = "val", batches: int | None = None) -> float:
+    """Mean loss of the saved model over ``batches`` fixed random windows of ``split``."""
+    net, tok, cfg = load_run(out_dir)
+    _, train_ids, val_ids = encode_corpus(cfg["data"], Path(out_dir) / "tokenizer.json")
+    t = cfg.get("train", {})
+    n = batches or int(t.get("eval_iters", 20))
+    ids = val_ids if split == "val" else train_ids
+    ds = WindowDataset(
+        ids, net.config.seq_length, int(t["batch_size"]), n, int(t.get("seed", 0)) + 1, fixed=True
+    )
+    model = Model(GPTWithLoss(net), eval_network=GPTWithLoss(net), metrics={"loss": Loss()})
+    return float(model.eval(ds)["loss"])
+
+
+__all__ += ["Throughput", "KeepBest", "make_optimizer"]

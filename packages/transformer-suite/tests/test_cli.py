@@ -1,0 +1,100 @@
+"""The CLI end to end on the shipped sample text: train, eval, generate, plan."""
+
+import json
+
+import numpy as np
+import pytest
+
+from sporeling.core import load_checkpoint
+from sporeling.transformer.cli import main
+from sporeling.transformer.runner import load_run, lr_schedule
+from sporeling.transformer.settings import apply_overrides, load_config
+
+
+def test_overrides_parse_yaml_scalars():
+    cfg = apply_overrides(
+        {"model": {"num_layers": 4}}, ["model.num_layers=2", "train.lr=1e-3", "model.use_past=true"]
+    )
+    assert cfg == {"model": {"num_layers": 2, "use_past": True}, "train": {"lr": 1e-3}}
+    with pytest.raises(ValueError, match="expected section.key=value"):
+        apply_overrides({}, ["model.num_layers"])
+    with pytest.raises(FileNotFoundError, match="no built-in config of that name"):
+        load_config("no_such_config")
+
+
+def test_lr_schedule_is_nanogpts():
+    lrs = lr_schedule(
+        {"learning_rate": 1e-3, "min_lr": 1e-4, "warmup_iters": 10, "lr_decay_iters": 100}, 120
+    )
+    assert lrs[0] == pytest.approx(1e-3 / 11) and lrs[9] == pytest.approx(1e-3 * 10 / 11)
+    assert lrs[10] == pytest.approx(1e-3) and lrs[100] == pytest.approx(1e-4)
+    assert lrs[55] == pytest.approx(1e-4 + 0.5 * 0.9e-3)
+    assert lrs[119] == 1e-4
+
+
+def test_train_eval_generate_plan(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert (
+        main(
+            [
+                "train",
+                "gpt_tiny",
+                f"output_dir={out}",
+                "train.max_iters=12",
+                "train.eval_interval=6",
+            ]
+        )
+        == 0
+    )
+    res = json.loads((out / "results.json").read_text())
+    assert len(res["history"]) == 2 and res["tokens_per_s"] > 0 and 0 < res["mfu"] < 1
+    # learning happened: the char model starts near ln(vocab) and goes down
+    vocab = json.loads((out / "tokenizer.json").read_text())["chars"]
+    assert res["history"][-1]["val_loss"] < np.log(len(vocab))
+    ckpt = load_checkpoint(str(out / "model.safetensors"))
+    net, tok, _ = load_run(out)
+    for name, prm in net.parameters_and_names():
+        np.testing.assert_array_equal(prm.asnumpy(), ckpt[name].asnumpy())
+    capsys.readouterr()
+    assert main(["eval", str(out)]) == 0
+    val = float(capsys.readouterr().out.split(":")[1])
+    assert val == pytest.approx(res["best_val_loss"], rel=1e-5)
+    assert (
+        main(
+            [
+                "generate",
+                str(out),
+                "--prompt",
+                "First",
+                "--prompt",
+                "A",
+                "--max-new-tokens",
+                "5",
+                "--seed",
+                "0",
+            ]
+        )
+        == 0
+    )
+    text = capsys.readouterr().out
+    assert text.startswith("First") and "\nA" in text
+    assert (
+        main(
+            [
+                "plan",
+                "gpt_shakespeare_char",
+                "parallel_config.data_parallel=2",
+                "parallel_config.pipeline_stage=2",
+                "--device-flops",
+                "1e10",
+            ]
+        )
+        == 0
+    )
+    text = capsys.readouterr().out
+    assert "dp=2" in text and "pipeline_stage=2" in text and "layer  stage" in text
+
+
+def test_cli_errors_are_reported(capsys):
+    assert main(["train", "no_such_config"]) == 1
+    assert "no built-in config" in capsys.readouterr().err

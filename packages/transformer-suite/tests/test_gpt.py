@@ -1,0 +1,98 @@
+"""GPT: loss, gradients, and KV-cache generation equal to full recomputation."""
+
+import numpy as np
+import pytest
+
+from sporeling.core import Tensor
+from sporeling.transformer.generation import generate, sample_next
+from sporeling.transformer.models.gpt import GPT, GPTConfig, GPTWithLoss
+
+
+def tiny(**kw):
+    base = dict(
+        seq_length=12,
+        vocab_size=23,
+        embedding_size=16,
+        num_layers=2,
+        num_heads=2,
+        dropout_rate=0.0,
+        compute_dtype="float64",
+        layernorm_dtype="float64",
+        softmax_dtype="float64",
+        param_init_type="float64",
+        init_std=0.3,
+    )
+    base.update(kw)
+    return GPTConfig(**base)
+
+
+def twin(**kw):
+    """The same weights with and without the cache."""
+    a, b = GPT(tiny(use_past=True, **kw)), GPT(tiny(use_past=False, **kw))
+    for (_, pa), (_, pb) in zip(a.parameters_and_names(), b.parameters_and_names()):
+        pb.set_data(pa)
+    return a, b
+
+
+def test_loss_is_shifted_cross_entropy():
+    m = GPT(tiny())
+    ids = np.random.default_rng(0).integers(0, 23, (2, 13)).astype(np.int32)
+    loss = float(GPTWithLoss(m)(Tensor(ids)).asnumpy())
+    logits = m(Tensor(ids[:, :-1])).asnumpy()
+    lp = logits - logits.max(-1, keepdims=True)
+    lp -= np.log(np.exp(lp).sum(-1, keepdims=True))
+    want = -lp[np.arange(24), ids[:, 1:].reshape(-1)].mean()
+    np.testing.assert_allclose(loss, want * 24 / (24 + 1e-5), rtol=1e-10)
+
+
+def test_eos_positions_are_left_out_of_the_loss():
+    m = GPT(tiny(eos_token=0))
+    ids = np.array([[5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]], np.int32)
+    loss = float(GPTWithLoss(m)(Tensor(ids)).asnumpy())
+    logits = m(Tensor(ids[:, :-1]), Tensor((ids[:, :-1] != 0).astype(np.float32))).asnumpy()[:3]
+    lp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    want = -lp[np.arange(3), ids[0, 1:4]].sum() / (3 + 1e-5)
+    np.testing.assert_allclose(loss, want, rtol=1e-10)
+
+
+@pytest.mark.parametrize("lengths", [(3, 3), (2, 5, 4)])
+def test_incremental_logits_equal_full_recompute_padded_batch(lengths):
+    cached, full = twin()
+    rng = np.random.default_rng(1)
+    prompts = [rng.integers(1, 23, n).tolist() for n in lengths]
+    la, lb = [], []
+    out_a = generate(cached, prompts, 5, step_logits=la)
+    out_b = generate(full, prompts, 5, step_logits=lb)
+    assert out_a == out_b and all(len(o) == 5 for o in out_a)
+    assert len(la) == 5
+    for x, y in zip(la, lb):
+        np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-9)
+
+
+def test_sampling_is_seeded_and_window_stops():
+    cached, full = twin()
+    prompts = [[1, 2, 3], [4]]
+    kw = dict(do_sample=True, top_k=5, top_p=0.9, temperature=0.8, seed=3)
+    assert generate(cached, prompts, 4, **kw) == generate(full, prompts, 4, **kw)
+    out = generate(cached, [[1] * 10], 8)
+    assert len(out[0]) == 3  # logits at the 12th (last) position still give one token
+
+
+def test_sample_next_filters():
+    rng = np.random.default_rng(0)
+    logits = np.log(np.array([[0.5, 0.3, 0.15, 0.05]]))
+    assert sample_next(logits, rng).tolist() == [0]
+    draws = {int(sample_next(logits, rng, True, top_k=2)[0]) for _ in range(200)}
+    assert draws == {0, 1}
+    draws = {int(sample_next(logits, rng, True, top_p=0.6)[0]) for _ in range(200)}
+    assert draws == {0, 1}  # 0.5 < 0.6, so the token crossing 0.6 is kept too
+    draws = {int(sample_next(logits, rng, True, top_p=0.5)[0]) for _ in range(50)}
+    assert draws == {0}
+    with pytest.raises(ValueError, match="'temperature' must be > 0"):
+        sample_next(logits, rng, True, temperature=0)
+
+
+def test_prompt_errors():
+    m = GPT(tiny())
+    with pytest.raises(ValueError, match="every prompt needs 1..seq_length=12 tokens"):
+        generate(m, [[1] * 13], 2)
