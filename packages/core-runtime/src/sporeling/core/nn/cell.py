@@ -15,7 +15,8 @@ from typing import Any
 from .._primitive import current_interpreter
 from ..compiler.tracer import Tracer
 from ..context import _SETTINGS, GRAPH_MODE
-from ..tensor import Parameter, Tensor
+from ..tensor import Parameter
+from ._amp import mark_dtype, run_in_dtype
 from ._bprop import call_with_bprop, has_bprop
 from ._cell_compat import CellFlagsMixin
 
@@ -152,10 +153,13 @@ class Cell(CellFlagsMixin):
             result = hook(self, inputs)
             if result is not None:
                 inputs = result if isinstance(result, tuple) else (result,)
+        run = self.construct
         if has_bprop(self):  # a custom bprop replaces autodiff through construct
-            output = call_with_bprop(self, self.construct, inputs, kwargs)
+            output = call_with_bprop(self, run, inputs, kwargs)
+        elif self.__dict__.get("_amp_dtype") is not None:  # to_float: compute in that dtype
+            output = run_in_dtype(self, self._amp_dtype, run, inputs, kwargs)
         else:
-            output = self.construct(*inputs, **kwargs)
+            output = run(*inputs, **kwargs)
         for hook in list(self._forward_hooks.values()):
             result = hook(self, inputs, output)
             if result is not None:
@@ -244,13 +248,17 @@ class Cell(CellFlagsMixin):
         return self
 
     def to_float(self, dst_type: Any) -> Cell:
-        """Cast every floating parameter to ``dst_type`` (e.g. float16 for mixed precision)."""
+        """Compute this cell (and the cells below it) in ``dst_type`` — float16, bfloat16 or
+        float32 — with float32 master weights, as MindSpore does (see ``nn/_amp.py``)."""
         from .. import dtype as _dt
 
         dt = _dt.to_dtype(dst_type)
-        for p in self.get_parameters():
-            if p.dtype.category == 2:
-                p.set_data(Tensor._wrap(p._data.astype(dt.np), p._device))
+        if dt.category != 2:
+            raise TypeError(
+                f"{type(self).__name__}.to_float: argument 'dst_type' expected float16, "
+                f"bfloat16 or float32, got {dst_type!r}"
+            )
+        mark_dtype(self, dt)
         return self
 
     # ---- display --------------------------------------------------------------------

@@ -31,7 +31,7 @@ from .metrics import Loss, get_metrics
 __all__ = ["Model"]
 
 _OLD_HOOKS = {"begin", "end", "epoch_begin", "epoch_end", "step_begin", "step_end"}
-_AMP_LEVELS = ("O0", "O2", "O3", "auto")
+_AMP_LEVELS = ("O0", "O1", "O2", "O3", "auto")
 _BOOST_LEVELS = ("O0", "O1", "O2")
 _KWARGS = ("loss_scale_manager", "keep_batchnorm_fp32", "boost_config_dict")
 
@@ -149,11 +149,6 @@ class Model:
                 "Model: mixed precision (amp_level={amp_level!r}) needs an optimizer; set "
                 "amp_level='O0' or pass 'optimizer'"
             )
-        if amp_level != "O0":
-            raise ValueError(
-                f"Model: amp_level={amp_level!r} is not supported by Sporeling yet; use "
-                "amp_level='O0' (cast the network with Cell.to_float for float16)"
-            )
 
     @staticmethod
     def _check_boost_level(boost_level: Any) -> None:
@@ -177,6 +172,13 @@ class Model:
         lsm = self._loss_scale_manager
         if lsm is not None and self._optimizer is None:
             raise ValueError("Model: 'optimizer' can not be None when 'loss_scale_manager' is set")
+        if self._amp_level not in ("O0", "auto") and self._optimizer is not None:
+            from .amp import build_train_network  # mixed precision: MindSpore's amp levels
+
+            kw = {"loss_scale_manager": lsm, "keep_batchnorm_fp32": self._keep_bn_fp32}
+            return build_train_network(
+                network, self._optimizer, self._loss_fn, self._amp_level, **kw
+            ).set_train()
         if self._optimizer is not None:
             if self._loss_fn is not None:
                 network = nn.WithLossCell(network, self._loss_fn)
