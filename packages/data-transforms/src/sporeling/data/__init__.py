@@ -13,7 +13,7 @@ and are re-exported here; transforms live in ``sporeling.data.transforms`` and
 ``sporeling.data.vision``; settings in ``sporeling.data.config``.
 """
 
-from sporeling.data import config
+from sporeling.data import config, mindrecord
 from sporeling.data._version import __version__
 from sporeling.data.datasets import (
     Cifar10Dataset,
@@ -21,6 +21,7 @@ from sporeling.data.datasets import (
     CSVDataset,
     GeneratorDataset,
     ImageFolderDataset,
+    MindDataset,
     MnistDataset,
     NumpySlicesDataset,
     Shuffle,
@@ -49,6 +50,7 @@ __all__ = [
     "DistributedSampler",
     "GeneratorDataset",
     "ImageFolderDataset",
+    "MindDataset",
     "MnistDataset",
     "NumpySlicesDataset",
     "PipelineError",
@@ -62,5 +64,6 @@ __all__ = [
     "WeightedRandomSampler",
     "__version__",
     "config",
+    "mindrecord",
     "zip",
 ]

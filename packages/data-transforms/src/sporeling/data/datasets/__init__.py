@@ -1,6 +1,7 @@
 """Dataset sources (MindSpore 1.8 names and signatures)."""
 
 from .generator import GeneratorDataset, NumpySlicesDataset
+from .mindrecord import MindDataset
 from .text import CSVDataset, Shuffle, TextFileDataset
 from .vision_sources import (
     Cifar10Dataset,
@@ -16,6 +17,7 @@ __all__ = [
     "Cifar10Dataset",
     "GeneratorDataset",
     "ImageFolderDataset",
+    "MindDataset",
     "MnistDataset",
     "NumpySlicesDataset",
     "Shuffle",

@@ -1,0 +1,190 @@
+"""Make the MindRecord (and text) test fixtures with real MindSpore; read Sporeling's back.
+
+Run with a Python that has MindSpore (never a Sporeling dependency)::
+
+    uv venv -p 3.11 /tmp/msvenv && VIRTUAL_ENV=/tmp/msvenv uv pip install mindspore
+    /tmp/msvenv/bin/python make_ms_fixtures.py mindrecord \\
+        --sporeling-python .nox/tests-package-data-transforms/bin/python
+
+``mindrecord`` writes, next to itself, ``ms_mixed.mindrecord{0,1}`` (+ ``.db``): two shards
+of 6 rows with image (PNG bytes), int, float, array and string columns, written by
+MindSpore's FileWriter, and ``ms_mixed.json``: every row as MindSpore's MindDataset reads
+it. With ``--sporeling-python`` it also has Sporeling's FileWriter write files (2 shards,
+several pages, compressed int arrays) and reads them here with MindDataset, comparing every
+value; the result is printed and kept in ``ms_mindrecord_readback.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _png(seed: int) -> bytes:
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    out = io.BytesIO()
+    Image.fromarray(rng.integers(0, 256, (6, 5, 3), dtype=np.uint8)).save(out, format="PNG")
+    return out.getvalue()
+
+
+def _plain(value):
+    if value.dtype.kind == "S":  # MindSpore 2.x returns a bytes field as a 1-element S array
+        return {"bytes_hex": value.reshape(-1)[0].hex() if value.size else ""}
+    if value.dtype.kind == "U":
+        return {"str": str(value)}
+    return {"dtype": str(value.dtype), "shape": list(value.shape), "values": value.tolist()}
+
+
+def make_mindrecord():
+    import mindspore.dataset as ds
+    from mindspore.mindrecord import FileWriter
+
+    for name in os.listdir(HERE):
+        if name.startswith("ms_mixed.mindrecord"):
+            os.unlink(os.path.join(HERE, name))
+    path = os.path.join(HERE, "ms_mixed.mindrecord")
+    writer = FileWriter(path, shard_num=2, overwrite=True)
+    writer.set_header_size(1 << 14)
+    writer.set_page_size(1 << 15)
+    writer.add_schema(
+        {
+            "image": {"type": "bytes"},
+            "label": {"type": "int32"},
+            "score": {"type": "float64"},
+            "weight": {"type": "float32"},
+            "big": {"type": "int64"},
+            "embedding": {"type": "float32", "shape": [4]},
+            "ids": {"type": "int64", "shape": [-1]},
+            "name": {"type": "string"},
+        },
+        "mixed columns",
+    )
+    writer.add_index(["label", "name"])
+    rows = []
+    for i in range(6):
+        rows.append(
+            {
+                "image": _png(i),
+                "label": i - 2,
+                "score": i / 3,
+                "weight": 0.25 * i,
+                "big": 2**40 + i,
+                "embedding": np.linspace(-1, 1, 4, dtype=np.float32) * i,
+                "ids": np.array([i, -i * 1000, 2**33 + i][: 1 + i % 3], np.int64),
+                "name": f"row-{i}-ü",
+            }
+        )
+    writer.write_raw_data(rows)
+    writer.commit()
+    data = ds.MindDataset(path + "0", shuffle=False)
+    got = [
+        {k: _plain(v) for k, v in r.items()}
+        for r in data.create_dict_iterator(output_numpy=True, num_epochs=1)
+    ]
+    import mindspore
+
+    with open(os.path.join(HERE, "ms_mixed.json"), "w") as f:
+        json.dump({"mindspore_version": mindspore.__version__, "rows": got}, f, indent=1)
+    for name in os.listdir(HERE):
+        if name.startswith("ms_mixed.mindrecord"):
+            os.chmod(os.path.join(HERE, name), 0o644)
+    print(f"wrote ms_mixed.mindrecord0/1 (+ .db) and ms_mixed.json ({len(got)} rows)")
+
+
+_SPORELING_WRITER = r"""
+import sys, numpy as np
+from sporeling.data.mindrecord import FileWriter
+w = FileWriter(sys.argv[1] + "/sp.mindrecord", shard_num=2, overwrite=True)
+w.set_header_size(1 << 14)
+w.set_page_size(1 << 15)
+w.add_schema({"img": {"type": "bytes"}, "label": {"type": "int64"}, "f": {"type": "float32"},
+              "d": {"type": "float64"}, "v": {"type": "int32", "shape": [-1]},
+              "m": {"type": "float64", "shape": [2, 3]}, "s": {"type": "string"}})
+w.add_index(["label", "s"])
+for part in range(2):
+    w.write_raw_data([{"img": bytes([i % 251]) * (3000 * (i % 7)), "label": 10 * part + i - 5,
+                       "f": i / 4, "d": i / 7,
+                       "v": np.array([i, -300, 70000, -2**31][: 1 + i % 4], np.int32),
+                       "m": np.arange(6.0).reshape(2, 3) * i, "s": "x" * i}
+                      for i in range(23)])
+w.commit()
+"""
+
+
+def _expected_sporeling_rows():
+    rows = []
+    for part in range(2):
+        for i in range(23):
+            rows.append(
+                {
+                    "img": bytes([i % 251]) * (3000 * (i % 7)),
+                    "label": 10 * part + i - 5,
+                    "f": np.float32(i / 4),
+                    "d": i / 7,
+                    "v": np.array([i, -300, 70000, -(2**31)][: 1 + i % 4], np.int32),
+                    "m": np.arange(6.0).reshape(2, 3) * i,
+                    "s": "x" * i,
+                }
+            )
+    return rows
+
+
+def read_sporeling_mindrecord(python):
+    import mindspore
+    import mindspore.dataset as ds
+
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([python, "-c", _SPORELING_WRITER, tmp], check=True)
+        data = ds.MindDataset(os.path.join(tmp, "sp.mindrecord0"), shuffle=False)
+        got = list(data.create_dict_iterator(output_numpy=True, num_epochs=1))
+    # FileWriter splits each write_raw_data call over the shards in contiguous blocks;
+    # MindDataset reads shard 0 then shard 1.
+    want = _expected_sporeling_rows()
+    order = [i for part in range(2) for i in range(23 * part, 23 * part + 12)]
+    order += [i for part in range(2) for i in range(23 * part + 12, 23 * part + 23)]
+    want = [want[i] for i in order]
+    bad = []
+    for n, (g, w) in enumerate(zip(got, want)):
+        for key, value in w.items():
+            have = g[key]
+            if key == "img":
+                ok = (have.reshape(-1)[0] if have.size else b"") == value
+            elif key == "s":
+                ok = str(have) == value
+            else:
+                ok = (
+                    np.array_equal(have, np.asarray(value))
+                    and have.dtype == np.asarray(value).dtype
+                )
+            if not ok:
+                bad.append(f"row {n} field {key}: {have!r:.60} != {value!r:.60}")
+    report = {
+        "mindspore_version": mindspore.__version__,
+        "rows_read_by_mindspore": len(got),
+        "rows_written_by_sporeling": len(want),
+        "mismatches": bad,
+    }
+    print(json.dumps(report, indent=1))
+    with open(os.path.join(HERE, "ms_mindrecord_readback.json"), "w") as f:
+        json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("what", choices=["mindrecord", "text", "all"])
+    parser.add_argument("--sporeling-python", help="a Python with sporeling-data-transforms")
+    args = parser.parse_args()
+    if args.what in ("mindrecord", "all"):
+        make_mindrecord()
+        if args.sporeling_python:
+            read_sporeling_mindrecord(args.sporeling_python)
