@@ -57,8 +57,8 @@ def test_insert_after_changes_output_and_code():
     np.testing.assert_allclose(new(X).asnumpy(), ref.asnumpy(), rtol=1e-6)
     np.testing.assert_allclose(net(X).asnumpy(), net.fc2(net.relu(net.fc1(X))).asnumpy())
     assert node.get_users() == [stree.get_node("fc2")]
-    assert node.get_node_type() == NodeType.Tree  # a user network gets its own tree
-    assert TreeNodeHelper.get_sub_tree(node) is not None
+    assert node.get_node_type() == NodeType.CallCell  # an inserted cell is called whole
+    assert TreeNodeHelper.get_sub_tree(node) is None
 
 
 def test_insert_before_and_unique_names():

@@ -22,7 +22,7 @@ from collections import OrderedDict
 
 from ..nn.cell import Cell
 from .node import Node, NodeType
-from .parser import ConstructParser, RewriteError, is_network
+from .parser import ConstructParser, RewriteError
 from .scoped_value import ScopedValue
 
 __all__ = ["SymbolTree", "Position"]
@@ -173,9 +173,8 @@ class SymbolTree:
             self._new_cells[node._name] = node._instance
             node._cell_path = (node._name,)
             node._func = ScopedValue.create_naming_value(node._name, "self")
-            if is_network(node._instance):
-                node._type = NodeType.Tree
-                self._attach_subtree(node, {})
+            # an inserted cell is called as it is (no sub-tree): its construct may depend on
+            # attributes its creator changes later
         new_targets = []
         for t in node._targets:
             name = str(t.value)

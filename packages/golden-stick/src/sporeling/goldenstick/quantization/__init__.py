@@ -1,0 +1,41 @@
+"""Quantization algorithms: SimQAT (8-bit fake quant, int8 export) and SLB (1/2/4-bit)."""
+
+from .fake_quant import (
+    SimulatedFakeQuantizerPerChannel,
+    SimulatedFakeQuantizerPerLayer,
+    fake_quant,
+    fake_quant_array,
+    nudge,
+)
+from .int8 import Int8Linear, convert_to_int8, quantize_weight
+from .quant_cells import (
+    BnFoldQuant,
+    BnWithoutFoldQuant,
+    Conv2dBnAct,
+    Conv2dQuant,
+    DenseBnAct,
+    DenseQuant,
+    QuantizeWrapperCell,
+)
+from .quant_dtype import QuantDtype
+from .simqat import SimulatedQuantizationAwareTraining
+
+__all__ = [
+    "QuantDtype",
+    "SimulatedQuantizationAwareTraining",
+    "SimulatedFakeQuantizerPerLayer",
+    "SimulatedFakeQuantizerPerChannel",
+    "QuantizeWrapperCell",
+    "Conv2dQuant",
+    "DenseQuant",
+    "BnFoldQuant",
+    "BnWithoutFoldQuant",
+    "Conv2dBnAct",
+    "DenseBnAct",
+    "Int8Linear",
+    "convert_to_int8",
+    "quantize_weight",
+    "nudge",
+    "fake_quant",
+    "fake_quant_array",
+]

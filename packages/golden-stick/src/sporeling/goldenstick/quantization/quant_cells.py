@@ -1,0 +1,231 @@
+"""The cells SimQAT puts in a network: fused float layers (Conv/Dense + BN + activation),
+their fake-quant versions (with or without BN folding) and ``QuantizeWrapperCell``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sporeling.core import Tensor, nn, ops
+
+from .fake_quant import SimulatedFakeQuantizerPerChannel, SimulatedFakeQuantizerPerLayer
+
+__all__ = [
+    "Conv2dBnAct",
+    "DenseBnAct",
+    "Conv2dQuant",
+    "DenseQuant",
+    "BnFoldQuant",
+    "BnWithoutFoldQuant",
+    "QuantizeWrapperCell",
+    "linear_forward",
+]
+
+
+def linear_forward(op: nn.Cell, x: Tensor, weight: Tensor, bias: Any) -> Tensor:
+    """``op``'s computation (a Conv2d or a Dense) with another weight and bias."""
+    if isinstance(op, nn.Conv2d):
+        if op.format != "NCHW":
+            raise ValueError(f"SimQAT: Conv2d with data_format {op.format!r} is not supported")
+        pad = op.padding if op.pad_mode == "pad" else 0
+        return ops.conv2d(x, weight, bias, op.stride, op.pad_mode, pad, op.dilation, op.group)
+    return ops.dense(x, weight, bias)
+
+
+class _Fused(nn.Cell):
+    """A linear layer with an optional BatchNorm and activation after it."""
+
+    def __init__(self, op: nn.Cell, bn: nn.Cell | None = None, act: nn.Cell | None = None):
+        super().__init__()
+        self.op = op
+        self.bn = bn
+        self.act = act
+
+    def construct(self, x: Tensor) -> Tensor:
+        y = self.op(x)
+        if self.bn is not None:
+            y = self.bn(y)
+        if self.act is not None:
+            y = self.act(y)
+        return y
+
+
+class Conv2dBnAct(_Fused):
+    """Conv2d (+ BatchNorm2d) (+ activation) as one cell (the fusion pass makes these)."""
+
+
+class DenseBnAct(_Fused):
+    """Dense (+ BatchNorm1d) (+ activation) as one cell."""
+
+
+def _weight_quantizer(op: nn.Cell, policy: dict[str, Any]) -> nn.Cell:
+    if policy["weight_per_channel"]:
+        return SimulatedFakeQuantizerPerChannel(
+            op.out_channels,
+            0,
+            symmetric=policy["weight_symmetric"],
+            narrow_range=policy["weight_narrow_range"],
+            num_bits=8,
+            quant_delay=policy["weight_quant_delay"],
+        )
+    return SimulatedFakeQuantizerPerLayer(
+        symmetric=policy["weight_symmetric"],
+        narrow_range=policy["weight_narrow_range"],
+        num_bits=8,
+        quant_delay=policy["weight_quant_delay"],
+    )
+
+
+class Conv2dQuant(nn.Cell):
+    """Conv2d with a fake-quantized weight (its activation, if any, applied after)."""
+
+    def __init__(self, op: nn.Cell, policy: dict[str, Any], act: nn.Cell | None = None) -> None:
+        super().__init__()
+        self.op = op
+        self.act = act
+        self.fake_quant_weight = _weight_quantizer(op, policy)
+
+    def construct(self, x: Tensor) -> Tensor:
+        w = self.fake_quant_weight(self.op.weight)
+        y = linear_forward(self.op, x, w, self.op.bias)
+        if isinstance(self.op, nn.Dense) and self.op.activation is not None:
+            y = self.op.activation(y)
+        return self.act(y) if self.act is not None else y
+
+    def folded(self) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """(float weight, bias, None): what the int8 export quantizes."""
+        b = self.op.bias.asnumpy() if self.op.bias is not None else None
+        return self.op.weight.asnumpy(), b, None
+
+
+class DenseQuant(Conv2dQuant):
+    """Dense with a fake-quantized weight."""
+
+
+def _bn_scale(bn: nn.Cell, mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    g = bn.gamma.asnumpy().astype(np.float64)
+    b = bn.beta.asnumpy().astype(np.float64)
+    s = g / np.sqrt(var.astype(np.float64) + bn.eps)
+    return s, b - s * mean.astype(np.float64)
+
+
+class BnFoldQuant(nn.Cell):
+    """Conv2d/Dense + BatchNorm with the BN folded into the weight before fake quant
+    (Jacob et al. 2018, one-conv form): ``w' = w * gamma / sigma``, ``b' = beta - mu * gamma
+    / sigma``. In training, batch statistics are used (and the moving ones updated) until
+    ``freeze_bn`` steps; after that, and in eval, the moving statistics."""
+
+    def __init__(
+        self, op: nn.Cell, bn: nn.Cell, policy: dict[str, Any], act: nn.Cell | None = None
+    ) -> None:
+        super().__init__()
+        self.op = op
+        self.bn = bn
+        self.act = act
+        self.freeze_bn = policy["freeze_bn"]
+        self.fake_quant_weight = _weight_quantizer(op, policy)
+        self.steps = 0
+
+    def _axes(self, ndim: int) -> tuple[int, ...]:
+        return (0, 2, 3) if ndim == 4 else (0,)
+
+    def construct(self, x: Tensor) -> Tensor:
+        op, bn = self.op, self.bn
+        wshape = (-1,) + (1,) * (op.weight.ndim - 1)
+        bshape = (1, -1, 1, 1) if isinstance(op, nn.Conv2d) else (1, -1)
+        if self.training and self.steps < self.freeze_bn:
+            self.steps += 1
+            raw = linear_forward(op, x, op.weight, None)
+            axes = self._axes(raw.ndim)
+            mean = ops.mean(raw, axes)
+            var = ops.mean(ops.square(raw - ops.reshape(mean, bshape)), axes)
+            m = float(bn.momentum)
+            bn.moving_mean.set_data(Tensor(m * bn.moving_mean.asnumpy() + (1 - m) * mean.asnumpy()))
+            n = raw.size // raw.shape[1]
+            unbiased = var.asnumpy() * (n / max(n - 1, 1))
+            bn.moving_variance.set_data(
+                Tensor(m * bn.moving_variance.asnumpy() + (1 - m) * unbiased)
+            )
+        else:
+            mean, var = bn.moving_mean, bn.moving_variance
+        inv = bn.gamma / ops.sqrt(var + bn.eps)
+        w = self.fake_quant_weight(op.weight * ops.reshape(inv, wshape))
+        bias = bn.beta - mean * inv
+        if op.bias is not None:
+            bias = bias + op.bias * inv
+        y = linear_forward(op, x, w, bias)
+        return self.act(y) if self.act is not None else y
+
+    def folded(self) -> tuple[np.ndarray, np.ndarray, None]:
+        """Weight and bias folded with the moving statistics (deploy form)."""
+        s, shift = _bn_scale(
+            self.bn, self.bn.moving_mean.asnumpy(), self.bn.moving_variance.asnumpy()
+        )
+        w = self.op.weight.asnumpy() * s.reshape((-1,) + (1,) * (self.op.weight.ndim - 1))
+        b = shift if self.op.bias is None else shift + s * self.op.bias.asnumpy()
+        return w.astype(np.float32), b.astype(np.float32), None
+
+
+class BnWithoutFoldQuant(Conv2dQuant):
+    """Conv2d/Dense with a fake-quantized weight, then its BatchNorm, then the activation."""
+
+    def __init__(
+        self, op: nn.Cell, bn: nn.Cell, policy: dict[str, Any], act: nn.Cell | None = None
+    ) -> None:
+        super().__init__(op, policy, act)
+        self.bn = bn
+
+    def construct(self, x: Tensor) -> Tensor:
+        w = self.fake_quant_weight(self.op.weight)
+        y = self.bn(linear_forward(self.op, x, w, self.op.bias))
+        return self.act(y) if self.act is not None else y
+
+    def folded(self) -> tuple[np.ndarray, np.ndarray | None, tuple[np.ndarray, np.ndarray]]:
+        """Weight, bias, and the BN as a per-channel affine applied after the product."""
+        w, b, _ = super().folded()
+        s, shift = _bn_scale(
+            self.bn, self.bn.moving_mean.asnumpy(), self.bn.moving_variance.asnumpy()
+        )
+        return w, b, (s.astype(np.float32), shift.astype(np.float32))
+
+
+class QuantizeWrapperCell(nn.Cell):
+    """``output_quantizer(handler(input_quantizer(x)))``: one quantized layer of SimQAT.
+
+    ``_input_quantizer`` is None when the previous layer's output quantizer already gives
+    this input (redundant quantizer removed); ``input_source`` then names that quantizer
+    for the int8 export."""
+
+    def __init__(
+        self,
+        handler: nn.Cell,
+        input_quantizer: nn.Cell | None,
+        output_quantizer: nn.Cell | None,
+    ) -> None:
+        super().__init__()
+        self._handler = handler
+        self._input_quantizer = input_quantizer
+        self._output_quantizer = output_quantizer
+        # kept outside the cell tree (not a child): it belongs to the previous layer
+        object.__setattr__(self, "_input_source", None)
+
+    @property
+    def input_source(self) -> nn.Cell | None:
+        return self.__dict__["_input_source"]
+
+    def set_input_source(self, quantizer: nn.Cell | None) -> None:
+        """The previous layer's output quantizer (when this input quantizer was dropped)."""
+        object.__setattr__(self, "_input_source", quantizer)
+
+    def construct(self, x: Tensor) -> Tensor:
+        if self._input_quantizer is not None:
+            x = self._input_quantizer(x)
+        y = self._handler(x)
+        if self._output_quantizer is not None:
+            y = self._output_quantizer(y)
+        return y
+
+    def input_quant_source(self) -> nn.Cell | None:
+        """The quantizer whose grid this layer's input lies on."""
+        return self._input_quantizer if self._input_quantizer is not None else self.input_source
