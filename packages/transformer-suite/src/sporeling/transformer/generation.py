@@ -18,7 +18,7 @@ from sporeling.core import Tensor, no_grad
 
 from .modules import add_flags_recursive
 
-__all__ = ["sample_next", "generate"]
+__all__ = ["sample_next", "generate", "generate_seq2seq"]
 
 
 def sample_next(
@@ -138,3 +138,88 @@ def _window_logits(model: Any, ids: np.ndarray, valid: np.ndarray, first: bool) 
         out = model(Tensor(ids), Tensor(mask))
     logits = _logits_array(out).reshape(b, S, -1)
     return logits[np.arange(b), valid - 1]
+
+
+def generate_seq2seq(
+    model: Any,
+    sources: Sequence[Sequence[int]],
+    max_new_tokens: int | None = None,
+    do_sample: bool = False,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    temperature: float = 1.0,
+    seed: int | None = None,
+    step_logits: list[np.ndarray] | None = None,
+) -> list[list[int]]:
+    """Decode each source with a T5 model until ``eos_token_id`` or ``max_decode_length``;
+    the encoder runs once, the decoder step by step (with its cache under ``use_past``)."""
+    cfg = model.config
+    S, T = cfg.seq_length, cfg.max_decode_length
+    lengths = [len(s) for s in sources]
+    if not sources or min(lengths) < 1 or max(lengths) > S:
+        raise ValueError(
+            f"generate_seq2seq: every source needs 1..seq_length={S} tokens, got {lengths}"
+        )
+    b = len(sources)
+    src = np.full((b, S), cfg.pad_token_id, np.int32)
+    for i, s in enumerate(sources):
+        src[i, : len(s)] = s
+    src_mask = (np.arange(S)[None] < np.array(lengths)[:, None]).astype(np.float32)
+    steps = min(max_new_tokens or T, T)
+    rng = np.random.default_rng(seed)
+    dec = np.full((b, T), cfg.pad_token_id, np.int32)
+    dec[:, 0] = cfg.decoder_start_token_id
+    out: list[list[int]] = [[] for _ in sources]
+    done = np.zeros(b, bool)
+    was_training = model.training
+    model.set_train(False)
+    try:
+        with no_grad():
+            s_t, m_t = Tensor(src), Tensor(src_mask)
+            enc = model.encode(s_t, m_t)
+            ones = np.ones(b, np.int32)
+            if cfg.use_past:
+                add_flags_recursive(model, is_first_iteration=True)
+            first = np.tile((np.arange(T) < 1).astype(np.float32), (b, 1))  # the start token
+            logits = _logits_array(
+                model(s_t, m_t, Tensor(dec), Tensor(first), None, True, Tensor(ones), enc)
+            )
+            last = logits.reshape(b, T, -1)[:, 0]
+            if cfg.use_past:
+                add_flags_recursive(model, is_first_iteration=False)
+            for step in range(steps):
+                if step_logits is not None:
+                    step_logits.append(last.copy())
+                nxt = sample_next(last, rng, do_sample, top_k, top_p, temperature)
+                for i in np.flatnonzero(~done):
+                    out[i].append(int(nxt[i]))
+                    if nxt[i] == cfg.eos_token_id:
+                        done[i] = True
+                if done.all() or step + 1 >= steps or step + 1 >= T:
+                    break
+                pos = step + 1
+                if cfg.use_past:
+                    p = np.full((b, 1), pos, np.int32)
+                    logits = model(
+                        s_t,
+                        m_t,
+                        Tensor(nxt[:, None].astype(np.int32)),
+                        None,
+                        Tensor(p),
+                        False,
+                        Tensor(p[:, 0]),
+                        enc,
+                    )
+                    last = _logits_array(logits).reshape(b, -1)
+                else:
+                    dec[:, pos] = nxt
+                    tmask = (np.arange(T)[None] <= pos).astype(np.float32).repeat(b, 0)
+                    logits = _logits_array(
+                        model(s_t, m_t, Tensor(dec), Tensor(tmask), None, True, None, enc)
+                    )
+                    last = logits.reshape(b, T, -1)[:, pos]
+    finally:
+        if cfg.use_past:
+            add_flags_recursive(model, is_first_iteration=True)
+        model.set_train(was_training)
+    return out
