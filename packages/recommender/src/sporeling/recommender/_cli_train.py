@@ -8,7 +8,7 @@ import json
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="a folder written by `sporeling-rec preprocess`")
-    p.add_argument("--model", default="wide_deep", help="wide_deep")
+    p.add_argument("--model", default="wide_deep", help="wide_deep, deepfm or dcn_v2")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument(
         "--batch-size", type=int, default=1000, help="rows (a multiple of line_per_sample)"
@@ -24,6 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--vocab-cache-size", type=int, default=0, help="rows of the embedding cache (0: none)"
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--adam-lr", type=float, default=3.5e-4, help="deep part (MindSpore: 3.5e-4)")
+    p.add_argument("--ftrl-lr", type=float, default=5e-2, help="wide part (MindSpore: 5e-2)")
     p.add_argument("--ckpt", default=None, help="save the trained model here")
     p.add_argument("--json", default=None, help="write the history here")
 
@@ -38,7 +40,10 @@ def run(a: argparse.Namespace) -> int:
         sparse=not a.dense,
         vocab_cache_size=a.vocab_cache_size,
     )
-    out = train(a.dataset, cfg, epochs=a.epochs, batch_size=a.batch_size, seed=a.seed, ckpt=a.ckpt)
+    out = train(
+        a.dataset, cfg, epochs=a.epochs, batch_size=a.batch_size, seed=a.seed, ckpt=a.ckpt,
+        adam_lr=a.adam_lr, ftrl_lr=a.ftrl_lr,
+    )  # fmt: skip
     out.pop("net")
     if a.json:
         with open(a.json, "w") as f:

@@ -37,10 +37,14 @@ class ModelConfig:
 
 
 def build_model(cfg: ModelConfig, **cache_options: Any) -> Any:
-    """The model ``cfg.model`` names (``wide_deep``)."""
+    """The model ``cfg.model`` names (``wide_deep``, ``deepfm`` or ``dcn_v2``)."""
     from . import models
 
-    factories = {"wide_deep": models.WideDeepModel}
+    factories = {
+        "wide_deep": models.WideDeepModel,
+        "deepfm": models.DeepFMModel,
+        "dcn_v2": models.DCNv2Model,
+    }
     if cfg.model not in factories:
         raise ValueError(
             f"build_model: argument 'model' expected one of {sorted(factories)}, got {cfg.model!r}"
@@ -124,11 +128,14 @@ def train(
     eval_split: str | None = "test",
     num_shards: int | None = None,
     shard_id: int | None = None,
+    ftrl_lr: float = 5e-2,
+    adam_lr: float = 3.5e-4,
     log: Callable[[str], None] = print,
     **cache_options: Any,
 ) -> dict[str, Any]:
     """Train on the ``train`` split, evaluating after every epoch; returns the history
-    (losses, AUC, log loss, samples/s, cache statistics per epoch)."""
+    (losses, AUC, log loss, samples/s, cache statistics per epoch). The learning rates
+    default to MindSpore's (FTRL 5e-2 for the wide part, Adam 3.5e-4 for the rest)."""
     cfg = cfg or ModelConfig()
     data = CriteoRecordDataset(dataset_dir, "train", shuffle=True, num_shards=num_shards,
                                shard_id=shard_id)  # fmt: skip
@@ -137,7 +144,7 @@ def train(
     set_seed(seed)
     data_config.set_seed(seed)
     net = build_model(cfg, **cache_options)
-    step = TrainStepWrap(NetWithLossClass(net, cfg.l2_coef))
+    step = TrainStepWrap(NetWithLossClass(net, cfg.l2_coef), ftrl_lr=ftrl_lr, adam_lr=adam_lr)
     caches = cached_lookups(net)
     history: list[dict[str, Any]] = []
     for epoch in range(epochs):

@@ -1,8 +1,8 @@
 """Wide&Deep's loss, train step and predictor (the model zoo's ``NetWithLossClass``,
 ``TrainStepWrap`` and ``PredictWithSigmoid``).
 
-``TrainStepWrap`` splits the parameters by name: those with ``wide`` in their name go to
-FTRL (lr 5e-2, l1 = l2 = 1e-8, initial_accum 1.0), the rest to Adam (lr 3.5e-4, eps 1e-8;
+``TrainStepWrap`` splits the parameters by name: those with ``wide`` in their name (if any)
+go to FTRL (lr 5e-2, l1 = l2 = 1e-8, initial_accum 1.0), the rest to Adam (lr 3.5e-4, eps 1e-8;
 LazyAdam for a sparse model), both with ``loss_scale = sens = 1024``. MindSpore takes two
 gradients, of the wide loss w.r.t. the wide parameters and of the deep loss w.r.t. the deep
 ones; the deep loss is the wide loss plus an L2 term of the deep table alone, so one backward
@@ -61,25 +61,27 @@ class TrainStepWrap(nn.Cell):
         self.network = network
         self.network.set_train()
         weights_w, weights_d = split_wide_deep(network.trainable_params())
-        if not weights_w or not weights_d:
+        if not weights_d:
             raise ValueError(
-                "TrainStepWrap: the network needs parameters with 'wide' in their name and "
-                f"others; got wide {[p.name for p in weights_w]}, "
-                f"deep {[p.name for p in weights_d]}"
+                "TrainStepWrap: the network needs parameters without 'wide' in their name "
+                f"(the deep part); got only {[p.name for p in weights_w]}"
             )
         self.weights_w = ParameterTuple(weights_w)
         self.weights_d = ParameterTuple(weights_d)
         self.sens = float(sens)
-        self.optimizer_w = FTRL(
-            self.weights_w, learning_rate=ftrl_lr, l1=1e-8, l2=1e-8, initial_accum=1.0,
-            loss_scale=self.sens,
-        )  # fmt: skip
+        self.optimizer_w = None  # a model without a wide part (DCN-v2) has no FTRL
+        if weights_w:
+            self.optimizer_w = FTRL(
+                self.weights_w, learning_rate=ftrl_lr, l1=1e-8, l2=1e-8, initial_accum=1.0,
+                loss_scale=self.sens,
+            )  # fmt: skip
         deep_opt = LazyAdam if network.sparse else Adam
         self.optimizer_d = deep_opt(self.weights_d, learning_rate=adam_lr, eps=1e-8,
                                     loss_scale=self.sens)  # fmt: skip
         from .cache import attach_optimizer
 
-        attach_optimizer(network, self.optimizer_w)  # cached tables move their moments too
+        if self.optimizer_w is not None:  # cached tables move their moments too
+            attach_optimizer(network, self.optimizer_w)
         attach_optimizer(network, self.optimizer_d)
         self._weights = [*self.weights_w, *self.weights_d]
         self._n_wide = len(weights_w)
@@ -93,7 +95,8 @@ class TrainStepWrap(nn.Cell):
     def construct(self, batch_ids: Tensor, batch_wts: Tensor, label: Tensor) -> Any:
         (loss_d, loss_w), grads = self._grad(batch_ids, batch_wts, label)
         grads = tuple(g * self.sens for g in grads)  # the sensitivity: loss scale 1024
-        self.optimizer_w(grads[: self._n_wide])
+        if self.optimizer_w is not None:
+            self.optimizer_w(grads[: self._n_wide])
         self.optimizer_d(grads[self._n_wide :])
         return loss_w, loss_d
 
