@@ -179,6 +179,90 @@ def read_sporeling_mindrecord(python):
         json.dump(report, f, indent=1)
 
 
+def _tok(out):
+    if isinstance(out, (tuple, list)):
+        return [np.asarray(o).tolist() for o in out]
+    return np.asarray(out).tolist()
+
+
+def make_text():
+    """Outputs of MindSpore's text transforms on tiny_shakespeare.txt -> ms_text.json.
+
+    tiny_shakespeare.txt: the first 300 non-empty lines of Tiny Shakespeare
+    (karpathy/char-rnn, public domain).
+    """
+    import mindspore
+    import mindspore.dataset as ds
+    import mindspore.dataset.text as text
+    from mindspore import dtype as mstype
+
+    src = os.path.join(HERE, "tiny_shakespeare.txt")
+    with open(src, encoding="utf-8") as f:
+        lines = [line.rstrip("\n") for line in f]
+    out = {"mindspore_version": mindspore.__version__}
+    out["whitespace"] = [_tok(text.WhitespaceTokenizer(True)(x)) for x in lines]
+    out["unicode_char"] = [_tok(text.UnicodeCharTokenizer(True)(x)) for x in lines[:40]]
+    regex = text.RegexTokenizer(r"\s+|[,.!?;:]", r"[,.!?;:]", with_offsets=True)
+    out["regex"] = [_tok(regex(x)) for x in lines]
+    basic = text.BasicTokenizer(lower_case=True, with_offsets=True)
+    out["basic_lower"] = [_tok(basic(x)) for x in lines]
+    basic_ws = text.BasicTokenizer(lower_case=False, keep_whitespace=True)
+    out["basic_keep_ws"] = [_tok(basic_ws(x)) for x in lines[:60]]
+
+    data = ds.TextFileDataset(src, shuffle=False)
+    data = data.map(text.WhitespaceTokenizer(), input_columns=["text"])
+    vocab = text.Vocab.from_dataset(
+        data, columns=["text"], top_k=150, special_tokens=["<pad>", "<unk>"], special_first=True
+    )
+    out["vocab_top150"] = vocab.vocab()
+    data = ds.TextFileDataset(src, shuffle=False)
+    data = data.map(text.WhitespaceTokenizer(), input_columns=["text"])
+    vocab_freq = text.Vocab.from_dataset(
+        data, freq_range=(3, 10), special_tokens=["<unk>"], special_first=False
+    )
+    out["vocab_freq_3_10"] = vocab_freq.vocab()
+    lookup = text.Lookup(vocab, unknown_token="<unk>")
+    white = text.WhitespaceTokenizer()
+    out["lookup"] = [_tok(lookup(white(x))) for x in lines]
+
+    # A WordPiece vocabulary: the 250 most frequent lower-case words, every character and
+    # '##' + every character, plus BERT's special tokens.
+    counts = {}
+    for line in lines:
+        for w in basic(line)[0]:
+            counts[str(w)] = counts.get(str(w), 0) + 1
+    words = sorted(counts, key=lambda w: (-counts[w], w))[:250]
+    chars = sorted({c for line in lines for c in line.lower() if not c.isspace()})
+    pieces = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+    pieces += [c for c in chars if c not in pieces] + ["##" + c for c in chars]
+    pieces += [p for p in ("##ing", "##ed", "##er") if p not in pieces]
+    out["wordpiece_vocab"] = pieces
+    wp_vocab = text.Vocab.from_list(pieces)
+    bert = text.BertTokenizer(wp_vocab, lower_case=True, with_offsets=True)
+    out["bert_lower"] = [_tok(bert(x)) for x in lines]
+    bert_cased = text.BertTokenizer(wp_vocab, lower_case=False, unknown_token="[UNK]")
+    out["bert_cased"] = [_tok(bert_cased(x)) for x in lines[:80]]
+    wordpiece = text.WordpieceTokenizer(wp_vocab, max_bytes_per_token=6, with_offsets=True)
+    out["wordpiece_max6"] = [_tok(wordpiece(basic(x)[0])) for x in lines[:80]]
+
+    toks = [white(x) for x in lines[:50]]
+    out["ngram_2"] = [_tok(text.Ngram(2, ("<s>", 1), ("</s>", 1), "_")(t)) for t in toks]
+    out["ngram_3_plain"] = [_tok(text.Ngram(3)(t)) if len(t) >= 3 else None for t in toks]
+    out["ngram_14"] = [_tok(text.Ngram([1, 4], ("_", 2), ("_", 2))(t)) for t in toks[:10]]
+    out["sliding_window_3"] = [
+        _tok(text.SlidingWindow(3)(np.asarray(lookup(t)))) for t in toks
+    ]
+    out["truncate_4"] = [_tok(text.Truncate(4)(t)) for t in toks]
+    pair = text.TruncateSequencePair(7)
+    out["truncate_pair_7"] = [_tok(pair(toks[i], toks[i + 1])) for i in range(20)]
+    numbers = ["12", "-7", "0", "2147483647", "3"]
+    out["to_number_int32"] = _tok(text.ToNumber(mstype.int32)(np.array(numbers)))
+    out["to_number_float32"] = _tok(text.ToNumber(mstype.float32)(np.array(["1.5", "-2e3"])))
+    with open(os.path.join(HERE, "ms_text.json"), "w", encoding="utf-8") as f:
+        json.dump(out, f, ensure_ascii=False, separators=(",", ":"))
+    print(f"wrote ms_text.json ({len(lines)} lines)")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("what", choices=["mindrecord", "text", "all"])
@@ -188,3 +272,5 @@ if __name__ == "__main__":
         make_mindrecord()
         if args.sporeling_python:
             read_sporeling_mindrecord(args.sporeling_python)
+    if args.what in ("text", "all"):
+        make_text()

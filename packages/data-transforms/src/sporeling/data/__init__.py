@@ -13,7 +13,7 @@ and are re-exported here; transforms live in ``sporeling.data.transforms`` and
 ``sporeling.data.vision``; settings in ``sporeling.data.config``.
 """
 
-from sporeling.data import config, mindrecord
+from sporeling.data import config, mindrecord, text
 from sporeling.data._version import __version__
 from sporeling.data.datasets import (
     Cifar10Dataset,
@@ -65,5 +65,6 @@ __all__ = [
     "__version__",
     "config",
     "mindrecord",
+    "text",
     "zip",
 ]
