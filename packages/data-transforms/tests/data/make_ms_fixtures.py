@@ -249,9 +249,7 @@ def make_text():
     out["ngram_2"] = [_tok(text.Ngram(2, ("<s>", 1), ("</s>", 1), "_")(t)) for t in toks]
     out["ngram_3_plain"] = [_tok(text.Ngram(3)(t)) if len(t) >= 3 else None for t in toks]
     out["ngram_14"] = [_tok(text.Ngram([1, 4], ("_", 2), ("_", 2))(t)) for t in toks[:10]]
-    out["sliding_window_3"] = [
-        _tok(text.SlidingWindow(3)(np.asarray(lookup(t)))) for t in toks
-    ]
+    out["sliding_window_3"] = [_tok(text.SlidingWindow(3)(np.asarray(lookup(t)))) for t in toks]
     out["truncate_4"] = [_tok(text.Truncate(4)(t)) for t in toks]
     pair = text.TruncateSequencePair(7)
     out["truncate_pair_7"] = [_tok(pair(toks[i], toks[i + 1])) for i in range(20)]
