@@ -23,6 +23,18 @@ _LAZY = {
     "write_records": ".records",
     "iterate_batches": ".records",
     "parse_lines": ".criteo",
+    "WideDeepModel": ".models",
+    "DeepFMModel": ".models",
+    "DCNv2Model": ".models",
+    "NetWithLossClass": ".train",
+    "TrainStepWrap": ".train",
+    "PredictWithSigmoid": ".train",
+    "AUCMetric": ".metrics",
+    "auc_score": ".metrics",
+    "CachedEmbeddingLookup": ".cache",
+    "SyntheticCriteo": ".synthetic",
+    "ShardedTable": ".sharding",
+    "ShardedWideDeepTrainer": ".sharding",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -66,12 +66,16 @@ class WideDeepModel(nn.Cell):
         return self.deep_embeddinglookup.embedding_table
 
     def construct(self, id_hldr: Tensor, wt_hldr: Tensor) -> tuple[Tensor, Parameter]:
-        mask = ops.reshape(wt_hldr, (-1, self.field_size, 1))
         wide_id_weight = self.wide_embeddinglookup(id_hldr)
         deep_id_embs = self.deep_embeddinglookup(id_hldr)
+        return self.head(wide_id_weight, deep_id_embs, wt_hldr), self.embedding_table
+
+    def head(self, wide_id_weight: Tensor, deep_id_embs: Tensor, wt_hldr: Tensor) -> Tensor:
+        """The logits from the looked-up rows ``(B, F, 1)`` and ``(B, F, emb_dim)`` (what
+        the sharded trainer calls after exchanging rows between ranks)."""
+        mask = ops.reshape(wt_hldr, (-1, self.field_size, 1))
         wx = wide_id_weight * mask
         wide_out = ops.reshape(ops.reduce_sum(wx, 1) + self.wide_b, (-1, 1))
         vx = deep_id_embs * mask
         deep_in = ops.reshape(vx, (-1, self.field_size * self.emb_dim))
-        out = wide_out + self.deep(deep_in)
-        return out, self.embedding_table
+        return wide_out + self.deep(deep_in)

@@ -1,0 +1,277 @@
+"""Embedding tables sharded over MPI ranks (MindSpore 1.8's ``slice_mode``), TorchRec-style:
+a table description (:class:`ShardedTable`: which rows or columns this rank owns), and the
+kernels that execute it (all-to-all exchanges of ids, rows and row gradients).
+
+Every rank trains on its own slice of the global batch (the dense part is data parallel:
+gradients averaged over ranks), so ``n`` ranks with local batch ``b`` equal one process with
+batch ``n * b``. Modes:
+
+* ``batch_slice``: every rank holds the whole table; row gradients are gathered from all
+  ranks and every rank applies the same sparse update;
+* ``table_row_slice``: rank ``r`` owns an equal contiguous range of rows; ids go to their
+  owner, rows come back, row gradients go to the owner;
+* ``field_slice``: as row slicing, with the ranges given by ``manual_shapes`` (one part of
+  whole fields per rank, as the preprocessor lays fields out contiguously);
+* ``table_column_slice``: rank ``r`` owns a range of columns of every row; every rank looks
+  up its columns for every rank's ids, and the gradient's columns go back to their owner.
+
+Ids outside ``[0, vocab_size)`` look up zero rows and get no gradient, as everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sporeling.core import Parameter, RowTensor, Tensor, value_and_grad
+from sporeling.core import communication as comm
+from sporeling.core.nn.optim import FTRL, LazyAdam
+
+__all__ = ["SLICE_MODES", "Exchange", "ShardedTable", "ShardedWideDeepTrainer"]
+
+SLICE_MODES = ("batch_slice", "table_row_slice", "table_column_slice", "field_slice")
+
+
+class Exchange:
+    """Variable-sized all-to-all over the world group, built from the core's fixed-size
+    ``all_to_all`` (counts first, then blocks padded to the largest)."""
+
+    def __init__(self) -> None:
+        self.rank = comm.get_rank()
+        self.size = comm.get_group_size()
+
+    def alltoallv(self, blocks: list[np.ndarray]) -> list[np.ndarray]:
+        """``blocks[d]`` goes to rank ``d``; returns what each rank sent here, by source."""
+        n = self.size
+        counts = np.array([len(b) for b in blocks], np.int64)
+        got_counts = comm.all_to_all(Tensor(counts), 0, 0).asnumpy()
+        width = int(comm.all_reduce(Tensor(np.array([counts.max()], np.int64)),
+                                    comm.ReduceOp.MAX).asnumpy()[0])  # fmt: skip
+        row = blocks[0].shape[1:]
+        dtype = blocks[0].dtype
+        if width == 0:
+            return [np.zeros((0, *row), dtype) for _ in range(n)]
+        buf = np.zeros((n, width, *row), dtype)
+        for d, b in enumerate(blocks):
+            buf[d, : len(b)] = b
+        out = comm.all_to_all(Tensor(buf), 0, 0).asnumpy().reshape(n, width, *row)
+        return [out[s, : got_counts[s]] for s in range(n)]
+
+    def all_gather_v(self, block: np.ndarray) -> list[np.ndarray]:
+        """Every rank's ``block`` (of any length), by rank."""
+        return self.alltoallv([block] * self.size)
+
+
+def _segment_sum(ids: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    uniq, inv = np.unique(ids, return_inverse=True)
+    out = np.zeros((len(uniq), *rows.shape[1:]), rows.dtype)
+    np.add.at(out, inv.reshape(-1), rows)
+    return uniq, out
+
+
+class ShardedTable:
+    """This rank's part of a ``(vocab_size, dim)`` table: the Parameter ``param`` (named
+    ``name``) holds the owned rows or columns, cut from ``full`` (every rank passes the same
+    initial table, so the result equals one process's)."""
+
+    def __init__(
+        self,
+        name: str,
+        full: np.ndarray,
+        slice_mode: str,
+        exchange: Exchange,
+        manual_shapes: tuple[int, ...] | None = None,
+    ) -> None:
+        if slice_mode not in SLICE_MODES:
+            raise ValueError(
+                f"ShardedTable: argument 'slice_mode' expected one of {list(SLICE_MODES)}, got "
+                f"{slice_mode!r}"
+            )
+        self.mode, self.x = slice_mode, exchange
+        self.vocab, self.dim = full.shape
+        n, r = exchange.size, exchange.rank
+        self.lo, self.hi, self.c0, self.c1 = 0, self.vocab, 0, self.dim
+        if slice_mode in ("table_row_slice", "field_slice"):
+            if slice_mode == "field_slice":
+                if manual_shapes is None or len(manual_shapes) != n:
+                    raise ValueError(
+                        f"ShardedTable: field_slice needs manual_shapes with one row count per "
+                        f"rank ({n}), got {manual_shapes!r}"
+                    )
+                if sum(manual_shapes) != self.vocab:
+                    raise ValueError(
+                        f"ShardedTable: manual_shapes {manual_shapes} must add up to vocab_size "
+                        f"{self.vocab}"
+                    )
+                sizes = np.asarray(manual_shapes, np.int64)
+            else:
+                per = -(-self.vocab // n)
+                sizes = np.array([max(0, min(per, self.vocab - k * per)) for k in range(n)])
+            self.bounds = np.concatenate([[0], np.cumsum(sizes)])
+            self.lo, self.hi = int(self.bounds[r]), int(self.bounds[r + 1])
+        elif slice_mode == "table_column_slice":
+            if self.dim < n:
+                raise ValueError(
+                    f"ShardedTable: table_column_slice of '{name}' needs at least one column "
+                    f"per rank ({n}), the table has {self.dim}"
+                )
+            cuts = np.linspace(0, self.dim, n + 1).round().astype(np.int64)
+            self.cols = cuts
+            self.c0, self.c1 = int(cuts[r]), int(cuts[r + 1])
+        part = np.ascontiguousarray(full[self.lo : self.hi, self.c0 : self.c1], np.float32)
+        self.param = Parameter(part, name=name)
+
+    # ---- forward ------------------------------------------------------------------------
+
+    def _valid(self, ids: np.ndarray) -> np.ndarray:
+        return (ids >= 0) & (ids < self.vocab)
+
+    def _owner(self, ids: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.bounds, ids, side="right") - 1
+
+    def lookup(self, ids: np.ndarray) -> np.ndarray:
+        """Rows ``(*ids.shape, dim)`` of this rank's (local-batch) ids."""
+        flat = ids.reshape(-1).astype(np.int64)
+        ok = self._valid(flat)
+        out = np.zeros((flat.size, self.dim), np.float32)
+        table = self.param.asnumpy()
+        uniq, inv = np.unique(flat[ok], return_inverse=True)
+        inv = inv.reshape(-1)
+        if self.mode == "batch_slice":
+            out[ok] = table[uniq][inv]
+        elif self.mode == "table_column_slice":
+            asked = self.x.all_gather_v(uniq)  # every rank's ids, by rank
+            answers = self.x.alltoallv([table[a] for a in asked])  # my columns, back to them
+            out[ok] = np.concatenate(answers, axis=1)[inv]
+        else:
+            owner = self._owner(uniq)
+            asked = self.x.alltoallv([uniq[owner == d] for d in range(self.x.size)])
+            answers = self.x.alltoallv([table[a - self.lo] for a in asked])
+            rows = np.zeros((len(uniq), self.dim), np.float32)
+            for d in range(self.x.size):
+                rows[owner == d] = answers[d]
+            out[ok] = rows[inv]
+        return out.reshape(*ids.shape, self.dim)
+
+    # ---- backward -----------------------------------------------------------------------
+
+    def row_grad(self, ids: np.ndarray, grad: np.ndarray) -> RowTensor:
+        """The gradient of ``param`` from this rank's ``grad`` of its looked-up rows (already
+        divided by the rank count): a RowTensor over the owned rows (or columns)."""
+        flat = ids.reshape(-1).astype(np.int64)
+        g = grad.reshape(flat.size, self.dim)
+        ok = self._valid(flat)
+        uniq, sums = _segment_sum(flat[ok], g[ok])
+        n = self.x.size
+        if self.mode == "batch_slice":
+            got_ids = self.x.all_gather_v(uniq)
+            got_rows = self.x.all_gather_v(sums)
+            local_ids, local_rows = _segment_sum(np.concatenate(got_ids), np.concatenate(got_rows))
+        elif self.mode == "table_column_slice":
+            got_ids = self.x.all_gather_v(uniq)
+            cols = [sums[:, self.cols[d] : self.cols[d + 1]] for d in range(n)]
+            got_rows = self.x.alltoallv(cols)
+            local_ids, local_rows = _segment_sum(np.concatenate(got_ids), np.concatenate(got_rows))
+        else:
+            owner = self._owner(uniq)
+            got_ids = self.x.alltoallv([uniq[owner == d] for d in range(n)])
+            got_rows = self.x.alltoallv([sums[owner == d] for d in range(n)])
+            local_ids, local_rows = _segment_sum(np.concatenate(got_ids), np.concatenate(got_rows))
+            local_ids = local_ids - self.lo
+        return RowTensor(
+            Tensor(local_ids.astype(np.int64)), Tensor(local_rows), tuple(self.param.shape)
+        )
+
+    def gather_full(self) -> np.ndarray:
+        """The whole table on every rank (for checks and checkpoints)."""
+        part = self.param.asnumpy()
+        if self.mode == "batch_slice":
+            return part.copy()
+        parts = self.x.all_gather_v(part if self.mode != "table_column_slice" else part.T)
+        if self.mode == "table_column_slice":
+            return np.concatenate(parts, axis=0).T.copy()
+        return np.concatenate(parts, axis=0)
+
+
+class ShardedWideDeepTrainer:
+    """Wide&Deep training over ranks: tables sharded by ``slice_mode`` (the deep table as
+    given; the 1-column wide table by rows for ``table_column_slice``), the dense part data
+    parallel; FTRL for the wide part and LazyAdam for the rest, loss scale ``sens``, as
+    :class:`~sporeling.recommender.train.TrainStepWrap`. Needs ``comm.init()`` first and a
+    sparse :class:`~sporeling.recommender.models.WideDeepModel` (whose own tables are the
+    initial values)."""
+
+    def __init__(
+        self,
+        model: Any,
+        slice_mode: str = "batch_slice",
+        manual_shapes: tuple[int, ...] | None = None,
+        sens: float = 1024.0,
+        ftrl_lr: float = 5e-2,
+        adam_lr: float = 3.5e-4,
+    ) -> None:
+        if not getattr(model, "sparse", False) or not hasattr(model, "head"):
+            raise ValueError(
+                "ShardedWideDeepTrainer: expected a WideDeepModel with sparse=True (the L2 term "
+                "of a dense model touches the whole table)"
+            )
+        self.model, self.x, self.sens = model, Exchange(), float(sens)
+        wide_mode = "table_row_slice" if slice_mode == "table_column_slice" else slice_mode
+        self.wide = ShardedTable(
+            "wide_embeddinglookup.embedding_table",
+            model.wide_embeddinglookup.embedding_table.asnumpy(), wide_mode, self.x, manual_shapes,
+        )  # fmt: skip
+        self.deep = ShardedTable(
+            "deep_embeddinglookup.embedding_table",
+            model.deep_embeddinglookup.embedding_table.asnumpy(), slice_mode, self.x,
+            manual_shapes,
+        )  # fmt: skip
+        tables = {id(model.wide_embeddinglookup.embedding_table),
+                  id(model.deep_embeddinglookup.embedding_table)}  # fmt: skip
+        self.dense = [p for p in model.trainable_params() if id(p) not in tables]
+        dense_w = [p for p in self.dense if "wide" in p.name]
+        dense_d = [p for p in self.dense if "wide" not in p.name]
+        self.optimizer_w = FTRL([*dense_w, self.wide.param], learning_rate=ftrl_lr, l1=1e-8,
+                                l2=1e-8, initial_accum=1.0, loss_scale=self.sens)  # fmt: skip
+        self.optimizer_d = LazyAdam([*dense_d, self.deep.param], learning_rate=adam_lr,
+                                    eps=1e-8, loss_scale=self.sens)  # fmt: skip
+        self._dense_w, self._dense_d = dense_w, dense_d
+
+        def loss_fn(wide_rows: Tensor, deep_rows: Tensor, vals: Tensor, label: Tensor) -> Any:
+            from sporeling.core import ops
+
+            logits = model.head(wide_rows, deep_rows, vals)
+            per = ops.binary_cross_entropy_with_logits(logits, label, reduction="none")
+            return ops.reduce_mean(per)
+
+        self._grad = value_and_grad(loss_fn, (0, 1), self.dense)
+
+    def step(self, ids: np.ndarray, vals: np.ndarray, label: np.ndarray) -> float:
+        """One step on this rank's slice of the global batch; returns the global mean loss."""
+        n = self.x.size
+        wr = self.wide.lookup(ids)
+        dr = self.deep.lookup(ids)
+        loss, ((g_wr, g_dr), g_dense) = self._grad(
+            Tensor(wr), Tensor(dr), Tensor(vals), Tensor(label)
+        )
+        flat = np.concatenate([g.asnumpy().reshape(-1) for g in g_dense])
+        flat = comm.all_reduce(Tensor(flat)).asnumpy() / n  # data parallel: the mean
+        dense_grads: dict[int, Tensor] = {}
+        pos = 0
+        for p, g in zip(self.dense, g_dense):
+            dense_grads[id(p)] = Tensor(flat[pos : pos + g.size].reshape(g.shape) * self.sens)
+            pos += g.size
+        wide_g = self.wide.row_grad(ids, g_wr.asnumpy() / n) * self.sens
+        deep_g = self.deep.row_grad(ids, g_dr.asnumpy() / n) * self.sens
+        self.optimizer_w((*[dense_grads[id(p)] for p in self._dense_w], wide_g))
+        self.optimizer_d((*[dense_grads[id(p)] for p in self._dense_d], deep_g))
+        total = comm.all_reduce(Tensor(np.array([float(loss.asnumpy())]))).asnumpy()
+        return float(total[0]) / n
+
+    def full_parameters(self) -> dict[str, np.ndarray]:
+        """Every parameter by name, the tables gathered whole (on every rank)."""
+        out = {p.name: p.asnumpy().copy() for p in self.dense}
+        out[self.wide.param.name] = self.wide.gather_full()
+        out[self.deep.param.name] = self.deep.gather_full()
+        return out

@@ -1,0 +1,48 @@
+"""Every slice mode under ``mpiexec -n 2`` equals one process on the global batch.
+
+Each test runs scripts/sharded_train.py on two ranks (one thread each) through the command
+``sporeling launch`` uses, with a timeout; skipped with the reason when the ``[mpi]`` extra
+(mpi4py, mpich) is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sporeling.core.communication.launch import find_mpiexec, mpiexec_command
+
+SCRIPTS = Path(__file__).parent / "scripts"
+try:
+    find_mpiexec()
+    MISSING = None
+except RuntimeError as exc:
+    MISSING = str(exc)
+needs_mpi = pytest.mark.skipif(MISSING is not None, reason=f"no MPI: {MISSING}")
+ENV = {
+    **os.environ,
+    **{v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")},
+    "NUMBA_NUM_THREADS": "1",
+}
+
+
+MODES = ["batch_slice", "table_row_slice", "table_column_slice", "field_slice"]
+
+
+@pytest.fixture(scope="module")
+def two_ranks():
+    """One mpiexec run for all modes (starting two interpreters is the slow part)."""
+    cmd = mpiexec_command(2, [str(SCRIPTS / "sharded_train.py"), "4", *MODES])
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=ENV, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@needs_mpi
+@pytest.mark.parametrize("mode", MODES)
+def test_slice_mode_equals_one_process(two_ranks, mode):
+    code, out = two_ranks
+    assert out.count(f"sharded {mode} OK") == 2, out[-4000:]
+    assert code == 0, out[-4000:]
