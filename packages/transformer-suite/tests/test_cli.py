@@ -98,3 +98,20 @@ def test_train_eval_generate_plan(tmp_path, capsys):
 def test_cli_errors_are_reported(capsys):
     assert main(["train", "no_such_config"]) == 1
     assert "no built-in config" in capsys.readouterr().err
+
+
+def test_micro_batch_run_matches_plain_run(tmp_path):
+    from sporeling.transformer.runner import train
+
+    common = ["train.max_iters=4", "train.eval_interval=4", "context.mode=pynative"]
+    plain = train(
+        load_config("gpt_tiny", [f"output_dir={tmp_path / 'a'}", *common]), log=lambda *_: None
+    )
+    copies = train(
+        load_config(
+            "gpt_tiny", [f"output_dir={tmp_path / 'b'}", "speed_up.micro_batch_num=2", *common]
+        ),
+        log=lambda *_: None,
+    )
+    assert copies["layout"]["micro_batch_num"] == 2
+    assert copies["best_val_loss"] == pytest.approx(plain["best_val_loss"], rel=1e-5)

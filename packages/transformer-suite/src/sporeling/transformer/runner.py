@@ -32,6 +32,7 @@ from sporeling.core.train import Callback, EarlyStopping, Loss
 
 from .data import WindowDataset, encode_corpus
 from .models.gpt import GPT, GPTConfig, GPTWithLoss
+from .parallel import MeanOfCopies, apply_parallel, shard_model
 
 __all__ = [
     "build_gpt",
@@ -189,33 +190,52 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     t = cfg.get("train", {})
     out = Path(cfg.get("output_dir", "out"))
     out.mkdir(parents=True, exist_ok=True)
+    info = apply_parallel(cfg)
+    main_rank = info.rank == 0
+    if not main_rank:
+        log = _quiet
     set_seed(int(t.get("seed", 0)))
     tok, train_ids, val_ids = encode_corpus(cfg["data"])
-    tok.save(out / "tokenizer.json")
+    if main_rank:
+        tok.save(out / "tokenizer.json")
     net = build_gpt(cfg, tok.vocab_size)
+    if info.mp > 1:
+        shard_model(net)
     c = net.config
     steps, interval = int(t["max_iters"]), int(t.get("eval_interval", t["max_iters"]))
     bs = int(t["batch_size"])
     seed = int(t.get("seed", 0))
-    train_ds = WindowDataset(train_ids, c.seq_length, bs, interval, seed)
+    if bs % info.dp:
+        raise ValueError(f"train.batch_size {bs} must divide over data_parallel {info.dp}")
+    # data parallel: each rank draws its own share of the global batch
+    train_ds = WindowDataset(
+        train_ids, c.seq_length, bs // info.dp, interval, seed + 1000 * info.dp_rank
+    )
     val_ds = WindowDataset(
         val_ids, c.seq_length, bs, int(t.get("eval_iters", 20)), seed + 1, fixed=True
     )
     with_loss = GPTWithLoss(net)
+    k = int(cfg.get("speed_up", {}).get("micro_batch_num", 1) or 1)
+    train_net = MeanOfCopies(with_loss, k) if k > 1 else with_loss
     opt = make_optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps)
     clip = float(cfg.get("optimizer", {}).get("grad_clip", 0.0))
     step = (
-        nn.TrainOneStepWithClipCell(with_loss, opt, clip_norm=clip)
+        nn.TrainOneStepWithClipCell(train_net, opt, clip_norm=clip)
         if clip > 0
-        else nn.TrainOneStepCell(with_loss, opt)
+        else nn.TrainOneStepCell(train_net, opt)
     )
     model = Model(step, eval_network=with_loss, metrics={"loss": Loss()})
     peak = measure_peak_flops()
-    meter = Throughput(bs * c.seq_length, model_flops_per_token(c), peak, log)
-    callbacks: list[Any] = [meter, KeepBest(net, out / "model.safetensors")]
+    meter = Throughput(bs * c.seq_length, model_flops_per_token(c), peak * info.world, log)
+    # tensor parallel: each rank keeps its own shards
+    ckpt = out / ("model.safetensors" if info.mp == 1 else f"model.rank{info.rank}.safetensors")
+    callbacks: list[Any] = [meter]
+    if main_rank or info.mp > 1:
+        callbacks.append(KeepBest(net, ckpt))
     if t.get("early_stopping_patience"):
         callbacks.append(EarlyStopping(monitor="loss", patience=int(t["early_stopping_patience"])))
-    (out / "config.yaml").write_text(yaml.safe_dump(_with_vocab(cfg, c.vocab_size)))
+    if main_rank:
+        (out / "config.yaml").write_text(yaml.safe_dump(_with_vocab(cfg, c.vocab_size)))
     _context(cfg)
     t0 = time.perf_counter()
     try:
@@ -227,13 +247,19 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         "tokens_per_s": meter.tokens_per_second,
         "first_step_s": meter.first_step_s,
         "peak_flops": peak,
-        "mfu": meter.tokens_per_second * model_flops_per_token(c) / peak,
+        "mfu": meter.tokens_per_second * model_flops_per_token(c) / (peak * info.world),
         "best_val_loss": min((r["val_loss"] for r in meter.records), default=float("nan")),
         "history": meter.records,
         "parameters": sum(p.size for p in net.trainable_params()),
     }
-    (out / "results.json").write_text(json.dumps(results, indent=1))
+    results["layout"] = {"data_parallel": info.dp, "model_parallel": info.mp, "micro_batch_num": k}
+    if main_rank:
+        (out / "results.json").write_text(json.dumps(results, indent=1))
     return results
+
+
+def _quiet(*_: Any) -> None:
+    pass
 
 
 def _with_vocab(cfg: dict[str, Any], vocab: int) -> dict[str, Any]:

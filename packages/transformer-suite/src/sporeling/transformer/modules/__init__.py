@@ -18,6 +18,7 @@ from .embedding import VocabEmbedding
 from .ffn import FeedForward
 from .loss import CrossEntropyLoss
 from .moe import MoE
+from .sparse_attention import FixedSparseAttention
 from .transformer import (
     Transformer,
     TransformerDecoder,
@@ -42,6 +43,7 @@ __all__ = [
     "OpParallelConfig",
     "MoEConfig",
     "MoE",
+    "FixedSparseAttention",
     "CrossEntropyLoss",
     "add_flags_recursive",
     "check_config",

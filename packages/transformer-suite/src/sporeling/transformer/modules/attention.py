@@ -144,6 +144,7 @@ class MultiHeadAttention(nn.Cell):
             )
         self.parallel_config = parallel_config
         self.size_per_head = hidden_size // num_heads
+        self.local_heads = num_heads  # heads held by this rank (fewer under tensor parallelism)
         self.compute_dtype, self.softmax_dtype = compute_dtype, softmax_compute_type
         self.is_first_iteration = True
         kw = {"param_init_type": param_init_type, "compute_dtype": compute_dtype}
@@ -205,7 +206,7 @@ class MultiHeadAttention(nn.Cell):
     ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         b, _ = self._batch_and_check(query_tensor, key_tensor, value_tensor)
         ori_shape = query_tensor.shape
-        h, nh, d = self.hidden_size, self.num_heads, self.size_per_head
+        h, nh, d = self.hidden_size, self.local_heads, self.size_per_head
         q = self.dense1(ops.reshape(query_tensor, (-1, h)))
         k = self.dense2(ops.reshape(key_tensor, (-1, h)))
         v = self.dense3(ops.reshape(value_tensor, (-1, h)))
@@ -259,4 +260,4 @@ class MultiHeadAttention(nn.Cell):
         probs = self.prob_dropout(probs)
         ctx = ops.matmul(probs, v)  # (b, heads, q, d)
         ctx = ops.transpose(ctx, (0, 2, 1, 3))
-        return ops.reshape(ctx, (-1, self.hidden_size))
+        return ops.reshape(ctx, (-1, self.local_heads * self.size_per_head))

@@ -9,6 +9,7 @@ from typing import Any
 from sporeling.core import Parameter, Tensor, nn, ops
 from sporeling.core import dtype as mstype
 from sporeling.core.initializer import initializer
+from sporeling.core.parallel.tensor_parallel import copy_to_mp, reduce_from_mp
 
 __all__ = ["LayerNorm", "Linear", "make_param"]
 
@@ -76,15 +77,23 @@ class Linear(nn.Cell):
             self.bias = None
         self.activation = activation_cell(activation) if isinstance(activation, str) else activation
         self.compute_dtype = compute_dtype
+        # tensor parallelism (set by sporeling.transformer.parallel.shard_model):
+        # "column" = output features split, "row" = input features split and summed
+        self.mp_mode: str | None = None
+        self.mp_group: str | None = None
 
     def construct(self, x: Tensor) -> Tensor:
         cd = self.compute_dtype
         x = ops.cast(x, cd) if x.dtype != cd else x
+        if self.mp_mode == "column":
+            x = copy_to_mp(x, self.mp_group)
         w = ops.cast(self.weight, cd) if self.weight.dtype != cd else self.weight
         if self.expert_num > 1:
             y = ops.matmul(x, w)
         else:
             y = ops.matmul(x, ops.transpose(w, (1, 0)) if self.transpose_b else w)
+        if self.mp_mode == "row":
+            y = reduce_from_mp(y, self.mp_group)
         if self.bias is not None:
             y = y + (ops.cast(self.bias, cd) if self.bias.dtype != cd else self.bias)
         if self.activation is not None:

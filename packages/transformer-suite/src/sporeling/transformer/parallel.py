@@ -1,0 +1,143 @@
+"""Parallel training of the suite's models from the same model code, chosen by the config's
+``parallel_config``, on the core's machinery:
+
+* ``data_parallel``: the core's data parallelism (``parallel_mode='data_parallel'``,
+  gradients averaged with a bucketed all-reduce overlapped with backward); each rank draws
+  its own batches.
+* ``model_parallel``: :func:`shard_model` splits every attention's heads and every
+  feed-forward's hidden units over the ranks (Megatron-LM's column/row split through the
+  core's ``copy_to_mp``/``reduce_from_mp`` regions); every rank sees the same batch.
+* ``optimizer_shard``: the core's parallel optimizer (state and update sharded over the
+  data-parallel ranks).
+* ``micro_batch_num`` (``speed_up``): the core's ``nn.MicroBatchInterleaved`` copies,
+  summed and divided by their number so the loss stays the batch mean.
+
+Data and model parallelism at the same time (dp > 1 and mp > 1), pipeline stages and
+recompute are not applied (``apply_parallel`` says so).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sporeling.core import Parameter, Tensor, nn, ops
+from sporeling.core import communication as comm
+from sporeling.core.parallel import ParallelMode, set_auto_parallel_context
+from sporeling.core.parallel.tensor_parallel import group_rank_size
+
+from .modules import FeedForward, MultiHeadAttention, TransformerOpParallelConfig
+from .modules.layers import Linear
+
+__all__ = ["shard_model", "apply_parallel", "MeanOfCopies", "ParallelInfo"]
+
+
+def _slice(p: Parameter, axis: int, rank: int, size: int) -> Parameter:
+    n = p.shape[axis]
+    if n % size:
+        raise ValueError(
+            f"shard_model: {p.name} has {n} entries on axis {axis}, not divisible by {size}"
+        )
+    k = n // size
+    idx = [slice(None)] * len(p.shape)
+    idx[axis] = slice(rank * k, (rank + 1) * k)
+    return Parameter(
+        Tensor(p.asnumpy()[tuple(idx)].copy()), name=p.name, requires_grad=p.requires_grad
+    )
+
+
+def _column(lin: Linear, rank: int, size: int, group: str | None) -> None:
+    out_axis = 0 if lin.transpose_b else 1
+    lin.weight = _slice(lin.weight, out_axis, rank, size)
+    if lin.bias is not None:
+        lin.bias = _slice(lin.bias, 0, rank, size)
+    lin.mp_mode, lin.mp_group = "column", group
+    lin.tensor_parallel_axes = {"weight": out_axis, "bias": 0}
+
+
+def _row(lin: Linear, rank: int, size: int, group: str | None) -> None:
+    in_axis = 1 if lin.transpose_b else 0
+    lin.weight = _slice(lin.weight, in_axis, rank, size)
+    lin.mp_mode, lin.mp_group = "row", group
+    lin.tensor_parallel_axes = {"weight": in_axis}
+
+
+def shard_model(net: nn.Cell, group: str | None = None) -> nn.Cell:
+    """Keep this rank's share of every attention's heads and feed-forward units (in place).
+
+    The parameters must be the same on every rank before the call (same seed), so the
+    shards put together are the unsharded model. Expert (MoE) feed-forwards stay whole.
+    """
+    rank, size = group_rank_size(group)
+    if size == 1:
+        return net
+    for _, cell in net.cells_and_names():
+        if isinstance(cell, MultiHeadAttention):
+            if cell.num_heads % size:
+                raise ValueError(
+                    f"shard_model: num_heads {cell.num_heads} is not divisible by model_parallel "
+                    f"{size}"
+                )
+            for lin in (cell.dense1, cell.dense2, cell.dense3):
+                _column(lin, rank, size, group)
+            _row(cell.projection, rank, size, group)
+            cell.local_heads = cell.num_heads // size
+        elif isinstance(cell, FeedForward) and cell.expert_num == 1:
+            _column(cell.mapping, rank, size, group)
+            _row(cell.projection, rank, size, group)
+    return net
+
+
+class MeanOfCopies(nn.Cell):
+    """``MicroBatchInterleaved`` sums its copies' losses; this divides by their number so the
+    loss (and gradients) equal the full batch's mean."""
+
+    def __init__(self, network: nn.Cell, interleave_num: int) -> None:
+        super().__init__(auto_prefix=False)
+        self.network = nn.MicroBatchInterleaved(network, interleave_num)
+        self.k = float(interleave_num)
+
+    def construct(self, *inputs: Any) -> Tensor:
+        return ops.div(self.network(*inputs), self.k)
+
+
+class ParallelInfo:
+    """Where this process sits: ranks, the data-parallel index (which batches it draws)."""
+
+    def __init__(self, dp: int, mp: int, rank: int = 0, world: int = 1) -> None:
+        self.dp, self.mp, self.rank, self.world = dp, mp, rank, world
+
+    @property
+    def dp_rank(self) -> int:
+        return self.rank // self.mp
+
+
+def apply_parallel(cfg: dict[str, Any]) -> ParallelInfo:
+    """Initialise communication and the core's parallel context for the config's layout
+    (before the model and optimizer are built); returns this rank's place."""
+    pc = TransformerOpParallelConfig.from_dict(cfg.get("parallel_config", {}) or {})
+    dp, mp = pc.data_parallel, pc.model_parallel
+    if pc.pipeline_stage > 1:
+        raise ValueError(
+            "parallel_config.pipeline_stage > 1 needs the core's nn.PipelineCell, which does not "
+            "exist yet; use pipeline_stage: 1"
+        )
+    if dp * mp == 1 and not pc.optimizer_shard:
+        return ParallelInfo(1, 1)
+    comm.init()
+    rank, world = comm.get_rank(), comm.get_group_size()
+    if dp * mp != world:
+        raise ValueError(
+            f"parallel_config: data_parallel {dp} x model_parallel {mp} must equal the number of "
+            f"processes ({world}); launch with `sporeling launch -n {dp * mp}`"
+        )
+    if dp > 1 and mp > 1:
+        raise ValueError(
+            "parallel_config: data_parallel and model_parallel both > 1 is not supported yet"
+        )
+    if dp > 1:
+        set_auto_parallel_context(
+            parallel_mode=ParallelMode.DATA_PARALLEL,
+            gradients_mean=True,
+            enable_parallel_optimizer=pc.optimizer_shard,
+        )
+    return ParallelInfo(dp, mp, rank, world)

@@ -1,0 +1,69 @@
+"""Parallel layouts: micro-batch copies in process, dp/optimizer-shard/mp under mpiexec -n 2."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sporeling.core import Tensor, ops, set_seed
+from sporeling.transformer.models.gpt import GPT, GPTConfig, GPTWithLoss
+from sporeling.transformer.parallel import MeanOfCopies, apply_parallel
+
+CFG = dict(
+    seq_length=8,
+    vocab_size=20,
+    embedding_size=16,
+    num_layers=2,
+    num_heads=4,
+    dropout_rate=0.0,
+    compute_dtype="float64",
+    layernorm_dtype="float64",
+    softmax_dtype="float64",
+    param_init_type="float64",
+)
+
+
+def test_micro_batch_copies_give_the_full_batch_loss_and_gradients():
+    ids = Tensor(np.random.default_rng(0).integers(0, 20, (4, 9)).astype(np.int32))
+    set_seed(1)
+    full = GPTWithLoss(GPT(GPTConfig(**CFG)))
+    set_seed(1)
+    copies = MeanOfCopies(GPTWithLoss(GPT(GPTConfig(**CFG))), 2)
+    lf, gf = ops.value_and_grad(full, None, full.trainable_params())(ids)
+    lc, gc = ops.value_and_grad(copies, None, copies.trainable_params())(ids)
+    # each copy divides by its own token count + 1e-5 (1.8's loss), hence 1e-6 not 1e-12
+    np.testing.assert_allclose(lc.asnumpy(), lf.asnumpy(), rtol=1e-6)
+    for a, b in zip(gf, gc):
+        np.testing.assert_allclose(b.asnumpy(), a.asnumpy(), rtol=1e-5, atol=1e-9)
+
+
+def test_layout_errors():
+    with pytest.raises(ValueError, match="nn.PipelineCell"):
+        apply_parallel({"parallel_config": {"pipeline_stage": 2, "micro_batch_num": 2}})
+    assert apply_parallel({}).world == 1
+
+
+def test_dp_optimizer_shard_and_mp_under_mpiexec():
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        pytest.skip("mpi4py is not installed (pip install 'sporeling-transformer-suite[mpi]')")
+    mpiexec = shutil.which("mpiexec") or str(Path(sys.executable).parent / "mpiexec")
+    if not Path(mpiexec).exists():
+        pytest.skip("mpiexec is not on PATH (pip install mpich)")
+    script = Path(__file__).parent / "distributed" / "gpt_parallel.py"
+    env = dict(os.environ, OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    proc = subprocess.run(
+        [mpiexec, "-n", "2", sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
+    for what in ("dp:", "dp+optimizer_shard:", "mp:"):
+        assert proc.stdout.count(f" {what}") == 2, proc.stdout
