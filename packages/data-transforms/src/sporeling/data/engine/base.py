@@ -532,6 +532,12 @@ class Dataset:
 
         return RenameDataset(self, input_columns, output_columns)
 
+    def split(self, sizes: list[int] | list[float], randomize: bool = True) -> tuple[Dataset, ...]:
+        """Split into datasets of ``sizes`` rows (ints) or fractions (floats); see ``split.py``."""
+        from .split import split_dataset
+
+        return split_dataset(self, sizes, randomize)
+
     def apply(self, apply_func: Callable[[Dataset], Dataset]) -> Dataset:
         """``apply_func(self)``, which must return a Dataset."""
         out = apply_func(self)
