@@ -1,0 +1,14 @@
+"""Environments (``mindspore_rl.environment``)."""
+
+from .cartpole_batch import CartPoleBatchEnvironment
+from .connect_four import ConnectFourEnvironment
+from .environment import Environment
+from .gym_environment import GymEnvironment
+from .multi_environment_wrapper import MultiEnvironmentWrapper
+from .space import Space
+from .tic_tac_toe import TicTacToeEnvironment
+
+__all__ = [
+    "Environment", "Space", "GymEnvironment", "MultiEnvironmentWrapper",
+    "CartPoleBatchEnvironment", "TicTacToeEnvironment", "ConnectFourEnvironment",
+]  # fmt: skip

@@ -1,0 +1,55 @@
+"""Short training smoke runs through Session and Trainer, with callbacks and checkpoints."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import sporeling.core as ms
+from sporeling.rl.algorithm import DQNTrainer, dqn_config
+from sporeling.rl.core import Session
+from sporeling.rl.utils import CheckpointCallback, EvaluateCallback, LossCallback
+
+pytest.importorskip("gymnasium")
+
+
+def small_dqn(seed=0):
+    return dqn_config(
+        "CartPole-v1", seed=seed, capacity=2000, batch_size=32,
+        policy_params={"hidden_sizes": [32], "decay": 300.0},
+        learner_params={"lr": 1e-3, "target_update_interval": 50},
+    )  # fmt: skip
+
+
+def test_dqn_session_trains_with_callbacks_and_checkpoints(tmp_path, capsys):
+    ms.set_seed(0)
+    loss_cb, eval_cb = LossCallback(print_rate=5), EvaluateCallback(eval_rate=10)
+    ckpt = CheckpointCallback(save_per_episode=5, directory=str(tmp_path), max_ckpt_nums=2)
+    session = Session(small_dqn(), callbacks=[loss_cb, eval_cb, ckpt])
+    params = {"learning_starts": 100, "train_freq": 4, "gradient_steps": 1,
+              "num_evaluate_episode": 2}  # fmt: skip
+    session.run(class_type=DQNTrainer, episode=20, params=params)
+    out = capsys.readouterr().out
+    assert "Episode 0: loss is" in out and "Evaluate for episode 9 total rewards is" in out
+    assert len(loss_cb.history) == 20 and len(eval_cb.history) == 2
+    assert any(loss > 0 for _, loss, _ in loss_cb.history)
+    assert sorted(os.listdir(tmp_path)) == ["policy_net_14.ckpt", "policy_net_19.ckpt"]
+    # load_and_eval restores the saved network into a fresh one
+    net = session.msrl.learner.policy_network
+    saved = {p.name: p.asnumpy().copy() for p in net.trainable_params()}
+    fresh = Session(small_dqn(seed=1))
+    fresh.run(class_type=DQNTrainer, is_train=False,
+              params={"ckpt_path": str(tmp_path), "num_evaluate_episode": 1})  # fmt: skip
+    loaded = {p.name: p.asnumpy() for p in fresh.msrl.learner.policy_network.trainable_params()}
+    for name, value in saved.items():
+        np.testing.assert_array_equal(loaded[name], value)
+
+
+def test_trainer_argument_errors():
+    session = Session(small_dqn())
+    with pytest.raises(ValueError, match="episodes expected an int >= 0, got -1"):
+        session.run(class_type=DQNTrainer, episode=-1)
+    with pytest.raises(ValueError, match="class_type"):
+        Session(small_dqn()).run()
