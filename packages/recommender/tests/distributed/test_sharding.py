@@ -46,3 +46,13 @@ def test_slice_mode_equals_one_process(two_ranks, mode):
     code, out = two_ranks
     assert out.count(f"sharded {mode} OK") == 2, out[-4000:]
     assert code == 0, out[-4000:]
+
+
+@needs_mpi
+def test_parameter_server_one_server_two_workers():
+    cmd = mpiexec_command(3, [str(SCRIPTS / "ps_train.py"), "4"])
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=ENV, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert out.count("parameter server OK") == 3, out[-4000:]
+    assert out.count("(MS_PSERVER): parameter server OK") == 1, out[-4000:]

@@ -35,6 +35,9 @@ _LAZY = {
     "SyntheticCriteo": ".synthetic",
     "ShardedTable": ".sharding",
     "ShardedWideDeepTrainer": ".sharding",
+    "set_ps_context": ".ps",
+    "get_ps_context": ".ps",
+    "ParameterServerTrainer": ".ps",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -247,27 +247,68 @@ class ShardedWideDeepTrainer:
 
         self._grad = value_and_grad(loss_fn, (0, 1), self.dense)
 
-    def step(self, ids: np.ndarray, vals: np.ndarray, label: np.ndarray) -> float:
-        """One step on this rank's slice of the global batch; returns the global mean loss."""
-        n = self.x.size
-        wr = self.wide.lookup(ids)
-        dr = self.deep.lookup(ids)
-        loss, ((g_wr, g_dr), g_dense) = self._grad(
-            Tensor(wr), Tensor(dr), Tensor(vals), Tensor(label)
-        )
-        flat = np.concatenate([g.asnumpy().reshape(-1) for g in g_dense])
+    data_ranks: int | None = None  # ranks that hold batches (all, unless some only serve)
+
+    def step(self, ids: np.ndarray | None, vals: Any = None, label: Any = None) -> float:
+        """One step on this rank's slice of the global batch; returns the global mean loss.
+        A rank without data (a parameter server) passes ``ids=None`` and only serves rows."""
+        n = self.data_ranks or self.x.size
+        if ids is None:  # serve: take part in the exchanges with an empty batch
+            empty = np.zeros((0, self.model.field_size), np.int32)
+            self.wide.lookup(empty)
+            self.deep.lookup(empty)
+            g_dense = [np.zeros(p.shape, np.float32) for p in self.dense]
+            g_wr = np.zeros((0, self.model.field_size, 1), np.float32)
+            g_dr = np.zeros((0, self.model.field_size, self.deep.dim), np.float32)
+            ids, loss_value = empty, 0.0
+        else:
+            wr = self.wide.lookup(ids)
+            dr = self.deep.lookup(ids)
+            loss, ((gw, gd), gs) = self._grad(Tensor(wr), Tensor(dr), Tensor(vals), Tensor(label))
+            g_wr, g_dr, g_dense = gw.asnumpy(), gd.asnumpy(), [g.asnumpy() for g in gs]
+            loss_value = float(loss.asnumpy())
+        flat = np.concatenate([g.reshape(-1) for g in g_dense])
         flat = comm.all_reduce(Tensor(flat)).asnumpy() / n  # data parallel: the mean
         dense_grads: dict[int, Tensor] = {}
         pos = 0
         for p, g in zip(self.dense, g_dense):
             dense_grads[id(p)] = Tensor(flat[pos : pos + g.size].reshape(g.shape) * self.sens)
             pos += g.size
-        wide_g = self.wide.row_grad(ids, g_wr.asnumpy() / n) * self.sens
-        deep_g = self.deep.row_grad(ids, g_dr.asnumpy() / n) * self.sens
-        self.optimizer_w((*[dense_grads[id(p)] for p in self._dense_w], wide_g))
-        self.optimizer_d((*[dense_grads[id(p)] for p in self._dense_d], deep_g))
-        total = comm.all_reduce(Tensor(np.array([float(loss.asnumpy())]))).asnumpy()
+        restore: list[Any] = []
+        wide_g = self._nonempty(self.wide, self.wide.row_grad(ids, g_wr / n), self.optimizer_w,
+                                restore)  # fmt: skip
+        deep_g = self._nonempty(self.deep, self.deep.row_grad(ids, g_dr / n), self.optimizer_d,
+                                restore)  # fmt: skip
+        self.optimizer_w((*[dense_grads[id(p)] for p in self._dense_w], wide_g * self.sens))
+        self.optimizer_d((*[dense_grads[id(p)] for p in self._dense_d], deep_g * self.sens))
+        for undo in restore:
+            undo()
+        total = comm.all_reduce(Tensor(np.array([loss_value]))).asnumpy()
         return float(total[0]) / n
+
+    @staticmethod
+    def _nonempty(table: ShardedTable, g: RowTensor, optimizer: Any, restore: list[Any]) -> Any:
+        """A gradient the core's optimizers accept when no row of this shard was touched:
+        they reject a RowTensor without rows, so a shard of no rows gets an empty dense
+        gradient, and another gets a zero gradient of row 0 whose update is undone after."""
+        if g.indices.shape[0]:
+            return g
+        p = table.param
+        if p.shape[0] == 0:
+            return Tensor(np.zeros(p.shape, np.float32))
+        arrays = [p.asnumpy()] + [
+            q.asnumpy() for _, q in optimizer.parameters_and_names()
+            if q is not p and q.name.endswith("." + p.name) and tuple(q.shape) == tuple(p.shape)
+        ]  # fmt: skip
+        saved = [a[0].copy() for a in arrays]
+
+        def undo() -> None:
+            for a, row in zip(arrays, saved):
+                a[0] = row
+
+        restore.append(undo)
+        zero = np.zeros((1, *p.shape[1:]), np.float32)
+        return RowTensor(Tensor(np.zeros(1, np.int64)), Tensor(zero), tuple(p.shape))
 
     def full_parameters(self) -> dict[str, np.ndarray]:
         """Every parameter by name, the tables gathered whole (on every rank)."""

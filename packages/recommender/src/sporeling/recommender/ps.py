@@ -1,0 +1,115 @@
+"""Parameter-server mode (MindSpore 1.8's ``set_ps_context(enable_ps=True)``) on MPI ranks.
+
+The first ``server_num`` ranks are servers (role ``MS_PSERVER``): they hold the embedding
+tables (split by rows among them) with the tables' optimizer state, and apply the sparse
+FTRL/LazyAdam updates. The other ranks are workers (``MS_WORKER``): each pulls the rows of its
+batch from the servers, computes, and pushes the row gradients back; the dense part is data
+parallel among the workers. Steps are synchronous, so W workers with local batch b equal one
+process with batch W * b. MindSpore's scheduler role (``MS_SCHED``) has no counterpart: MPI
+starts and connects the ranks. ``MS_SERVER_NUM`` in the environment sets ``server_num``.
+
+    set_ps_context(enable_ps=True, server_num=1)
+    trainer = ParameterServerTrainer(WideDeepModel(vocab, sparse=True))
+    if trainer.role == "MS_PSERVER":
+        trainer.serve()            # until every worker calls finish()
+    else:
+        for ids, vals, label in my_batches: trainer.step(ids, vals, label)
+        trainer.finish()
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from sporeling.core import Tensor
+from sporeling.core import communication as comm
+
+from .sharding import ShardedWideDeepTrainer
+
+__all__ = ["set_ps_context", "get_ps_context", "ps_role", "ParameterServerTrainer"]
+
+_CONTEXT: dict[str, Any] = {"enable_ps": False, "server_num": None}
+
+
+def set_ps_context(**kwargs: Any) -> None:
+    """``enable_ps`` (bool) and ``server_num`` (int >= 1; default ``MS_SERVER_NUM`` or 1)."""
+    for key, value in kwargs.items():
+        if key not in _CONTEXT:
+            raise ValueError(
+                f"set_ps_context: unknown key {key!r}; expected one of {sorted(_CONTEXT)}"
+            )
+        if key == "enable_ps" and not isinstance(value, bool):
+            raise TypeError(f"set_ps_context: 'enable_ps' expected a bool, got {value!r}")
+        if key == "server_num" and (isinstance(value, bool) or not isinstance(value, int)
+                                    or value < 1):  # fmt: skip
+            raise ValueError(f"set_ps_context: 'server_num' expected an int >= 1, got {value!r}")
+        _CONTEXT[key] = value
+
+
+def get_ps_context(key: str) -> Any:
+    if key not in _CONTEXT:
+        raise ValueError(f"get_ps_context: unknown key {key!r}; expected one of {sorted(_CONTEXT)}")
+    return _CONTEXT[key]
+
+
+def _server_num() -> int:
+    n = _CONTEXT["server_num"]
+    return int(n if n is not None else os.environ.get("MS_SERVER_NUM", 1))
+
+
+def ps_role() -> str:
+    """``MS_PSERVER`` for the first ``server_num`` ranks, ``MS_WORKER`` for the others."""
+    return "MS_PSERVER" if comm.get_rank() < _server_num() else "MS_WORKER"
+
+
+class ParameterServerTrainer(ShardedWideDeepTrainer):
+    """Wide&Deep in parameter-server mode (see the module doc); needs ``comm.init()`` and
+    ``set_ps_context(enable_ps=True)``."""
+
+    def __init__(self, model: Any, **kwargs: Any) -> None:
+        if not _CONTEXT["enable_ps"]:
+            raise RuntimeError(
+                "ParameterServerTrainer: call set_ps_context(enable_ps=True) first (MindSpore "
+                "needs parameter-server mode switched on the same way)"
+            )
+        size, servers = comm.get_group_size(), _server_num()
+        if servers >= size:
+            raise ValueError(
+                f"ParameterServerTrainer: server_num {servers} leaves no worker among {size} ranks"
+            )
+        vocab = model.vocab_size
+        per = -(-vocab // servers)
+        shapes = [max(0, min(per, vocab - k * per)) for k in range(servers)]
+        shapes += [0] * (size - servers)  # workers hold no rows
+        super().__init__(model, "field_slice", manual_shapes=tuple(shapes), **kwargs)
+        self.role = ps_role()
+        self.workers = size - servers
+        self.data_ranks = self.workers
+
+    def _more(self, flag: int) -> bool:
+        got = comm.all_reduce(Tensor(np.array([flag], np.int64)), comm.ReduceOp.MAX)
+        return bool(got.asnumpy()[0])
+
+    def step(self, ids: Any, vals: Any = None, label: Any = None) -> float:
+        if self.role != "MS_WORKER":
+            raise RuntimeError("ParameterServerTrainer.step: this rank is a server; call serve()")
+        self._more(1)
+        return super().step(ids, vals, label)
+
+    def finish(self) -> None:
+        """A worker's last call: the servers stop once every worker has finished."""
+        while self._more(0):  # other workers still train: take part in their steps
+            super().step(None)
+
+    def serve(self) -> int:
+        """Serve rows and apply updates until every worker has finished; returns the steps."""
+        if self.role != "MS_PSERVER":
+            raise RuntimeError("ParameterServerTrainer.serve: this rank is a worker")
+        steps = 0
+        while self._more(0):
+            super().step(None)
+            steps += 1
+        return steps
