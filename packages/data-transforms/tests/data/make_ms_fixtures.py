@@ -261,9 +261,132 @@ def make_text():
     print(f"wrote ms_text.json ({len(lines)} lines)")
 
 
+# ---- TFRecord: an encoder written from the TFRecord / tf.train.Example specs --------------
+
+
+def _crc32c(data: bytes) -> int:
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    c = 0xFFFFFFFF
+    for b in data:
+        c = table[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def _masked(c: int) -> int:
+    return ((((c >> 15) | (c << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _varint(v: int) -> bytes:
+    v = v + (1 << 64) if v < 0 else v
+    out = bytearray()
+    while True:
+        b, v = v & 0x7F, v >> 7
+        out.append(b | 0x80 if v else b)
+        if not v:
+            return bytes(out)
+
+
+def _ld(num: int, payload: bytes) -> bytes:
+    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _feature(kind: str, vals: list) -> bytes:
+    import struct
+
+    if kind == "bytes":
+        return _ld(1, b"".join(_ld(1, v) for v in vals))
+    if kind == "float":
+        return _ld(2, _ld(1, struct.pack(f"<{len(vals)}f", *vals)))
+    return _ld(3, _ld(1, b"".join(_varint(v) for v in vals)))
+
+
+def tf_example(features: dict) -> bytes:
+    entries = b"".join(
+        _ld(1, _ld(1, k.encode()) + _ld(2, _feature(*v))) for k, v in features.items()
+    )
+    return _ld(1, entries)
+
+
+def tf_record(data: bytes) -> bytes:
+    import struct
+
+    n = struct.pack("<Q", len(data))
+    return (
+        n
+        + struct.pack("<I", _masked(_crc32c(n)))
+        + data
+        + struct.pack("<I", _masked(_crc32c(data)))
+    )
+
+
+def make_tfrecord():
+    """ms_example.tfrecord (+ .gz): 6 Examples; ms_tfrecord.json: MindSpore's reading."""
+    import gzip
+
+    import mindspore
+    import mindspore.dataset as ds
+
+    assert _crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
+    records = []
+    for i in range(6):
+        features = {
+            "image": ("bytes", [_png(100 + i)]),
+            "label": ("int64", [i - 2]),
+            "floats": ("float", [i / 2, -1.0, 3.25]),
+            "ids": ("int64", [2**40 + i, -i][: 1 + i % 2]),
+            "name": ("bytes", [f"row-{i}".encode()]),
+        }
+        records.append(tf_record(tf_example(features)))
+    path = os.path.join(HERE, "ms_example.tfrecord")
+    with open(path, "wb") as f:
+        f.write(b"".join(records))
+    with open(path + ".gz", "wb") as f:
+        f.write(gzip.compress(b"".join(records), mtime=0))
+    schema_path = os.path.join(HERE, "ms_example_schema.json")
+    with open(schema_path, "w") as f:
+        json.dump(
+            {
+                "datasetType": "TF",
+                "numRows": 4,
+                "columns": {
+                    "label": {"type": "int32", "rank": 1, "shape": [1]},
+                    "floats": {"type": "float64", "rank": 2, "shape": [1, 3]},
+                    "name": {"type": "string", "rank": 1},
+                    "image": {"type": "uint8", "rank": 1},
+                },
+            },
+            f,
+            indent=1,
+        )
+
+    def read(**kwargs):
+        data = ds.TFRecordDataset(shuffle=False, **kwargs)
+        rows = [
+            {k: _plain(v) for k, v in r.items()}
+            for r in data.create_dict_iterator(output_numpy=True, num_epochs=1)
+        ]
+        return {"columns": data.get_col_names(), "rows": rows}
+
+    out = {
+        "mindspore_version": mindspore.__version__,
+        "plain": read(dataset_files=path),
+        "schema": read(dataset_files=path, schema=schema_path),
+        "columns_list": read(dataset_files=path, columns_list=["ids", "label"]),
+        "gzip": read(dataset_files=path + ".gz", compression_type="GZIP"),
+    }
+    with open(os.path.join(HERE, "ms_tfrecord.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    print("wrote ms_example.tfrecord(.gz), ms_example_schema.json, ms_tfrecord.json")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["mindrecord", "text", "all"])
+    parser.add_argument("what", choices=["mindrecord", "text", "tfrecord", "all"])
     parser.add_argument("--sporeling-python", help="a Python with sporeling-data-transforms")
     args = parser.parse_args()
     if args.what in ("mindrecord", "all"):
@@ -272,3 +395,5 @@ if __name__ == "__main__":
             read_sporeling_mindrecord(args.sporeling_python)
     if args.what in ("text", "all"):
         make_text()
+    if args.what in ("tfrecord", "all"):
+        make_tfrecord()

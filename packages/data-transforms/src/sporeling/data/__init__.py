@@ -24,8 +24,10 @@ from sporeling.data.datasets import (
     MindDataset,
     MnistDataset,
     NumpySlicesDataset,
+    Schema,
     Shuffle,
     TextFileDataset,
+    TFRecordDataset,
 )
 from sporeling.data.engine import (
     BatchInfo,
@@ -56,10 +58,12 @@ __all__ = [
     "PipelineError",
     "RandomSampler",
     "Sampler",
+    "Schema",
     "SequentialSampler",
     "Shuffle",
     "SubsetRandomSampler",
     "SubsetSampler",
+    "TFRecordDataset",
     "TextFileDataset",
     "WeightedRandomSampler",
     "__version__",

@@ -2,7 +2,9 @@
 
 from .generator import GeneratorDataset, NumpySlicesDataset
 from .mindrecord import MindDataset
+from .schema import Schema
 from .text import CSVDataset, Shuffle, TextFileDataset
+from .tfrecord import TFRecordDataset
 from .vision_sources import (
     Cifar10Dataset,
     Cifar100Dataset,
@@ -20,7 +22,9 @@ __all__ = [
     "MindDataset",
     "MnistDataset",
     "NumpySlicesDataset",
+    "Schema",
     "Shuffle",
+    "TFRecordDataset",
     "TextFileDataset",
     "decode_image",
 ]
