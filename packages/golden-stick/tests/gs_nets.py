@@ -58,3 +58,50 @@ def randomize_bn(net: nn.Cell, seed: int = 0) -> None:
             cell.beta.set_data(Tensor(rng.normal(0, 0.1, c).astype("f4")))
             cell.moving_mean.set_data(Tensor(rng.normal(0, 0.1, c).astype("f4")))
             cell.moving_variance.set_data(Tensor(rng.uniform(0.5, 2.0, c).astype("f4")))
+
+
+def conv3x3(cin: int, cout: int, stride: int) -> nn.Conv2d:
+    return nn.Conv2d(cin, cout, 3, stride=stride, pad_mode="pad", padding=1)
+
+
+class Block(nn.Cell):
+    """ResNet basic block: identity shortcut, or a 1x1 projection when the shape changes."""
+
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = conv3x3(cin, cout, stride)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = conv3x3(cout, cout, 1)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU()
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.SequentialCell(
+                [nn.Conv2d(cin, cout, 1, stride=stride, pad_mode="valid"), nn.BatchNorm2d(cout)]
+            )
+
+    def construct(self, x):
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return self.relu(out + (x if self.down is None else self.down(x)))
+
+
+class TinyResNet(nn.Cell):
+    """Two stages of two blocks (identity and projection shortcuts)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = conv3x3(3, 8, 1)
+        self.bn = nn.BatchNorm2d(8)
+        self.relu = nn.ReLU()
+        blocks, cin = [], 8
+        for cout, stride in ((8, 1), (16, 2)):
+            for i in range(2):
+                blocks.append(Block(cin, cout, stride if i == 0 else 1))
+                cin = cout
+        self.layers = nn.SequentialCell(blocks)
+        self.fc = nn.Dense(16, 10)
+
+    def construct(self, x):
+        x = self.layers(self.relu(self.bn(self.conv(x))))
+        return self.fc(ops.mean(x, (2, 3)))

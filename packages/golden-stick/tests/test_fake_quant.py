@@ -21,6 +21,8 @@ def ref_fake_quant(x, lo, hi, bits=8, symmetric=False, narrow=False):
     scale = (hi - lo) / (qmax - qmin)
     zp_from_min = qmin - lo / scale
     zp = qmin if zp_from_min < qmin else qmax if zp_from_min > qmax else round(zp_from_min)
+    if symmetric:
+        zp = int(np.ceil((qmin + qmax) / 2))  # the exact midpoint (int8's zero)
     nmin, nmax = (qmin - zp) * scale, (qmax - zp) * scale
     c = np.clip(x, nmin, nmax)
     return np.floor((c - nmin) / scale + 0.5) * scale + nmin, (nmin, nmax, scale)

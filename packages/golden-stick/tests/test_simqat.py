@@ -169,3 +169,17 @@ def test_int8_linear_rejects_bad_kind():
     with pytest.raises(ValueError, match="'kind'"):
         Int8Linear("conv3d", np.zeros((1, 1), np.int8), np.ones(1), None, (1, 0, 0, 255), None)
     assert isinstance(nn.Dense(2, 2), nn.Cell)
+
+
+def test_int8_weights_equal_fake_quant_weights():
+    from sporeling.goldenstick.quantization import (
+        SimulatedFakeQuantizerPerChannel,
+        quantize_weight,
+    )
+
+    w = RNG.standard_normal((64, 3, 3, 3)).astype("f4") * RNG.uniform(0.01, 3, (64, 1, 1, 1))
+    w = w.astype("f4")
+    fq = SimulatedFakeQuantizerPerChannel(64)(Tensor(w)).asnumpy()
+    q, scale = quantize_weight(w, True, False)
+    assert q.dtype == np.int8 and q.min() >= -128 and q.max() <= 127
+    np.testing.assert_allclose(q * scale[:, None, None, None], fq, rtol=1e-6, atol=1e-7)

@@ -8,6 +8,14 @@ physical channel removal), all built on :mod:`sporeling.core.rewrite`.
 
 from ._version import __version__
 from .comp_algo import CompAlgo
+from .pruner import PrunerFtCompressAlgo, PrunerKfCompressAlgo
 from .quantization import QuantDtype, SimulatedQuantizationAwareTraining
 
-__all__ = ["__version__", "CompAlgo", "QuantDtype", "SimulatedQuantizationAwareTraining"]
+__all__ = [
+    "__version__",
+    "CompAlgo",
+    "QuantDtype",
+    "SimulatedQuantizationAwareTraining",
+    "PrunerKfCompressAlgo",
+    "PrunerFtCompressAlgo",
+]

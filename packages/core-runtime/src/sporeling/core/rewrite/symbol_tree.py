@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import os
 from collections import OrderedDict
+from typing import Any
 
 from ..nn.cell import Cell
 from .node import Node, NodeType
@@ -84,6 +85,11 @@ class SymbolTree:
     # ---- queries --------------------------------------------------------------------
     def get_origin_network(self) -> Cell:
         return self._origin
+
+    def get_namespace(self) -> dict[str, Any]:
+        """The global names ``construct``'s code runs with (its module's, plus closure
+        variables): what regenerated code may refer to."""
+        return self._namespace
 
     def nodes(self) -> list[Node]:
         """Every node in statement order (inputs first, the return last)."""
@@ -223,8 +229,18 @@ class SymbolTree:
             raise ValueError("SymbolTree.replace: argument 'new_nodes' must not be empty")
         self._index(old_node)
         pos = self.after(old_node)
+        renamed: dict[str, ScopedValue] = {}  # a new node's target renamed on insertion
         for n in new_nodes:
+            n._args = [renamed.get(str(a.value), a) if a.is_variable else a for a in n._args]
+            n._kwargs = {
+                k: (renamed.get(str(v.value), v) if v.is_variable else v)
+                for k, v in n._kwargs.items()
+            }
+            before = [str(t.value) for t in n._targets]
             self.insert(pos, n)
+            for name, target in zip(before, n._targets):
+                if name != str(target.value):
+                    renamed[name] = target
             pos = self.after(n)
         last = new_nodes[-1]
         if len(last._targets) < len(old_node._targets) and self._users(old_node):
@@ -311,8 +327,12 @@ class SymbolTree:
         copies: dict[int, Cell] = {id(net): net}
         for name, cell in self._new_cells.items():
             if any(n._cell_path == (name,) for n in self._nodes):
-                net.insert_child_to_cell(name, cell)
-                cell.update_parameters_name(_prefix)
+                net._cells[name] = cell
+                # a new cell's own fresh parameters get their path as name; parameters it
+                # shares with the original network keep theirs (checkpoints still load)
+                for path, param in cell.parameters_and_names():
+                    if "." not in param.name and param.name == path.rsplit(".", 1)[-1]:
+                        param.name = f"{_prefix}{name}.{path}"
         for n in self._nodes:
             if n._type == NodeType.Tree and n._subtree is not None and n._cell_path:
                 sub_prefix = _prefix + ".".join(n._cell_path) + "."

@@ -39,7 +39,12 @@ def nudge(
     qmax = float(2**num_bits - 1)
     scale = (hi - lo) / (qmax - qmin)
     scale = np.where(scale > 0, scale, 1.0)  # an all-zero range: any scale represents it
-    zp = np.round(np.clip(qmin - lo / scale, qmin, qmax))
+    if symmetric:
+        # the midpoint (127.5 -> 128 for 8 bits) taken exactly: computed from lo / scale it
+        # may come out 127.4999..., which puts the grid at [-127, 128] (not an int8 range)
+        zp = np.full(np.shape(scale), float(np.ceil((qmin + qmax) / 2)))
+    else:
+        zp = np.round(np.clip(qmin - lo / scale, qmin, qmax))
     return (qmin - zp) * scale, (qmax - zp) * scale, scale, zp
 
 

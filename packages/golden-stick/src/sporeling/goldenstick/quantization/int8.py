@@ -192,6 +192,13 @@ def convert_to_int8(network: nn.Cell) -> nn.Cell:
         for name, child in list(cell.name_cells().items()):
             if isinstance(child, QuantizeWrapperCell):
                 cell.insert_child_to_cell(name, _int8_layer(child))
+    fresh = {
+        id(p)
+        for _, c in network.cells_and_names()
+        if isinstance(c, Int8Linear)
+        for p in c.get_parameters()
+    }
     for path, param in network.parameters_and_names():
-        param.name = path  # checkpoint names follow the new structure
+        if id(param) in fresh:
+            param.name = path  # the int8 layers' parameters are named by their place
     return network

@@ -37,7 +37,7 @@ class _Fused(nn.Cell):
     """A linear layer with an optional BatchNorm and activation after it."""
 
     def __init__(self, op: nn.Cell, bn: nn.Cell | None = None, act: nn.Cell | None = None):
-        super().__init__()
+        super().__init__(auto_prefix=False)  # shared parameters keep their names
         self.op = op
         self.bn = bn
         self.act = act
@@ -81,7 +81,7 @@ class Conv2dQuant(nn.Cell):
     """Conv2d with a fake-quantized weight (its activation, if any, applied after)."""
 
     def __init__(self, op: nn.Cell, policy: dict[str, Any], act: nn.Cell | None = None) -> None:
-        super().__init__()
+        super().__init__(auto_prefix=False)  # shared parameters keep their names
         self.op = op
         self.act = act
         self.fake_quant_weight = _weight_quantizer(op, policy)
@@ -119,7 +119,7 @@ class BnFoldQuant(nn.Cell):
     def __init__(
         self, op: nn.Cell, bn: nn.Cell, policy: dict[str, Any], act: nn.Cell | None = None
     ) -> None:
-        super().__init__()
+        super().__init__(auto_prefix=False)  # shared parameters keep their names
         self.op = op
         self.bn = bn
         self.act = act
@@ -203,7 +203,7 @@ class QuantizeWrapperCell(nn.Cell):
         input_quantizer: nn.Cell | None,
         output_quantizer: nn.Cell | None,
     ) -> None:
-        super().__init__()
+        super().__init__(auto_prefix=False)  # shared parameters keep their names
         self._handler = handler
         self._input_quantizer = input_quantizer
         self._output_quantizer = output_quantizer

@@ -1,0 +1,201 @@
+"""Export a network as a plain-Sporeling model: ``<name>.py`` (a Cell description: the
+classes, their layers and the regenerated ``construct``) and ``<name>.safetensors`` (the
+core's checkpoint). Loading needs only ``sporeling-core-runtime``::
+
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("model", "out/model.py")
+    model = importlib.util.module_from_spec(spec); spec.loader.exec_module(model)
+    net = model.load()          # reads out/model.safetensors next to it
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+import types
+
+from sporeling.core import Tensor, nn, save_checkpoint
+from sporeling.core.rewrite import NodeType, SymbolTree, TreeNodeHelper
+
+from .layer_spec import UnsupportedLayer, layer_source
+
+__all__ = ["export_network", "network_source", "UnsupportedLayer"]
+
+_HEADER = '''"""{name}: exported by sporeling-golden-stick; needs only sporeling-core-runtime.
+
+net = load() builds the network and loads {name}.safetensors from this folder.
+"""
+
+import os
+
+import numpy as np
+
+from sporeling.core import Parameter, load_checkpoint, load_param_into_net, nn
+'''
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.classes: list[str] = []
+        self.imports: dict[str, str] = {}
+        self.names: dict[int, str] = {}
+        self.used: set[str] = set()
+
+    def class_name(self, base: str) -> str:
+        base = base.replace("Opt", "") or "Net"
+        name, k = base, 0
+        while name in self.used:
+            k += 1
+            name = f"{base}{k}"
+        self.used.add(name)
+        return name
+
+    def cell_expr(self, cell: nn.Cell, stree: SymbolTree | None) -> str:
+        if isinstance(cell, nn.SequentialCell):
+            items = [self.cell_expr(c, _sub(stree, i)) for i, c in enumerate(cell.cells())]
+            return f"nn.SequentialCell([{', '.join(items)}])"
+        if isinstance(cell, nn.CellList):
+            return f"nn.CellList([{', '.join(self.cell_expr(c, None) for c in cell.cells())}])"
+        if stree is not None:
+            return f"{self.network_class(stree)}()"
+        return layer_source(cell)
+
+    def network_class(self, stree: SymbolTree) -> str:
+        owner = stree.get_origin_network()
+        if id(owner) in self.names:
+            return self.names[id(owner)]
+        subs = {}
+        for node in stree.nodes():
+            sub = TreeNodeHelper.get_sub_tree(node)
+            if sub is not None:
+                subs[id(node.get_instance())] = sub
+        lines = ["    def __init__(self):", "        super().__init__()"]
+        for pname, param in owner.parameters_and_names(expand=False):
+            arr = param.asnumpy()
+            lines.append(
+                f"        self.{pname} = Parameter(np.zeros({arr.shape!r}, {str(arr.dtype)!r}), "
+                f"name={pname!r}, requires_grad={param.requires_grad})"
+            )
+        for cname, child in owner.name_cells().items():
+            expr = self.cell_expr(child, subs.get(id(child)))
+            if cname.isidentifier():
+                lines.append(f"        self.{cname} = {expr}")
+            else:
+                lines.append(f"        self.insert_child_to_cell({cname!r}, {expr})")
+        code = stree.construct_source()
+        self.attributes(owner, code, lines)
+        self.globals(stree, code)
+        body = "\n".join("    " + ln for ln in code.splitlines())
+        name = self.class_name(type(owner).__name__)
+        self.names[id(owner)] = name
+        self.classes.append(f"class {name}(nn.Cell):\n" + "\n".join(lines) + "\n\n" + body + "\n")
+        return name
+
+    def attributes(self, owner: nn.Cell, code: str, lines: list[str]) -> None:
+        """Plain Python attributes ``construct`` reads (``self.scales``)."""
+        cells = set(owner.name_cells())
+        params = {n for n, _ in owner.parameters_and_names(expand=False)}
+        for node in ast.walk(ast.parse(code)):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "self"
+                and node.attr not in cells | params
+            ):
+                value = getattr(owner, node.attr)
+                if isinstance(value, Tensor):
+                    raise UnsupportedLayer(
+                        f"export: attribute '{node.attr}' is a Tensor that is not a Parameter"
+                    )
+                if callable(value):
+                    raise UnsupportedLayer(f"export: construct calls method '{node.attr}'")
+                if ast.literal_eval(repr(value)) != value:
+                    raise UnsupportedLayer(f"export: attribute '{node.attr}' is not a literal")
+                line = f"        self.{node.attr} = {value!r}"
+                if line not in lines:
+                    lines.append(line)
+
+    def globals(self, stree: SymbolTree, code: str) -> None:
+        tree = ast.parse(code)
+        fn = tree.body[0]
+        local = {a.arg for a in fn.args.args}  # type: ignore[attr-defined]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                local.add(node.id)
+        namespace = stree.get_namespace()
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Name) or node.id in local or node.id in self.imports:
+                continue
+            if hasattr(builtins, node.id) and node.id not in namespace:
+                continue
+            if node.id not in namespace:
+                raise UnsupportedLayer(f"export: construct uses unknown name '{node.id}'")
+            value = namespace[node.id]
+            if isinstance(value, types.ModuleType):
+                self.imports[node.id] = f"import {value.__name__} as {node.id}"
+            elif isinstance(value, (int, float, str, bool, tuple)) and not isinstance(value, type):
+                self.imports[node.id] = f"{node.id} = {value!r}"
+            elif hasattr(value, "__module__") and "<locals>" not in getattr(
+                value, "__qualname__", "<locals>"
+            ):
+                self.imports[node.id] = (
+                    f"from {value.__module__} import {value.__qualname__} as {node.id}"
+                )
+            else:
+                raise UnsupportedLayer(f"export: cannot describe global '{node.id}'")
+
+
+def _sub(stree: SymbolTree | None, index: int) -> SymbolTree | None:
+    if stree is None:
+        return None
+    calls = [n for n in stree.nodes() if n.get_node_type() in (NodeType.Tree, NodeType.CallCell)]
+    return TreeNodeHelper.get_sub_tree(calls[index]) if index < len(calls) else None
+
+
+def network_source(network: nn.Cell, name: str = "model") -> str:
+    """The Cell description of ``network`` as a Python module."""
+    writer = _Writer()
+    root = writer.network_class(SymbolTree.create(network))
+    imports = "\n".join(sorted(set(writer.imports.values())))
+    parts = [_HEADER.format(name=name)]
+    if imports:
+        parts.append(imports + "\n")
+    parts += ["\n" + c for c in writer.classes]
+    parts.append(
+        f'''
+
+def build():
+    """The network with freshly initialised parameters."""
+    return {root}()
+
+
+def load(ckpt_file=None):
+    """The network with the exported parameters, in eval mode."""
+    net = build()
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = ckpt_file or os.path.join(here, {name + ".safetensors"!r})
+    missing, unused = load_param_into_net(net, load_checkpoint(path), strict_load=True)
+    if missing or unused:
+        raise ValueError(f"checkpoint does not match: missing {{missing}}, unused {{unused}}")
+    net.set_train(False)
+    return net
+'''
+    )
+    return "".join(parts)
+
+
+def export_network(network: nn.Cell, directory: str, name: str = "model") -> dict[str, str]:
+    """Write ``<name>.py`` and ``<name>.safetensors`` into ``directory``; returns the paths."""
+    if not name.isidentifier():
+        raise ValueError(f"export_network: argument 'name' expected an identifier, got {name!r}")
+    os.makedirs(directory, exist_ok=True)
+    source = network_source(network, name)
+    py = os.path.join(directory, f"{name}.py")
+    tmp = py + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(source)
+    os.replace(tmp, py)
+    ckpt = os.path.join(directory, f"{name}.safetensors")
+    save_checkpoint(network, ckpt)
+    return {"description": py, "checkpoint": ckpt}

@@ -1,0 +1,158 @@
+"""SCOP: KfConv2d mixing, scores, channel groups from the graph, masks, physical pruning
+across residual connections, and the export reloaded without golden stick."""
+
+import os
+import subprocess
+import sys
+
+import gs_nets
+import numpy as np
+import pytest
+
+from sporeling.core import Tensor, nn, ops, value_and_grad
+from sporeling.goldenstick import PrunerFtCompressAlgo, PrunerKfCompressAlgo
+from sporeling.goldenstick.export import export_network
+from sporeling.goldenstick.pruner import (
+    KfConv2d,
+    KnockoffNetwork,
+    MaskedConv2dbn,
+    count_params,
+    find_channel_groups,
+    prune_channels,
+)
+
+RNG = np.random.default_rng(0)
+
+
+def _kf_cells(net):
+    return [c for _, c in net.cells_and_names() if isinstance(c, KfConv2d)]
+
+
+def test_kfconv2d_mixing_formula():
+    conv = nn.Conv2d(2, 3, 3)
+    bn = nn.BatchNorm2d(3, use_batch_statistics=False, eps=1e-12)
+    kf = KfConv2d(conv, bn)
+    k = RNG.uniform(0, 1, (1, 3, 1, 1)).astype("f4")
+    kf.kfscale.set_data(Tensor(k))
+    x = RNG.standard_normal((4, 2, 5, 5)).astype("f4")
+    kf.set_train(True)
+    out = kf(Tensor(x)).asnumpy()
+    y = conv(Tensor(x)).asnumpy().astype(np.float64)
+    real, knock = y[:2], y[2:]
+    ref = np.concatenate([k * real + (1 - k) * knock, knock])
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+    kf.set_train(False)
+    np.testing.assert_allclose(kf(Tensor(x)).asnumpy(), y, rtol=1e-5, atol=1e-6)
+    assert kf.kfscale.asnumpy().shape == (1, 3, 1, 1)
+    gamma = np.array([1.0, -2.0, 0.5], np.float32)
+    bn.gamma.set_data(Tensor(gamma))
+    np.testing.assert_allclose(kf.score(), np.abs(gamma) * (2 * k.reshape(-1) - 1), rtol=1e-6)
+
+
+def test_kfconv2d_default_kfscale_and_gradient():
+    kf = KfConv2d(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2))
+    np.testing.assert_array_equal(kf.kfscale.asnumpy(), np.full((1, 2, 1, 1), 0.5))
+    kf.set_train(True)
+    x = Tensor(RNG.standard_normal((4, 1, 5, 5)).astype("f4"))
+    _, g = value_and_grad(lambda t: ops.reduce_sum(kf(t) ** 3), None, [kf.kfscale])(x)
+    assert np.abs(g[0].asnumpy()).sum() > 0
+
+
+def test_channel_groups_follow_residual_adds():
+    groups = find_channel_groups(gs_nets.TinyResNet())
+    sizes = sorted((g.channels, len(g.producers), len(g.conv_consumers)) for g in groups)
+    # stage 1: stem + two conv2 (identity adds) feed 2 conv1 + 1 projection + next conv1
+    assert (8, 3, 4) in sizes
+    # stage 2: projection + two conv2, consumed by the Dense after the global mean
+    stage2 = [g for g in groups if g.channels == 16 and len(g.producers) == 3]
+    assert len(stage2) == 1 and stage2[0].dense_consumers[0][1] == 1
+    lenet = find_channel_groups(gs_nets.LeNet5())
+    flat = [g for g in lenet if g.dense_consumers]
+    assert flat[0].channels == 16 and flat[0].dense_consumers[0][1] == 25
+    assert all(g.prunable for g in lenet)
+
+
+def test_prune_any_conv_net_lenet_matches_zeroed_channels():
+    net = gs_nets.LeNet5()
+    x = Tensor(RNG.standard_normal((2, 1, 32, 32)).astype("f4"))
+    keep1, keep2 = np.array([0, 2, 3, 5]), np.arange(0, 16, 2)
+    small = prune_channels(net, {id(net.conv1): keep1, id(net.conv2): keep2})
+    assert small.conv1.out_channels == 4 and small.conv2.in_channels == 4
+    assert small.fc1.in_channels == 8 * 25
+    # reference: the original with the removed channels' filters zeroed
+    for conv, keep in ((net.conv1, keep1), (net.conv2, keep2)):
+        w = conv.weight.asnumpy().copy()
+        w[np.setdiff1d(np.arange(w.shape[0]), keep)] = 0
+        conv.weight.set_data(Tensor(w))
+    np.testing.assert_allclose(small(x).asnumpy(), net(x).asnumpy(), rtol=1e-5, atol=1e-5)
+    assert count_params(small) < count_params(net)
+
+
+def _trained_kf(net):
+    algo = PrunerKfCompressAlgo({})
+    kf = algo.apply(net)
+    assert isinstance(kf, KnockoffNetwork) and len(_kf_cells(kf)) == 10
+    x = Tensor(RNG.standard_normal((4, 3, 8, 8)).astype("f4"))
+    kf.set_train(True)
+    assert kf(x).shape == (4, 10)  # the real half
+    for cell in _kf_cells(kf):
+        cell.kfscale.set_data(Tensor(RNG.uniform(0, 1, cell.kfscale.shape).astype("f4")))
+    return kf, x
+
+
+def test_scop_residual_pruning_keeps_outputs_of_kept_channels(tmp_path):
+    net = gs_nets.TinyResNet()
+    gs_nets.randomize_bn(net)
+    kf, x = _trained_kf(net)
+    ft = PrunerFtCompressAlgo({"prune_rate": 0.5})
+    masked = ft.apply(kf)
+    masks = [c for _, c in masked.cells_and_names() if isinstance(c, MaskedConv2dbn)]
+    assert len(masks) == 10
+    masked.set_train(False)
+    ref = masked(x).asnumpy()
+    small = ft.convert(masked)
+    small.set_train(False)
+    np.testing.assert_allclose(small(x).asnumpy(), ref, rtol=1e-5, atol=1e-5)
+    assert count_params(small) < 0.45 * count_params(net)
+    # the residual group is pruned alike on both sides of every add
+    blocks = list(small.layers.cells())
+    assert blocks[0].conv2.out_channels == small.conv.out_channels == 4
+    assert blocks[2].down.cells()[0].out_channels == blocks[2].conv2.out_channels == 8
+    # exported and reloaded in a fresh process without golden stick
+    paths = export_network(small, str(tmp_path), "pruned")
+    np.save(tmp_path / "x.npy", x.asnumpy())
+    np.save(tmp_path / "ref.npy", ref)
+    code = f"""
+import importlib.util, sys
+import numpy as np
+sys.modules["sporeling.goldenstick"] = None  # prove the export does not need golden stick
+spec = importlib.util.spec_from_file_location("pruned", {paths["description"]!r})
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+from sporeling.core import Tensor
+net = mod.load()
+out = net(Tensor(np.load({str(tmp_path / "x.npy")!r}))).asnumpy()
+print(float(np.abs(out - np.load({str(tmp_path / "ref.npy")!r})).max()))
+"""
+    env = dict(os.environ)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout.strip()) < 1e-5
+
+
+@pytest.mark.parametrize("rate,exc", [(1.0, ValueError), (-0.1, ValueError), ("0.5", TypeError)])
+def test_prune_rate_outside_range(rate, exc):
+    with pytest.raises(exc, match="prune_rate"):
+        PrunerFtCompressAlgo({"prune_rate": rate})
+
+
+def test_ft_needs_knockoff_cells_and_convert_needs_apply():
+    ft = PrunerFtCompressAlgo({})
+    assert ft.prune_rate == 0.45
+    with pytest.raises(ValueError, match="KfConv2d"):
+        ft.apply(gs_nets.LeNet5())
+    with pytest.raises(ValueError, match="apply"):
+        ft.convert(gs_nets.LeNet5())
+    assert PrunerKfCompressAlgo({}).callbacks() == []
