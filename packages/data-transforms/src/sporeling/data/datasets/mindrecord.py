@@ -8,6 +8,7 @@ through each file's ``.db`` index and run on the pipeline's ``num_parallel_worke
 
 from __future__ import annotations
 
+import bisect
 import os
 from typing import Any
 
@@ -73,6 +74,7 @@ class MindDataset(MappableSource):
             columns = list(columns_list)
         self._columns = columns
         self._starts = np.cumsum([0] + [len(s) for s in self._shards])
+        self._start_list = [int(v) for v in self._starts]
         self._padded = self._check_padding(
             where, padded_sample, num_padded, columns_list, num_shards
         )
@@ -126,8 +128,10 @@ class MindDataset(MappableSource):
         return int(self._starts[-1]) + self._num_padded
 
     def _locate(self, index: int) -> tuple[int, int]:
-        k = int(np.searchsorted(self._starts, index, side="right")) - 1
-        return k, index - int(self._starts[k])
+        if len(self._shards) == 1:
+            return 0, index
+        k = bisect.bisect_right(self._start_list, index) - 1
+        return k, index - self._start_list[k]
 
     def _origin(self, index: int) -> Any:
         if index >= self._starts[-1]:

@@ -108,6 +108,8 @@ class ShardFile:
             )
         self.raw_at = self._positions(db, table[:, 1], table[:, 2], table[:, 3], "RAW_DATA")
         self.blob_at = self._positions(db, table[:, 4], table[:, 5], table[:, 6], "BLOB_DATA")
+        # per row (raw position, raw length, blob position, blob length) as Python ints
+        self._where = np.concatenate([self.raw_at, self.blob_at], axis=1).astype(np.int64).tolist()
 
     def _positions(
         self, db: str, pid: np.ndarray, begin: np.ndarray, end: np.ndarray, kind: str
@@ -124,8 +126,24 @@ class ShardFile:
     def __len__(self) -> int:
         return len(self.raw_at)
 
-    def _record(self, fd: int, at: np.ndarray, what: str, row: int) -> bytes:
-        pos, n = int(at[0]), int(at[1])
+    def _fd(self) -> int:
+        """A descriptor kept open for ``pread`` (thread-safe; reopened after a fork)."""
+        fd = getattr(self, "_fd_cache", None)
+        if fd is None or fd[0] != os.getpid():
+            self._fd_cache = fd = (os.getpid(), os.open(self.path, os.O_RDONLY))
+        return fd[1]
+
+    def __del__(self) -> None:
+        fd = getattr(self, "_fd_cache", None)
+        if fd is not None and fd[0] == os.getpid():
+            os.close(fd[1])
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_fd_cache", None)
+        return state
+
+    def _record(self, fd: int, pos: int, n: int, what: str, row: int) -> bytes:
         data = os.pread(fd, n, pos)
         if len(data) != n:
             raise MindRecordError(f"{self.path}: row {row}'s {what} record is cut short")
@@ -137,12 +155,10 @@ class ShardFile:
         return data[8:]
 
     def read(self, row: int, columns: list[str]) -> dict[str, Any]:
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            raw = self._record(fd, self.raw_at[row], "raw", row)
-            blob = self._record(fd, self.blob_at[row], "blob", row)
-        finally:
-            os.close(fd)
+        fd = self._fd()
+        raw_pos, raw_n, blob_pos, blob_n = self._where[row]
+        raw = self._record(fd, raw_pos, raw_n, "raw", row)
+        blob = self._record(fd, blob_pos, blob_n, "blob", row)
         return self.schema.decode(raw, blob, columns, f"{self.path} row {row}")
 
 
