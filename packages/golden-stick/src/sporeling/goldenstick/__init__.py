@@ -9,13 +9,20 @@ physical channel removal), all built on :mod:`sporeling.core.rewrite`.
 from ._version import __version__
 from .comp_algo import CompAlgo
 from .pruner import PrunerFtCompressAlgo, PrunerKfCompressAlgo
-from .quantization import QuantDtype, SimulatedQuantizationAwareTraining
+from .quantization import (
+    QuantDtype,
+    SimulatedQuantizationAwareTraining,
+    SlbQuantAwareTraining,
+    TemperatureScheduler,
+)
 
 __all__ = [
     "__version__",
     "CompAlgo",
     "QuantDtype",
     "SimulatedQuantizationAwareTraining",
+    "SlbQuantAwareTraining",
+    "TemperatureScheduler",
     "PrunerKfCompressAlgo",
     "PrunerFtCompressAlgo",
 ]

@@ -19,10 +19,28 @@ from .quant_cells import (
 )
 from .quant_dtype import QuantDtype
 from .simqat import SimulatedQuantizationAwareTraining
+from .slb import (
+    Conv2dSlbQuant,
+    PackedConv2d,
+    SlbFakeQuantizerPerLayer,
+    SlbQuantAwareTraining,
+    TemperatureScheduler,
+    pack_bits,
+    slb_values,
+    unpack_bits,
+)
 
 __all__ = [
     "QuantDtype",
     "SimulatedQuantizationAwareTraining",
+    "SlbQuantAwareTraining",
+    "SlbFakeQuantizerPerLayer",
+    "Conv2dSlbQuant",
+    "TemperatureScheduler",
+    "PackedConv2d",
+    "pack_bits",
+    "unpack_bits",
+    "slb_values",
     "SimulatedFakeQuantizerPerLayer",
     "SimulatedFakeQuantizerPerChannel",
     "QuantizeWrapperCell",
