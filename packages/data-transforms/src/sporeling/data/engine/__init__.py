@@ -19,6 +19,7 @@ from .dataset import (
     zip_datasets,
 )
 from .iterators import DictIterator, TupleIterator
+from .pk_sampler import PKSampler
 from .samplers import (
     DistributedSampler,
     RandomSampler,
@@ -45,6 +46,7 @@ __all__ = [
     "MappableSource",
     "PipelineError",
     "ProjectDataset",
+    "PKSampler",
     "RandomSampler",
     "RenameDataset",
     "RepeatDataset",

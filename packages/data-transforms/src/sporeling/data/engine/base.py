@@ -532,6 +532,25 @@ class Dataset:
 
         return RenameDataset(self, input_columns, output_columns)
 
+    def flat_map(self, func: Callable[..., Dataset]) -> Dataset:
+        """Replace every row by the rows of the dataset ``func(*row)`` returns."""
+        from .flat_map import FlatMapDataset
+
+        return FlatMapDataset(self, func)
+
+    def padded_batch(
+        self,
+        batch_size: int | Callable[[BatchInfo], int],
+        drop_remainder: bool = False,
+        num_parallel_workers: int | None = None,
+        pad_info: dict[str, Any] | None = None,
+    ) -> BatchDataset:
+        """``batch`` that pads ragged columns: ``pad_info`` or, by default, every column to
+        the batch's largest shape with 0, as MindSpore 2.x's ``padded_batch``."""
+        if pad_info is None:
+            pad_info = {name: (None, None) for name in self.get_col_names()}
+        return self.batch(batch_size, drop_remainder, num_parallel_workers, pad_info=pad_info)
+
     def split(self, sizes: list[int] | list[float], randomize: bool = True) -> tuple[Dataset, ...]:
         """Split into datasets of ``sizes`` rows (ints) or fractions (floats); see ``split.py``."""
         from .split import split_dataset

@@ -65,11 +65,36 @@ class Sampler:
         raise NotImplementedError
 
     def get_indices(self, n: int, key: tuple[int, ...] = (0, 0)) -> np.ndarray:
-        """The row indices an epoch reads from a source of ``n`` rows (``key``: seed, epoch)."""
-        order = self._order(n, key)
+        """The row indices an epoch reads from a source of ``n`` rows (``key``: seed, epoch).
+
+        With a child sampler (``add_child``), this sampler picks from the child's indices.
+        """
+        child = getattr(self, "child", None)
+        if child is None:
+            order = self._order(n, key)
+        else:
+            ids = child.get_indices(n, (*key, 0xC41D))
+            self._validate(len(ids))
+            order = ids[self._order(len(ids), key)]
         if self.num_samples is not None:
             order = order[: self.num_samples]
         return order
+
+    def add_child(self, sampler: Sampler) -> None:
+        """Chain ``sampler`` under this one: it samples the rows, this one samples from them."""
+        if not isinstance(sampler, Sampler):
+            raise TypeError(
+                f"{type(self).__name__}.add_child: expected a Sampler, got {type(sampler).__name__}"
+            )
+        if getattr(self, "child", None) is not None:
+            raise RuntimeError(
+                "Cannot add child sampler, this sampler already has a child sampler."
+            )
+        self.child = sampler
+
+    def get_child(self) -> Sampler | None:
+        """The child sampler (``add_child``), or None."""
+        return getattr(self, "child", None)
 
     def get_num_samples(self, n: int) -> int:
         return len(self.get_indices(n, (0, 0)))

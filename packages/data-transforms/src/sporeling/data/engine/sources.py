@@ -29,6 +29,7 @@ from .base import (
     check_workers,
     pooled,
 )
+from .pk_sampler import bind_source
 from .samplers import DistributedSampler, RandomSampler, Sampler, SequentialSampler
 from .workers import TaskFailure
 
@@ -152,6 +153,7 @@ class MappableSource(Dataset):
 
     # -- engine ---------------------------------------------------------------------------
     def _indices(self, run: Run, epoch: int) -> np.ndarray:
+        bind_source(self.sampler, self)
         seed = run.base_seed
         if not run.seeded and _sharded(self.sampler):
             seed = 0  # every shard must draw the same permutation, even without set_seed
@@ -160,6 +162,7 @@ class MappableSource(Dataset):
     def _size(self) -> float:
         if self._size_cache is None:
             n = self._num_rows()
+            bind_source(self.sampler, self)
             self.sampler._validate(n)
             self._size_cache = self.sampler.get_num_samples(n)
         return self._size_cache
