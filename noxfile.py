@@ -314,3 +314,13 @@ def bench_data(session: nox.Session) -> None:
 
 if __name__ == "__main__":
     nox.main()
+
+
+@nox.session(default=False, venv_backend="virtualenv")
+def bench_recommender(session: nox.Session) -> None:
+    """Run a script of benchmarks/recommender/ (default bench_throughput.py) beside PyTorch."""
+    install(session, "torch==2.13.0", *editable(PACKAGES["recommender"]))
+    env = {**NUMBA_ENV, "OPENBLAS_CORETYPE": None, "OPENBLAS_L2_SIZE": None}
+    args = session.posargs or ["bench_throughput.py"]
+    session.chdir("benchmarks/recommender")
+    session.run("python", *args, env=env)
