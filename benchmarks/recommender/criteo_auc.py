@@ -2,7 +2,7 @@
 -> AUC and log loss on the held-out split, for Sporeling and for the same model in PyTorch
 on the same records.
 
-    python criteo_auc.py [--data ../../../shared/data/criteo] [--out /tmp/criteo_exp]
+    python criteo_auc.py [--data PATH/shared/data/criteo] [--out /tmp/criteo_exp]
 
 The split is the preprocessor's fixed hash split (test_ratio 0.1, seed 2022). Sporeling
 trains as MindSpore does (FTRL for the wide part, Adam for the deep part); PyTorch has no
@@ -21,7 +21,12 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_DATA = HERE.parents[1] / "shared" / "data" / "criteo"
+# the steering folder's shared/data/criteo, beside the repository (or above a worktree of it)
+DEFAULT_DATA = next(
+    (p / "shared" / "data" / "criteo" for p in HERE.parents
+     if (p / "shared" / "data" / "criteo").is_dir()),
+    HERE.parents[2] / "shared" / "data" / "criteo",
+)  # fmt: skip
 
 
 def run_torch(records: str, cfg: dict, epochs: int, batch: int, lr: float, seed: int) -> dict:
@@ -61,7 +66,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(DEFAULT_DATA))
     ap.add_argument("--out", default="/tmp/sporeling_criteo_experiment")
-    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--epochs", type=int, default=3)  # 600 test rows: later epochs overfit
     ap.add_argument("--batch-size", type=int, default=200)
     ap.add_argument("--emb-dim", type=int, default=16)
     ap.add_argument("--deep-layers", default="256,128")

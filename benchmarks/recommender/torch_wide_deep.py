@@ -53,6 +53,6 @@ def make_step(model: TorchWideDeep, adam_lr: float = 3.5e-4, sparse_lr: float = 
         loss.backward()
         sparse.step()
         dense.step()
-        return float(loss)
+        return float(loss.detach())
 
     return step
