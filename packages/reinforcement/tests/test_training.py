@@ -53,3 +53,32 @@ def test_trainer_argument_errors():
         session.run(class_type=DQNTrainer, episode=-1)
     with pytest.raises(ValueError, match="class_type"):
         Session(small_dqn()).run()
+
+
+@pytest.mark.parametrize("algo", ["ppo", "a2c", "ac"])
+def test_on_policy_smoke_runs_learn(algo):
+    from sporeling.rl.algorithm.registry import get_algorithm
+
+    entry = get_algorithm(algo)
+    msrl, trainer = entry.build("CartPole-v1", seed=0)
+    before = [p.asnumpy().copy() for p in msrl.learner.trainable_params()]
+    for _ in range(3):
+        loss, _, steps, _ = trainer.train_one_episode()
+        assert np.isfinite(loss) and steps > 0
+    after = [p.asnumpy() for p in msrl.learner.trainable_params()]
+    assert any(not np.array_equal(a, b) for a, b in zip(before, after))
+    trainer.num_evaluate_episode = 1
+    assert trainer.evaluate() >= 8  # a CartPole episode lasts at least 8 steps
+
+
+def test_train_under_the_single_process_policy(capsys):
+    from sporeling.rl.cli import main
+
+    assert main(["train", "--algo", "ppo", "--policy", "single", "--actors", "2",
+                 "--steps", "1024", "--eval-episodes", "1"]) == 0  # fmt: skip
+    import json
+
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["env_steps"] == 1024 and result["policy"] == "single"
+    assert main(["train", "--algo", "dqn", "--policy", "single", "--steps", "10"]) == 1
+    assert "on-policy" in capsys.readouterr().err

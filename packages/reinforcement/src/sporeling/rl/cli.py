@@ -1,6 +1,7 @@
 """``sporeling-rl``: train and evaluate agents, play board games against MCTS.
 
 sporeling-rl train --algo dqn [--env CartPole-v1] [--steps 50000] [--seed 0] [--ckpt DIR]
+sporeling launch -n 2 sporeling-rl train --algo ppo --policy multi-actor --actors 2
 sporeling-rl eval --algo dqn --ckpt DIR [--env CartPole-v1] [--episodes 100]
 sporeling-rl play [--game tictactoe|connectfour] [--opponent human|minimax|random|mcts]
                   [--sims 3000] [--mcts-plays first|second|both] [--games 1] [--seed 0]
@@ -33,6 +34,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     _threads(args.threads)
     algo = get_algorithm(args.algo)
     t0 = time.perf_counter()
+    if args.policy is not None:
+        result = algo.train_distributed(args.policy, args.actors, args.env, args.steps,
+                                        args.seed, args.eval_episodes)  # fmt: skip
+        result["wall_s"] = round(time.perf_counter() - t0, 1)
+        print(json.dumps(result))
+        return OK
     result = algo.train(env=args.env, steps=args.steps, seed=args.seed, ckpt=args.ckpt,
                         eval_episodes=args.eval_episodes, log_every=args.log_every)  # fmt: skip
     result["wall_s"] = round(time.perf_counter() - t0, 1)
@@ -122,6 +129,14 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--eval-episodes", type=int, default=100)
     train.add_argument("--log-every", type=int, default=10_000, help="steps between log lines")
     train.add_argument("--threads", type=int, default=1, help="BLAS threads")
+    train.add_argument(
+        "--policy",
+        choices=["single", "multi-actor"],
+        default=None,
+        help="distribution policy (multi-actor: one actor per MPI rank, "
+        "`sporeling launch -n N sporeling-rl train ...`)",
+    )
+    train.add_argument("--actors", type=int, default=1, help="actors under --policy")
     train.set_defaults(fn=cmd_train)
     ev = sub.add_parser("eval", help="evaluate a checkpoint greedily")
     ev.add_argument("--algo", required=True)

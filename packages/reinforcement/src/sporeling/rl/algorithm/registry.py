@@ -58,10 +58,48 @@ class AlgorithmEntry:
                 ms.save_checkpoint(net, os.path.join(ckpt, f"{name}_{episodes - 1}.ckpt"))
         return {
             "algo": self.name, "env": env, "seed": seed, "env_steps": int(trainer.env_steps),
-            "episodes": episodes, "train_s": round(train_s, 1),
+            "iterations": episodes, "train_s": round(train_s, 1),
             "steps_per_s": round(trainer.env_steps / train_s, 1),
             "eval_episodes": eval_episodes, "eval_mean_return": mean,
         }  # fmt: skip
+
+    def train_distributed(
+        self,
+        policy: str,
+        actors: int,
+        env: str,
+        steps: int,
+        seed: int = 0,
+        eval_episodes: int = 100,
+    ) -> dict[str, Any]:
+        """Train under a distribution policy (``single`` or ``multi-actor`` over MPI ranks):
+        ``steps`` environment steps in all, split over the actors. Rank 0 evaluates."""
+        from sporeling.core import communication as comm
+
+        from ..distribution import get_policy, run_policy
+
+        if "num_steps" not in self.trainer_params:
+            raise ValueError(f"{self.name}: distribution policies drive on-policy algorithms "
+                             f"(ppo, a2c, ac), not {self.name}")  # fmt: skip
+        ms.set_seed(seed)
+        config = self.config(env, seed=seed)
+        num_steps = self.trainer_params["num_steps"]
+        per_iteration = num_steps * config["collect_environment"]["params"]["num_envs"] * actors
+        iterations = -(-steps // per_iteration)
+        t0 = time.perf_counter()
+        msrl, fragment = run_policy(get_policy(policy, actors), config, iterations, num_steps)
+        train_s = time.perf_counter() - t0
+        result = {
+            "algo": self.name, "policy": policy, "actors": actors, "rank": comm.get_rank(),
+            "env_steps": int(fragment.env_steps), "train_s": round(train_s, 1),
+            "steps_per_s_per_rank": round(fragment.env_steps / train_s / comm.get_group_size(), 1),
+        }  # fmt: skip
+        if comm.get_rank() == 0:
+            trainer = self.trainer(msrl, dict(self.trainer_params))
+            trainer.num_evaluate_episode = eval_episodes
+            result["eval_mean_return"] = float(trainer.evaluate())
+            result["final_loss"] = fragment.losses[-1] if fragment.losses else None
+        return result
 
     def evaluate(self, env: str, ckpt: str, episodes: int = 100, seed: int = 1000) -> float:
         _, trainer = self.build(env, seed)
@@ -78,13 +116,11 @@ def _entries() -> dict[str, AlgorithmEntry]:
             {"learning_starts": 1000, "train_freq": 256, "gradient_steps": 128},
         ),
     }  # fmt: skip
-    try:
-        from . import ac, ppo
-    except ImportError:  # pragma: no cover
-        return out
-    out["ppo"] = AlgorithmEntry("ppo", ppo.ppo_config, ppo.PPOTrainer, {})
-    out["a2c"] = AlgorithmEntry("a2c", ac.a2c_config, ac.ACTrainer, {})
-    out["ac"] = AlgorithmEntry("ac", ac.ac_config, ac.ACTrainer, {})
+    from . import ac, ppo
+
+    out["ppo"] = AlgorithmEntry("ppo", ppo.ppo_config, ppo.PPOTrainer, {"num_steps": 32})
+    out["a2c"] = AlgorithmEntry("a2c", ac.a2c_config, ac.ACTrainer, {"num_steps": 5})
+    out["ac"] = AlgorithmEntry("ac", ac.ac_config, ac.ACTrainer, {"num_steps": 5})
     return out
 
 

@@ -28,9 +28,10 @@ X_THRESHOLD = 2.4
 
 @nb.njit(cache=True)
 def cartpole_step_kernel(
-    state, steps, actions, max_steps, reset_values, reward, terminated, truncated
-):  # pragma: no cover - jit  # noqa: E501
-    """Step every game; reset (to ``reset_values``) the ones that end. In place."""
+    state, steps, actions, max_steps, reset_values, reward, terminated, truncated, final_state
+):  # pragma: no cover - jit
+    """Step every game; reset (to ``reset_values``) the ones that end, keeping their last
+    state in ``final_state`` (to bootstrap through a truncation). In place."""
     for i in range(state.shape[0]):
         x, x_dot, theta, theta_dot = state[i, 0], state[i, 1], state[i, 2], state[i, 3]
         force = FORCE_MAG if actions[i] == 1 else -FORCE_MAG
@@ -59,6 +60,7 @@ def cartpole_step_kernel(
         truncated[i] = trunc
         if term or trunc:
             for j in range(4):
+                final_state[i, j] = state[i, j]
                 state[i, j] = reset_values[i, j]
             steps[i] = 0
 
@@ -84,6 +86,7 @@ class CartPoleBatchEnvironment(Environment):
         self.reward = np.zeros(n, np.float32)
         self.terminated = np.zeros(n, np.bool_)
         self.truncated = np.zeros(n, np.bool_)
+        self.final_state = np.zeros((n, 4), np.float64)
         high = np.array([X_THRESHOLD * 2, np.inf, THETA_THRESHOLD * 2, np.inf], np.float32)
         self.observation_space_single = Space((4,), np.float32, low=-high, high=high)
         self.action_space_single = Space((), np.int32, low=0, high=2)
@@ -122,6 +125,7 @@ class CartPoleBatchEnvironment(Environment):
             self.reward,
             self.terminated,
             self.truncated,
+            self.final_state,
         )
         return self.state.astype(np.float32), self.reward.copy(), self.terminated | self.truncated
 
