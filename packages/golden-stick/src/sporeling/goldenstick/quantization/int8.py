@@ -78,15 +78,27 @@ class Int8Linear(nn.Cell):
         c = weight_int8.shape[0]
         b = np.zeros(c, np.float32) if bias is None else np.asarray(bias, np.float32)
         self.bias = Parameter(b, name="bias", requires_grad=False)
-        self.in_quant = tuple(float(v) for v in in_quant)  # scale, zero point, qmin, qmax
-        self.out_quant = None if out_quant is None else tuple(float(v) for v in out_quant)
-        self.affine = None if affine is None else (np.asarray(affine[0]), np.asarray(affine[1]))
+        # grids and the BN affine are parameters too, so a checkpoint holds the whole layer
+        self.in_quant = Parameter(  # scale, zero point, qmin, qmax
+            np.asarray(in_quant, np.float64), name="in_quant", requires_grad=False
+        )
+        out = np.full(3, np.nan) if out_quant is None else np.asarray(out_quant, np.float64)
+        self.out_quant = Parameter(out, name="out_quant", requires_grad=False)  # nmin, nmax, scale
+        self.has_affine = affine is not None
+        scale = np.ones(c) if affine is None else affine[0]
+        shift = np.zeros(c) if affine is None else affine[1]
+        self.affine_scale = Parameter(
+            np.asarray(scale, np.float32), name="affine_scale", requires_grad=False
+        )
+        self.affine_shift = Parameter(
+            np.asarray(shift, np.float32), name="affine_shift", requires_grad=False
+        )
         self.act = act
         self.conv = dict(conv or {})
 
     def construct(self, x: Tensor) -> Tensor:
         data = x.asnumpy().astype(np.float32)
-        s_in, zp, qmin, qmax = self.in_quant
+        s_in, zp, qmin, qmax = (float(v) for v in self.in_quant.asnumpy())
         xq = quantize_input(data, s_in, zp, qmin, qmax)
         w = self.weight_int8.asnumpy()
         if self.kind == "dense":
@@ -98,13 +110,14 @@ class Int8Linear(nn.Cell):
         else:
             y = self._conv(xq, w, s_in)
             bshape = (1, -1, 1, 1)
-        if self.affine is not None:
-            y = y * self.affine[0].reshape(bshape) + self.affine[1].reshape(bshape)
+        if self.has_affine:
+            scale, shift = self.affine_scale.asnumpy(), self.affine_shift.asnumpy()
+            y = y * scale.reshape(bshape) + shift.reshape(bshape)
         out = Tensor(y.astype(np.float32))
         if self.act is not None:
             out = self.act(out)
-        if self.out_quant is not None:
-            nmin, nmax, scale = self.out_quant
+        if not np.isnan(self.out_quant.asnumpy()).any():
+            nmin, nmax, scale = (float(v) for v in self.out_quant.asnumpy())
             out = Tensor(
                 fake_quant_array(out.asnumpy().astype(np.float64), nmin, nmax, scale).astype(
                     np.float32
@@ -136,7 +149,9 @@ class Int8Linear(nn.Cell):
         return f"kind={self.kind}, weight={tuple(self.weight_int8.shape)} int8"
 
 
-def _grid(quantizer: Any) -> tuple[float, float, float, float]:
+def _grid(quantizer: Any, strict: bool = True) -> tuple[float, float, float, float]:
+    if not strict and (quantizer is None or not quantizer.calibrated):
+        return 1.0, 0.0, 0.0, 255.0  # a placeholder a checkpoint overwrites
     if quantizer is None or not quantizer.calibrated:
         raise ValueError(
             "convert: a layer's input quantizer has seen no data; run the fake-quant network "
@@ -147,7 +162,7 @@ def _grid(quantizer: Any) -> tuple[float, float, float, float]:
     return float(scale[0]), float(zp[0]), qmin, float(2**quantizer.num_bits - 1)
 
 
-def _int8_layer(wrapper: QuantizeWrapperCell) -> Int8Linear:
+def _int8_layer(wrapper: QuantizeWrapperCell, strict: bool = True) -> Int8Linear:
     handler = wrapper._handler
     if not isinstance(handler, (Conv2dQuant, BnFoldQuant)):
         raise TypeError(f"convert: unsupported quantized layer {type(handler).__name__}")
@@ -159,7 +174,7 @@ def _int8_layer(wrapper: QuantizeWrapperCell) -> Int8Linear:
     w_int8, w_scale = quantize_weight(w, per_channel, wq.narrow_range)
     out_q = wrapper._output_quantizer
     out = None
-    if out_q is not None and out_q.calibrated:
+    if out_q is not None and (out_q.calibrated or not strict):
         nmin, nmax, scale, _ = out_q.quant_params()
         out = (nmin[0], nmax[0], scale[0])
     op = handler.op
@@ -181,23 +196,37 @@ def _int8_layer(wrapper: QuantizeWrapperCell) -> Int8Linear:
     if isinstance(handler, BnWithoutFoldQuant) is False and affine is not None:
         affine = None
     return Int8Linear(
-        kind, w_int8, w_scale, b, _grid(wrapper.input_quant_source()), out, affine, act, conv
+        kind,
+        w_int8,
+        w_scale,
+        b,
+        _grid(wrapper.input_quant_source(), strict),
+        out,
+        affine,
+        act,
+        conv,
     )
 
 
-def convert_to_int8(network: nn.Cell) -> nn.Cell:
-    """Replace (in place) every QuantizeWrapperCell under ``network`` by an Int8Linear."""
+def convert_to_int8(network: nn.Cell, strict: bool = True) -> nn.Cell:
+    """Replace (in place) every QuantizeWrapperCell under ``network`` by an Int8Linear.
+
+    ``strict=False`` accepts quantizers that have seen no data (placeholder grids): the
+    structure to load an exported int8 checkpoint into."""
     network.set_train(False)
     for _, cell in list(network.cells_and_names()):
         for name, child in list(cell.name_cells().items()):
             if isinstance(child, QuantizeWrapperCell):
-                cell.insert_child_to_cell(name, _int8_layer(child))
+                cell.insert_child_to_cell(name, _int8_layer(child, strict))
     fresh = {
         id(p)
         for _, c in network.cells_and_names()
         if isinstance(c, Int8Linear)
         for p in c.get_parameters()
     }
+    from ..pruner.physical import drop_unused_cells
+
+    drop_unused_cells(network)  # the float layers the int8 ones replaced
     for path, param in network.parameters_and_names():
         if id(param) in fresh:
             param.name = path  # the int8 layers' parameters are named by their place

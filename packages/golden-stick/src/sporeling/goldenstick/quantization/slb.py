@@ -206,7 +206,7 @@ class TemperatureScheduler(Callback):
             net = self.model.train_network
         return net
 
-    def epoch_begin(self, run_context: Any) -> None:
+    def on_train_epoch_begin(self, run_context: Any) -> None:
         epoch = _param(run_context.original_args(), "cur_epoch_num") + self.has_trained_epoch
         t, end = self.schedule(epoch)
         for _, cell in self._network(run_context).cells_and_names():
@@ -318,4 +318,16 @@ class SlbQuantAwareTraining(CompAlgo):
                                 packed, child._input_quantizer, child._output_quantizer
                             ),
                         )
+        from ..pruner.physical import drop_unused_cells
+
+        drop_unused_cells(net_opt)  # the float convs the packed ones replaced
+        fresh = {
+            id(p)
+            for _, c in net_opt.cells_and_names()
+            if isinstance(c, PackedConv2d)
+            for p in c.get_parameters()
+        }
+        for path, param in net_opt.parameters_and_names():
+            if id(param) in fresh:
+                param.name = path
         return net_opt

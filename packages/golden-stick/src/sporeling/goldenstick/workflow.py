@@ -1,0 +1,101 @@
+"""Training, evaluation and measurement helpers shared by the CLI and the examples."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from sporeling.core import Model, Tensor, nn
+from sporeling.core.train import ArrayDataset
+
+__all__ = ["train", "evaluate", "count_flops", "measure_speed", "param_count", "file_size"]
+
+
+def train(
+    net: nn.Cell,
+    x: np.ndarray,
+    y: np.ndarray,
+    epochs: int = 1,
+    batch_size: int = 64,
+    lr: float = 0.01,
+    callbacks: Sequence[Any] = (),
+    seed: int = 0,
+) -> nn.Cell:
+    """Momentum SGD with softmax cross-entropy through the core's ``Model``."""
+    if epochs <= 0:
+        return net
+    loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    opt = nn.Momentum(net.trainable_params(), learning_rate=lr, momentum=0.9)
+    model = Model(net, loss, opt)
+    data = ArrayDataset(x, y, batch_size=batch_size, shuffle=True, seed=seed)
+    model.train(epochs, data, callbacks=list(callbacks), dataset_sink_mode=False)
+    return net
+
+
+def evaluate(net: nn.Cell, x: np.ndarray, y: np.ndarray, batch_size: int = 256) -> float:
+    """Top-1 accuracy in eval mode."""
+    net.set_train(False)
+    correct = 0
+    for i in range(0, len(x), batch_size):
+        out = net(Tensor(x[i : i + batch_size])).asnumpy()
+        correct += int((out.argmax(-1) == y[i : i + batch_size]).sum())
+    return correct / max(len(x), 1)
+
+
+def param_count(net: nn.Cell) -> int:
+    return int(sum(np.prod(p.shape) for p in net.get_parameters()))
+
+
+def count_flops(net: nn.Cell, input_shape: tuple[int, ...]) -> int:
+    """Multiply-accumulates of Conv2d/Dense-like layers for one sample (hooks on a run)."""
+    from .quantization import Int8Linear, PackedConv2d
+
+    total = [0]
+    handles = []
+
+    def hook(cell: Any, inputs: Any, out: Any) -> None:
+        o = out.asnumpy() if isinstance(out, Tensor) else np.asarray(out)
+        if isinstance(cell, nn.Conv2d):
+            k = cell.in_channels // cell.group * int(np.prod(cell.kernel_size))
+        elif isinstance(cell, nn.Dense):
+            k = cell.in_channels
+        elif isinstance(cell, Int8Linear):
+            k = int(np.prod(cell.weight_int8.shape[1:]))
+        else:
+            k = int(np.prod(cell.shape[1:]))
+        total[0] += int(o.size // o.shape[0]) * k
+
+    seen: set[int] = set()
+    for _, cell in net.cells_and_names():
+        if (
+            isinstance(cell, (nn.Conv2d, nn.Dense, Int8Linear, PackedConv2d))
+            and id(cell) not in seen
+        ):
+            seen.add(id(cell))
+            handles.append(cell.register_forward_hook(hook))
+    net.set_train(False)
+    net(Tensor(np.zeros((1, *input_shape), np.float32)))
+    for h in handles:
+        h.remove()
+    return total[0]
+
+
+def measure_speed(net: nn.Cell, x: np.ndarray, repeats: int = 5) -> float:
+    """Best wall time (ms) of one forward over ``x`` in eval mode (after one warm-up)."""
+    net.set_train(False)
+    t = Tensor(x)
+    net(t)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        net(t)
+        best = min(best, time.perf_counter() - start)
+    return best * 1e3
+
+
+def file_size(path: str) -> int:
+    return os.path.getsize(path)
