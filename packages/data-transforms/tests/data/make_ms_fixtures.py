@@ -384,9 +384,168 @@ def make_tfrecord():
     print("wrote ms_example.tfrecord(.gz), ms_example_schema.json, ms_tfrecord.json")
 
 
+# ---- small dataset folders: MNIST family, VOC, COCO, Manifest ------------------------------
+
+
+def _idx(path: str, arr: np.ndarray, code: int) -> None:
+    with open(path, "wb") as f:
+        f.write(bytes([0, 0, code, arr.ndim]))
+        f.write(np.array(arr.shape, ">u4").tobytes())
+        f.write(arr.astype({0x08: ">u1", 0x0C: ">i4"}[code]).tobytes())
+
+
+def _write_sources(root: str) -> None:
+    import shutil
+
+    if os.path.isdir(root):
+        shutil.rmtree(root)
+    rng = np.random.default_rng(7)
+    images = rng.integers(0, 256, (5, 28, 28), dtype=np.uint8)
+    labels = np.array([3, 1, 4, 1, 5], np.uint8)
+    for sub in ("fashion", "emnist", "qmnist"):
+        os.makedirs(os.path.join(root, sub))
+    for part, rows in (("train", slice(0, 3)), ("t10k", slice(3, 5))):
+        _idx(os.path.join(root, "fashion", f"{part}-images-idx3-ubyte"), images[rows], 0x08)
+        _idx(os.path.join(root, "fashion", f"{part}-labels-idx1-ubyte"), labels[rows], 0x08)
+    for part, rows in (("train", slice(0, 3)), ("test", slice(3, 5))):
+        base = os.path.join(root, "emnist", f"emnist-letters-{part}")
+        _idx(base + "-images-idx3-ubyte", images[rows], 0x08)
+        _idx(base + "-labels-idx1-ubyte", labels[rows], 0x08)
+        base = os.path.join(root, "qmnist", f"qmnist-{part}")
+        _idx(base + "-images-idx3-ubyte", images[rows], 0x08)
+        table = np.stack([labels[rows].astype(np.int32) + k * 10 for k in range(8)], axis=1)
+        _idx(base + "-labels-idx2-int", table, 0x0C)
+    # VOC
+    voc = os.path.join(root, "voc")
+    for d in ("JPEGImages", "SegmentationClass", "Annotations", "ImageSets/Main",
+              "ImageSets/Segmentation"):  # fmt: skip
+        os.makedirs(os.path.join(voc, d))
+    objects = {
+        "img0": [("dog", 1, 2, 5, 6, 0, 1), ("cat", 1, 1, 3, 4, 1, 0)],
+        "img1": [("person", 2, 2, 4, 5, 0, 0)],
+    }
+    for i, (name, objs) in enumerate(objects.items()):
+        with open(os.path.join(voc, "JPEGImages", name + ".jpg"), "wb") as f:
+            f.write(_png(200 + i))
+        with open(os.path.join(voc, "SegmentationClass", name + ".png"), "wb") as f:
+            f.write(_png(300 + i))
+        xml = "".join(
+            f"<object><name>{o[0]}</name><difficult>{o[5]}</difficult>"
+            f"<truncated>{o[6]}</truncated><bndbox><xmin>{o[1]}</xmin><ymin>{o[2]}</ymin>"
+            f"<xmax>{o[3]}</xmax><ymax>{o[4]}</ymax></bndbox></object>"
+            for o in objs
+        )
+        with open(os.path.join(voc, "Annotations", name + ".xml"), "w") as f:
+            f.write(f"<annotation><filename>{name}.jpg</filename>{xml}</annotation>")
+    for sub in ("Main", "Segmentation"):
+        with open(os.path.join(voc, "ImageSets", sub, "train.txt"), "w") as f:
+            f.write("img0\nimg1\n")
+    # COCO
+    coco = os.path.join(root, "coco")
+    os.makedirs(coco)
+    for i in range(2):
+        with open(os.path.join(coco, f"c{i}.jpg"), "wb") as f:
+            f.write(_png(400 + i))
+    doc = {
+        "images": [{"id": 7, "file_name": "c0.jpg"}, {"id": 3, "file_name": "c1.jpg"}],
+        "annotations": [
+            {"id": 1, "image_id": 7, "bbox": [1, 2, 3, 4], "category_id": 2, "iscrowd": 0,
+             "segmentation": [[1, 1, 2, 2, 3, 1]], "area": 5, "num_keypoints": 2,
+             "keypoints": list(range(51))},
+            {"id": 2, "image_id": 7, "bbox": [0, 0, 1, 1], "category_id": 1, "iscrowd": 0,
+             "segmentation": [[0, 0, 1, 1, 1, 0, 0.5, 0.5]], "area": 1, "num_keypoints": 1,
+             "keypoints": [1] * 51},
+            {"id": 3, "image_id": 3, "bbox": [2, 2, 2, 2], "category_id": 2, "iscrowd": 0,
+             "segmentation": [[2, 2, 3, 3, 2, 3]], "area": 4, "num_keypoints": 0,
+             "keypoints": [0] * 51},
+        ],
+        "categories": [{"id": 1, "name": "cat"}, {"id": 2, "name": "dog"}],
+    }  # fmt: skip
+    with open(os.path.join(coco, "annotations.json"), "w") as f:
+        json.dump(doc, f)
+    panoptic = {
+        "images": doc["images"],
+        "annotations": [
+            {"image_id": 7, "file_name": "c0.png", "segments_info": [
+                {"id": 1, "category_id": 2, "iscrowd": 0, "bbox": [1, 2, 3, 4], "area": 12}]},
+            {"image_id": 3, "file_name": "c1.png", "segments_info": [
+                {"id": 2, "category_id": 1, "iscrowd": 1, "bbox": [0, 0, 2, 2], "area": 4},
+                {"id": 3, "category_id": 2, "iscrowd": 0, "bbox": [1, 1, 1, 1], "area": 1}]},
+        ],
+        "categories": [{"id": 1, "name": "cat", "isthing": 1},
+                       {"id": 2, "name": "dog", "isthing": 1}],
+    }  # fmt: skip
+    with open(os.path.join(coco, "panoptic.json"), "w") as f:
+        json.dump(panoptic, f)
+    # Manifest
+    man = os.path.join(root, "manifest")
+    os.makedirs(man)
+    lines = []
+    for i, (usage, names) in enumerate(
+        [("train", ["dog"]), ("train", ["cat", "dog"]), ("eval", ["bird"]), ("train", ["ant"])]
+    ):
+        with open(os.path.join(man, f"m{i}.jpg"), "wb") as f:
+            f.write(_png(500 + i))
+        ann = [{"type": "modelarts/image_classification", "name": n} for n in names]
+        lines.append(json.dumps({"source": os.path.join(man, f"m{i}.jpg"), "usage": usage,
+                                 "annotation": ann}))  # fmt: skip
+    with open(os.path.join(man, "manifest.json"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def make_sources():
+    """sources/: tiny dataset folders; ms_sources.json: MindSpore's rows of each."""
+    import mindspore
+    import mindspore.dataset as ds
+
+    root = os.path.join(HERE, "sources")
+    _write_sources(root)
+
+    def read(data):
+        rows = [
+            {k: _plain(v) for k, v in r.items()}
+            for r in data.create_dict_iterator(output_numpy=True, num_epochs=1)
+        ]
+        return {"columns": data.get_col_names(), "rows": rows}
+
+    out = {"mindspore_version": mindspore.__version__}
+    sub = lambda *p: os.path.join(root, *p)  # noqa: E731
+    out["fashion_train"] = read(ds.FashionMnistDataset(sub("fashion"), "train", shuffle=False))
+    out["fashion_all"] = read(ds.FashionMnistDataset(sub("fashion"), shuffle=False))
+    out["emnist_test"] = read(ds.EMnistDataset(sub("emnist"), "letters", "test", shuffle=False))
+    out["qmnist_train"] = read(ds.QMnistDataset(sub("qmnist"), "train", shuffle=False))
+    out["qmnist_nocompat"] = read(
+        ds.QMnistDataset(sub("qmnist"), "test", compat=False, shuffle=False)
+    )
+    out["voc_detection"] = read(ds.VOCDataset(sub("voc"), "Detection", "train", shuffle=False))
+    out["voc_detection_indexed"] = read(
+        ds.VOCDataset(
+            sub("voc"), "Detection", "train", {"cat": 5, "dog": 6, "person": 7}, shuffle=False
+        )
+    )
+    out["voc_segmentation"] = read(
+        ds.VOCDataset(sub("voc"), "Segmentation", "train", shuffle=False)
+    )
+    ann = sub("coco", "annotations.json")
+    for task in ("Detection", "Stuff", "Keypoint"):
+        out[f"coco_{task.lower()}"] = read(ds.CocoDataset(sub("coco"), ann, task, shuffle=False))
+    out["coco_panoptic"] = read(
+        ds.CocoDataset(sub("coco"), sub("coco", "panoptic.json"), "Panoptic", shuffle=False)
+    )
+    man = ds.ManifestDataset(sub("manifest", "manifest.json"), shuffle=False)
+    out["manifest_train"] = read(man)
+    out["manifest_class_indexing"] = man.get_class_indexing()
+    out["manifest_eval"] = read(
+        ds.ManifestDataset(sub("manifest", "manifest.json"), "eval", shuffle=False)
+    )
+    with open(os.path.join(HERE, "ms_sources.json"), "w") as f:
+        json.dump(out, f)
+    print("wrote sources/ and ms_sources.json")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["mindrecord", "text", "tfrecord", "all"])
+    parser.add_argument("what", choices=["mindrecord", "text", "tfrecord", "sources", "all"])
     parser.add_argument("--sporeling-python", help="a Python with sporeling-data-transforms")
     args = parser.parse_args()
     if args.what in ("mindrecord", "all"):
@@ -397,3 +556,5 @@ if __name__ == "__main__":
         make_text()
     if args.what in ("tfrecord", "all"):
         make_tfrecord()
+    if args.what in ("sources", "all"):
+        make_sources()

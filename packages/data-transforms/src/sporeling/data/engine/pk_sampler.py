@@ -55,6 +55,8 @@ class PKSampler(Sampler):
         if self._labels is not None:
             return
         labels = getattr(source, "_labels", None)
+        if isinstance(labels, list):  # per-file label arrays (MnistDataset)
+            labels = np.concatenate([np.asarray(part).reshape(-1) for part in labels])
         if labels is None or self.class_column != "label":
             names = source.get_col_names()
             if self.class_column not in names:
