@@ -67,3 +67,17 @@ for n, p in params.items():
         full = np.take(full, range(info.rank * k, (info.rank + 1) * k), axis=axis)
     np.testing.assert_allclose(p, full, rtol=0, atol=1e-9, err_msg=f"mp: {n}")
 print(f"rank {info.rank} mp: losses {losses} equal the single-process run {ref_losses}")
+
+# resharding: the gathered (unsharded) state is the single-process model; loaded into a fresh
+# mp=2 model it gives back this rank's shards, and into an unsharded model the full parameters
+from sporeling.transformer.parallel import full_state, load_full_state  # noqa: E402
+
+state = full_state(net)
+for n, full in ref_params.items():
+    np.testing.assert_allclose(state[n], full, rtol=0, atol=1e-9, err_msg=f"full_state: {n}")
+set_seed(99)
+fresh = shard_model(GPT(GPTConfig(**CFG)))
+load_full_state(fresh, state)
+for (n, a), (_, b) in zip(fresh.parameters_and_names(), net.parameters_and_names()):
+    np.testing.assert_array_equal(a.asnumpy(), b.asnumpy(), err_msg=f"load_full_state: {n}")
+print(f"rank {info.rank} reshard: gathered state equals the single-process parameters")

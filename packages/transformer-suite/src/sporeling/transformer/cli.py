@@ -63,7 +63,8 @@ def _run(args: argparse.Namespace) -> int:
         from .runner import train
 
         res = train(load_config(args.config, args.overrides))
-        print(json.dumps({k: v for k, v in res.items() if k != "history"}, indent=1))
+        if res["rank"] == 0:
+            print(json.dumps({k: v for k, v in res.items() if k != "history"}, indent=1))
     elif args.command == "eval":
         from .runner import evaluate
 

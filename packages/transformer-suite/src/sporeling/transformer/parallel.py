@@ -12,6 +12,9 @@
 * ``micro_batch_num`` (``speed_up``): the core's ``nn.MicroBatchInterleaved`` copies,
   summed and divided by their number so the loss stays the batch mean.
 
+Checkpoints are written unsharded (:func:`full_state` gathers the shards), so a run of any
+layout loads into any other (:func:`load_full_state` slices them again).
+
 Data and model parallelism at the same time (dp > 1 and mp > 1), pipeline stages and
 recompute are not applied (``apply_parallel`` says so).
 """
@@ -19,6 +22,8 @@ recompute are not applied (``apply_parallel`` says so).
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from sporeling.core import Parameter, Tensor, nn, ops
 from sporeling.core import communication as comm
@@ -28,7 +33,14 @@ from sporeling.core.parallel.tensor_parallel import group_rank_size
 from .modules import FeedForward, MultiHeadAttention, TransformerOpParallelConfig
 from .modules.layers import Linear
 
-__all__ = ["shard_model", "apply_parallel", "MeanOfCopies", "ParallelInfo"]
+__all__ = [
+    "shard_model",
+    "apply_parallel",
+    "MeanOfCopies",
+    "ParallelInfo",
+    "full_state",
+    "load_full_state",
+]
 
 
 def _slice(p: Parameter, axis: int, rank: int, size: int) -> Parameter:
@@ -141,3 +153,52 @@ def apply_parallel(cfg: dict[str, Any]) -> ParallelInfo:
             enable_parallel_optimizer=pc.optimizer_shard,
         )
     return ParallelInfo(dp, mp, rank, world)
+
+
+def full_state(net: nn.Cell) -> dict[str, np.ndarray]:
+    """Every parameter at its unsharded size (tensor-parallel shards all-gathered; every
+    rank of the model-parallel group must call it): one checkpoint for any layout, which
+    :func:`load_full_state` slices again for this rank's layout."""
+    sharded: dict[str, int] = {}
+    for _, cell in net.cells_and_names():
+        if isinstance(cell, Linear) and cell.mp_mode is not None:
+            for attr, axis in cell.tensor_parallel_axes.items():
+                sharded[getattr(cell, attr).name] = axis
+    out: dict[str, np.ndarray] = {}
+    for _, p in net.parameters_and_names():
+        a = p.asnumpy()
+        axis = sharded.get(p.name)
+        if axis is not None:
+            group = next(
+                c.mp_group for _, c in net.cells_and_names() if isinstance(c, Linear) and c.mp_mode
+            )
+            moved = np.ascontiguousarray(np.moveaxis(a, axis, 0))
+            kwargs = {} if group is None else {"group": group}
+            gathered = comm.all_gather(Tensor(moved), **kwargs).asnumpy()
+            a = np.moveaxis(gathered, 0, axis)
+        out[p.name] = a
+    return out
+
+
+def load_full_state(net: nn.Cell, state: dict[str, Any]) -> None:
+    """Load an unsharded state into ``net``, slicing the tensor-parallel parameters to this
+    rank's shard (``net`` already went through :func:`shard_model`, or has no shards)."""
+    for _, cell in net.cells_and_names():
+        if isinstance(cell, Linear) and cell.mp_mode is not None:
+            rank, size = group_rank_size(cell.mp_group)
+            for attr, axis in cell.tensor_parallel_axes.items():
+                p = getattr(cell, attr)
+                full = np.asarray(
+                    state[p.name].asnumpy() if hasattr(state[p.name], "asnumpy") else state[p.name]
+                )
+                k = full.shape[axis] // size
+                part = np.take(full, range(rank * k, (rank + 1) * k), axis=axis)
+                p.set_data(Tensor(np.ascontiguousarray(part).astype(p.asnumpy().dtype)))
+    params = net.parameters_dict()
+    for name, value in state.items():
+        p = params.get(name)
+        if p is None:
+            raise ValueError(f"load_full_state: the network has no parameter {name!r}")
+        arr = value.asnumpy() if hasattr(value, "asnumpy") else np.asarray(value)
+        if tuple(arr.shape) == tuple(p.shape):
+            p.set_data(Tensor(np.ascontiguousarray(arr).astype(p.asnumpy().dtype)))

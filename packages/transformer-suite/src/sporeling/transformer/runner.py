@@ -21,6 +21,7 @@ from sporeling.core import (
     GRAPH_MODE,
     PYNATIVE_MODE,
     Model,
+    Tensor,
     load_checkpoint,
     load_param_into_net,
     nn,
@@ -32,7 +33,7 @@ from sporeling.core.train import Callback, EarlyStopping, Loss
 
 from .data import WindowDataset, encode_corpus
 from .models.gpt import GPT, GPTConfig, GPTWithLoss
-from .parallel import MeanOfCopies, apply_parallel, shard_model
+from .parallel import MeanOfCopies, apply_parallel, full_state, shard_model
 
 __all__ = [
     "build_gpt",
@@ -164,17 +165,25 @@ class Throughput(Callback):
 
 
 class KeepBest(Callback):
-    """Save the checkpoint whenever the validation loss improves (nanoGPT keeps the best)."""
+    """Save the checkpoint whenever the validation loss improves (nanoGPT keeps the best);
+    under tensor parallelism every rank gathers the shards and rank 0 writes them whole."""
 
-    def __init__(self, net: nn.Cell, path: Path) -> None:
+    def __init__(self, net: nn.Cell, path: Path, write: bool = True, sharded: bool = False) -> None:
         self.net, self.path, self.best = net, path, float("inf")
+        self.write, self.sharded = write, sharded
 
     def on_train_epoch_end(self, run_context: Any) -> None:
         res = getattr(run_context.original_args(), "eval_results", None) or {}
         val = float(res.get("loss", float("inf")))
         if val < self.best:
             self.best = val
-            save_checkpoint(self.net, str(self.path))
+            state = (
+                {k: Tensor(v) for k, v in full_state(self.net).items()}
+                if self.sharded
+                else self.net
+            )
+            if self.write:
+                save_checkpoint(state, str(self.path))
 
 
 def _context(cfg: dict[str, Any]) -> None:
@@ -227,11 +236,7 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     model = Model(step, eval_network=with_loss, metrics={"loss": Loss()})
     peak = measure_peak_flops()
     meter = Throughput(bs * c.seq_length, model_flops_per_token(c), peak * info.world, log)
-    # tensor parallel: each rank keeps its own shards
-    ckpt = out / ("model.safetensors" if info.mp == 1 else f"model.rank{info.rank}.safetensors")
-    callbacks: list[Any] = [meter]
-    if main_rank or info.mp > 1:
-        callbacks.append(KeepBest(net, ckpt))
+    callbacks: list[Any] = [meter, KeepBest(net, out / "model.safetensors", main_rank, info.mp > 1)]
     if t.get("early_stopping_patience"):
         callbacks.append(EarlyStopping(monitor="loss", patience=int(t["early_stopping_patience"])))
     if main_rank:
@@ -252,6 +257,7 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         "history": meter.records,
         "parameters": sum(p.size for p in net.trainable_params()),
     }
+    results["rank"] = info.rank
     results["layout"] = {"data_parallel": info.dp, "model_parallel": info.mp, "micro_batch_num": k}
     if main_rank:
         (out / "results.json").write_text(json.dumps(results, indent=1))
