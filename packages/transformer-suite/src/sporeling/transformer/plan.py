@@ -29,6 +29,8 @@ def plan(
     """Estimate for the config's (dp, mp, optimizer_shard) and its layer placement."""
     m = cfg.get("model", {})
     pc = TransformerOpParallelConfig.from_dict(cfg.get("parallel_config", {}) or {})
+    # vocab_size 0 means "the tokenizer's": unknown before the data is read, so the plan
+    # counts the 65 characters of Tiny Shakespeare and says so
     vocab = int(m.get("vocab_size") or 65)
     model = cost_model.GPTConfig(
         hidden=int(m["embedding_size"]),
@@ -68,6 +70,7 @@ def plan(
             }
         )  # type: ignore[attr-defined]
     return {
+        "vocab_assumed": not m.get("vocab_size"),
         "estimate": est,
         "link": cost_model.LinkModel(bandwidth, latency),
         "layers": layers,
@@ -94,6 +97,10 @@ def plan_text(result: dict[str, Any]) -> str:
     for r in result["layers"]:
         lines.append(
             f"{r['layer']:>5}  {r['pipeline_stage']:>5}  {r['fusion_group']:>12}  {r['recompute']}"
+        )
+    if result.get("vocab_assumed"):
+        lines.append(
+            "note: model.vocab_size is 0 (the tokenizer's); 65 assumed (give model.vocab_size=N)"
         )
     if pc.pipeline_stage > 1:
         lines.append(
