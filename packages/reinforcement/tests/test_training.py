@@ -82,3 +82,25 @@ def test_train_under_the_single_process_policy(capsys):
     assert result["env_steps"] == 1024 and result["policy"] == "single"
     assert main(["train", "--algo", "dqn", "--policy", "single", "--steps", "10"]) == 1
     assert "on-policy" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("ou", [None, 0.15])
+def test_ddpg_smoke_run_on_pendulum(ou):
+    from sporeling.rl.algorithm import DDPGTrainer, ddpg_config
+    from sporeling.rl.core import MSRL
+
+    ms.set_seed(0)
+    config = ddpg_config(batch_size=16, capacity=1000,
+                         policy_params={"hidden_sizes": [16], "ou_damping": ou})  # fmt: skip
+    msrl = MSRL(config)
+    trainer = DDPGTrainer(msrl, {"learning_starts": 150, "num_evaluate_episode": 1})
+    actor_before = [p.asnumpy().copy() for p in msrl.learner.actor_net.trainable_params()]
+    target_before = [p.asnumpy().copy() for p in msrl.learner.target_critic_net.trainable_params()]
+    loss, ret, steps, _ = trainer.train_one_episode()
+    assert steps == 200 and np.isfinite(loss) and loss > 0 and ret < 0
+    moved = [p.asnumpy() for p in msrl.learner.actor_net.trainable_params()]
+    assert any(not np.array_equal(a, b) for a, b in zip(actor_before, moved))
+    target = [p.asnumpy() for p in msrl.learner.target_critic_net.trainable_params()]
+    assert any(not np.array_equal(a, b) for a, b in zip(target_before, target))
+    action = msrl.actors.get_action(3, np.zeros(3, np.float32))
+    assert action.shape == (1,) and abs(action[0]) <= 2.0

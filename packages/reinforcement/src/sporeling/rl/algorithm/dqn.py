@@ -10,11 +10,12 @@ transitions are held.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from sporeling.core import float32, int32, nn, ops
+from sporeling.core import float32, initializer, int32, nn, ops
 
 from ..agent import Actor, Learner, Trainer
 from ..environment.gym_environment import GymEnvironment
@@ -34,7 +35,8 @@ class DQNPolicy:
             *params.get("hidden_sizes", [64, 64]),
             params["action_space_dim"],
         ]
-        init = params.get("weight_init", "he_uniform")
+        # MindSpore 2.x's (and PyTorch's) Dense default: U(+-1/sqrt(fan_in))
+        init = params.get("weight_init") or initializer.HeUniform(math.sqrt(5))
         self.policy_network = FullyConnectedLayers(sizes, weight_init=init, bias_init="zeros")
         self.target_network = FullyConnectedLayers(sizes, weight_init=init, bias_init="zeros")
         for p, t in zip(

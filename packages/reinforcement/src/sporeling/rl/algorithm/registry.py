@@ -45,7 +45,7 @@ class AlgorithmEntry:
             episodes += 1
             if log_every and trainer.env_steps >= next_log:
                 recent = trainer.episode_returns[-20:]
-                print(f"[{self.name} seed {seed}] {trainer.env_steps} steps, {episodes} episodes, "
+                print(f"[{self.name} seed {seed}] {trainer.env_steps} steps, {episodes} iters, "
                       f"last-20 return {np.mean(recent):.1f}, {time.perf_counter() - t0:.0f}s",
                       flush=True)  # fmt: skip
                 next_log += log_every
@@ -116,11 +116,13 @@ def _entries() -> dict[str, AlgorithmEntry]:
             {"learning_starts": 1000, "train_freq": 256, "gradient_steps": 128},
         ),
     }  # fmt: skip
-    from . import ac, ppo
+    from . import ac, ddpg, ppo
 
     out["ppo"] = AlgorithmEntry("ppo", ppo.ppo_config, ppo.PPOTrainer, {"num_steps": 32})
     out["a2c"] = AlgorithmEntry("a2c", ac.a2c_config, ac.ACTrainer, {"num_steps": 5})
     out["ac"] = AlgorithmEntry("ac", ac.ac_config, ac.ACTrainer, {"num_steps": 5})
+    out["ddpg"] = AlgorithmEntry("ddpg", ddpg.ddpg_config, ddpg.DDPGTrainer,
+                                 {"learning_starts": 10_000})  # fmt: skip
     return out
 
 
