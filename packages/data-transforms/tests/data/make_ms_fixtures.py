@@ -543,9 +543,32 @@ def make_sources():
     print("wrote sources/ and ms_sources.json")
 
 
+def make_vision():
+    """ms_vision.npz: an image and MindSpore's Affine and Perspective outputs of it."""
+    import mindspore.dataset.vision as v
+
+    rng = np.random.default_rng(0)
+    img = rng.integers(0, 256, (9, 12, 3), dtype=np.uint8)
+    start, end = [[0, 0], [11, 0], [11, 8], [0, 8]], [[1, 1], [10, 0], [11, 7], [0, 8]]
+    outs = {
+        "input": img,
+        "affine_all": v.Affine(15.0, [0.2, -0.1], 1.1, [5.0, 3.0])(img),
+        "affine_rotate": v.Affine(90.0, [0.0, 0.0], 1.0, 0.0)(img),
+        "affine_translate": v.Affine(0.0, [0.25, 0.0], 1.0, 0.0)(img),
+        "affine_scale": v.Affine(0.0, [0.0, 0.0], 2.0, 0.0)(img),
+        "affine_shear": v.Affine(0.0, [0.0, 0.0], 1.0, [10.0, 0.0])(img),
+        "perspective_nearest": v.Perspective(start, end, v.Inter.NEAREST)(img),
+        "perspective_bilinear": v.Perspective(start, end)(img),
+    }
+    np.savez_compressed(os.path.join(HERE, "ms_vision.npz"), **outs)
+    print("wrote ms_vision.npz")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["mindrecord", "text", "tfrecord", "sources", "all"])
+    parser.add_argument(
+        "what", choices=["mindrecord", "text", "tfrecord", "sources", "vision", "all"]
+    )
     parser.add_argument("--sporeling-python", help="a Python with sporeling-data-transforms")
     args = parser.parse_args()
     if args.what in ("mindrecord", "all"):
@@ -558,3 +581,5 @@ if __name__ == "__main__":
         make_tfrecord()
     if args.what in ("sources", "all"):
         make_sources()
+    if args.what in ("vision", "all"):
+        make_vision()

@@ -15,6 +15,12 @@ Example:
     (24, 16)
 """
 
+from sporeling.data.vision._affine_policies import (
+    Affine,
+    Perspective,
+    RandAugment,
+    TrivialAugmentWide,
+)
 from sporeling.data.vision._conly import (
     HWC2CHW,
     AutoAugment,
@@ -103,8 +109,12 @@ from sporeling.data.vision.utils import (
 )
 
 __all__ = [
+    "TrivialAugmentWide",
+    "RandAugment",
+    "Perspective",
     "HWC2CHW",
     "AdjustGamma",
+    "Affine",
     "AutoAugment",
     "AutoAugmentPolicy",
     "AutoContrast",
