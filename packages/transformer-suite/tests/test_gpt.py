@@ -96,3 +96,14 @@ def test_prompt_errors():
     m = GPT(tiny())
     with pytest.raises(ValueError, match="every prompt needs 1..seq_length=12 tokens"):
         generate(m, [[1] * 13], 2)
+
+
+def test_sliding_window_continues_past_seq_length():
+    cached, full = twin()
+    prompts = [[1] * 10, [2, 3]]
+    la, lb = [], []
+    a = generate(cached, prompts, 20, slide=True, step_logits=la)
+    b = generate(full, prompts, 20, slide=True, step_logits=lb)
+    assert a == b and [len(o) for o in a] == [20, 20]
+    for x, y in zip(la, lb):
+        np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-9)

@@ -85,6 +85,7 @@ def _run(args: argparse.Namespace) -> int:
             top_p=args.top_p if args.top_p is not None else float(gcfg.get("top_p", 1.0)),
             temperature=args.temperature or float(gcfg.get("temperature", 1.0)),
             seed=args.seed,
+            slide=True,
         )
         for prompt, out in zip(prompts, outs):
             print(prompt + tok.decode(out))

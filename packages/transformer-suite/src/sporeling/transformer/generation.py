@@ -66,9 +66,12 @@ def generate(
     eos_token_id: int | None = None,
     seed: int | None = None,
     step_logits: list[np.ndarray] | None = None,
+    slide: bool = False,
 ) -> list[list[int]]:
-    """Continue each prompt by up to ``max_new_tokens`` tokens (fewer at ``eos_token_id`` or
-    when the ``seq_length`` window is full); returns the new tokens per prompt.
+    """Continue each prompt by up to ``max_new_tokens`` tokens (fewer at ``eos_token_id``);
+    returns the new tokens per prompt. When a row fills the ``seq_length`` window it stops,
+    or with ``slide=True`` every row starts a new window from its last ``seq_length // 2``
+    tokens (the fixed-length cache cannot shift; nanoGPT crops its context the same way).
     ``step_logits``, if given, receives each step's (batch, vocab) logits."""
     cfg = model.config
     S = cfg.seq_length
@@ -84,6 +87,7 @@ def generate(
         ids[i, : len(p)] = p
     valid = lengths.copy()
     out: list[list[int]] = [[] for _ in prompts]
+    history = [list(p) for p in prompts]
     done = np.zeros(b, bool)
     was_training = model.training
     model.set_train(False)
@@ -96,10 +100,22 @@ def generate(
                 nxt = sample_next(last, rng, do_sample, top_k, top_p, temperature)
                 for i in np.flatnonzero(~done):
                     out[i].append(int(nxt[i]))
+                    history[i].append(int(nxt[i]))
                     if eos_token_id is not None and nxt[i] == eos_token_id:
                         done[i] = True
-                done |= valid >= S  # the window is full: nothing can follow
                 if done.all() or len(max(out, key=len)) >= max_new_tokens:
+                    break
+                full = ~done & (valid >= S)  # the new token has no place in the window
+                if full.any() and slide:
+                    ids[:] = 0
+                    for i, h in enumerate(history):
+                        ctx = h[-(S // 2) :]
+                        ids[i, : len(ctx)] = ctx
+                        valid[i] = len(ctx)
+                    last = _window_logits(model, ids, valid, first=True)
+                    continue
+                done |= full
+                if done.all():
                     break
                 nxt = np.where(done, 0, nxt).astype(np.int32)
                 if cfg.use_past:
