@@ -320,3 +320,63 @@ def test_wrong_magic_and_pickles_under_a_ckpt_name(tmp_path):
         assert isinstance(_load(tmp_path / name), CheckpointError), name
     assert not marker.exists()
     assert os.path.getsize(DATA / "ms_small_net.ckpt") < 4096  # the fixtures stay small
+
+
+# ---- encryption (MindSpore's enc_key / dec_key) --------------------------------------------
+
+KEY = bytes(range(16))  # the key make_ms_ckpt_fixtures.py encrypted the fixtures with
+
+
+@pytest.mark.parametrize(("mode", "tag"), [("AES-GCM", "gcm"), ("AES-CBC", "cbc")])
+def test_reads_mindspore_encrypted_files(mode, tag):
+    pytest.importorskip("cryptography")
+    path = str(DATA / f"ms_encrypted_{tag}.ckpt")
+    got = load_checkpoint(path, dec_key=KEY, dec_mode=mode)
+    np.testing.assert_array_equal(got["w"].asnumpy(), np.arange(6, dtype=np.float32).reshape(2, 3))
+    with pytest.raises(CheckpointError, match=f"encrypted with {mode}; pass dec_key") as info:
+        load_checkpoint(path)
+    assert info.value.code == "checkpoint-encrypted"
+    with pytest.raises(CheckpointError, match="wrong dec_key or a corrupt file"):
+        load_checkpoint(path, dec_key=bytes(16), dec_mode=mode)
+    other = "AES-CBC" if mode == "AES-GCM" else "AES-GCM"
+    with pytest.raises(CheckpointError, match=f"encrypted with {mode}, not {other}"):
+        load_checkpoint(path, dec_key=KEY, dec_mode=other)
+
+
+@pytest.mark.parametrize("mode", ["AES-GCM", "AES-CBC"])
+def test_encrypted_round_trip_and_damage(tmp_path, mode):
+    pytest.importorskip("cryptography")
+    path = str(tmp_path / "e.ckpt")
+    items = [{"name": "w", "data": Tensor(np.linspace(0, 1, 40, dtype=np.float32))}]
+    save_checkpoint(items, path, format="ckpt", enc_key=KEY * 2, enc_mode=mode)  # AES-256
+    assert Path(path).read_bytes()[:4] in (b"\xd8\x5e\x3a\x7f", b"\xd9\x5e\x3a\x7f")
+    got = load_checkpoint(path, dec_key=KEY * 2, dec_mode=mode)
+    np.testing.assert_array_equal(got["w"].asnumpy(), items[0]["data"].asnumpy())
+    data = Path(path).read_bytes()
+    for cut in (3, 30, len(data) - 1):
+        Path(path).write_bytes(data[:cut])
+        with pytest.raises(CheckpointError):
+            load_checkpoint(path, dec_key=KEY * 2, dec_mode=mode)
+    if mode == "AES-GCM":  # the tag covers every byte
+        for i in range(4, len(data), 7):
+            flipped = bytearray(data)
+            flipped[i] ^= 1
+            Path(path).write_bytes(bytes(flipped))
+            with pytest.raises(CheckpointError):
+                load_checkpoint(path, dec_key=KEY * 2, dec_mode=mode)
+
+
+def test_encryption_argument_errors(tmp_path):
+    item = [{"name": "w", "data": Tensor(np.zeros(2, np.float32))}]
+    path = str(tmp_path / "a.ckpt")
+    with pytest.raises(ValueError, match="enc_key.*not supported for safetensors"):
+        save_checkpoint(item, path, enc_key=KEY)
+    with pytest.raises(ValueError, match="length 16, 24 or 32"):
+        save_checkpoint(item, path, format="ckpt", enc_key=b"short")
+    with pytest.raises(ValueError, match="enc_mode' expected one of"):
+        save_checkpoint(item, path, format="ckpt", enc_key=KEY, enc_mode="SM4-CBC")
+    with pytest.raises(ValueError, match="cannot be used together"):
+        save_checkpoint(item, path, format="ckpt", enc_key=KEY, crc_check=True)
+    save_checkpoint(item, path, format="ckpt")
+    with pytest.raises(ValueError, match="not an encrypted MindSpore checkpoint"):
+        load_checkpoint(path, dec_key=KEY)

@@ -68,6 +68,12 @@ def make_fixtures():
     append = {"epoch_num": 3, "lr": 0.125, "note": "trained on héllo"}
     ms.save_checkpoint(net, os.path.join(HERE, "ms_small_net.ckpt"), append_dict=append)
     ms.save_checkpoint(net, os.path.join(HERE, "ms_small_net_crc.ckpt"), crc_check=True)
+    key = bytes(range(16))  # the tests' key
+    dtype_items = [{"name": "w", "data": Tensor(np.arange(6, dtype=np.float32).reshape(2, 3))}]
+    for mode, tag in (("AES-GCM", "gcm"), ("AES-CBC", "cbc")):
+        ms.save_checkpoint(
+            dtype_items, os.path.join(HERE, f"ms_encrypted_{tag}.ckpt"), enc_key=key, enc_mode=mode
+        )
     net.set_train(False)
     x = rng.standard_normal((2, 1, 4, 4)).astype(np.float32)
     y = net(Tensor(x)).asnumpy()
@@ -106,7 +112,13 @@ def make_fixtures():
     }
     with open(os.path.join(HERE, "ms_small_net.json"), "w") as f:
         json.dump(expected, f, indent=1)
-    for name in ("ms_small_net.ckpt", "ms_small_net_crc.ckpt", "ms_dtypes.ckpt"):
+    for name in (
+        "ms_small_net.ckpt",
+        "ms_small_net_crc.ckpt",
+        "ms_dtypes.ckpt",
+        "ms_encrypted_gcm.ckpt",
+        "ms_encrypted_cbc.ckpt",
+    ):
         os.chmod(os.path.join(HERE, name), 0o644)  # MindSpore leaves its files read-only
     print("wrote ms_small_net.ckpt, ms_small_net_crc.ckpt, ms_dtypes.ckpt, ms_small_net.json")
 
@@ -125,6 +137,9 @@ items = [
 append = {"epoch_num": 5, "lr": 0.5, "note": "from sporeling"}
 save_checkpoint(items, out + "/sp.ckpt", format="ckpt", append_dict=append)
 save_checkpoint(items, out + "/sp_crc.ckpt", format="ckpt", crc_check=True)
+for mode in ("AES-GCM", "AES-CBC"):
+    save_checkpoint(items, out + f"/sp_{mode}.ckpt", format="ckpt", enc_key=bytes(range(16)),
+                    enc_mode=mode)
 """
 
 _EXPECTED_FROM_SPORELING = {
@@ -143,11 +158,16 @@ def read_sporeling_files(python):
     report = {"mindspore_version": ms.__version__, "files": {}}
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([python, "-c", _SPORELING_WRITER, tmp], check=True)
-        for name, crc in (("sp.ckpt", False), ("sp_crc.ckpt", True)):
-            loaded = ms.load_checkpoint(os.path.join(tmp, name), crc_check=crc)
+        files = [("sp.ckpt", False, None), ("sp_crc.ckpt", True, None)]
+        files += [(f"sp_{m}.ckpt", False, m) for m in ("AES-GCM", "AES-CBC")]
+        for name, crc, mode in files:
+            dec_key = bytes(range(16)) if mode else None
+            loaded = ms.load_checkpoint(
+                os.path.join(tmp, name), crc_check=crc, dec_key=dec_key, dec_mode=mode or "AES-GCM"
+            )
             result = {}
             for key, want in _EXPECTED_FROM_SPORELING.items():
-                if name == "sp_crc.ckpt" and key in ("epoch_num", "lr", "note"):
+                if name != "sp.ckpt" and key in ("epoch_num", "lr", "note"):
                     continue
                 got = loaded.get(key)
                 if isinstance(want, str):

@@ -250,13 +250,18 @@ def encode_mindspore_ckpt(
 
 
 def write_mindspore_ckpt(
-    path: str, arrays: Mapping[str, np.ndarray], metadata: Mapping[str, str], crc: bool
+    path: str,
+    arrays: Mapping[str, np.ndarray],
+    metadata: Mapping[str, str],
+    crc: bool,
+    encryption: tuple[bytes, str] | None = None,
 ) -> None:
     """Write what ``save_checkpoint`` collected as a ``.ckpt`` file MindSpore loads.
 
     ``append_dict`` numbers become 0-d tensors (int64, float32, bool, as MindSpore's
     ``Tensor(value)`` makes them) and strings ``str`` entries; Sporeling's other metadata
-    (RNG state, digests) has no place in the format and is not written.
+    (RNG state, digests) has no place in the format and is not written. With
+    ``encryption=(key, mode)`` the bytes are encrypted as MindSpore's ``enc_key`` does.
     """
     import json
 
@@ -273,6 +278,11 @@ def write_mindspore_ckpt(
         else:
             number = float(value["float"]) if isinstance(value, dict) else value
             tensors[key_] = np.array(number, np.float32)
+    parts = encode_mindspore_ckpt(tensors, strings, crc)
+    if encryption is not None:  # MindSpore's AES-GCM/CBC blocks (enc_key / enc_mode)
+        from .mindspore_crypto import encrypt
+
+        parts = [encrypt(b"".join(bytes(p) for p in parts), *encryption)]
     with open(path, "wb") as f:
-        for part in encode_mindspore_ckpt(tensors, strings, crc):
+        for part in parts:
             f.write(part)

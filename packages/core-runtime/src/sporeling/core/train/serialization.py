@@ -34,9 +34,9 @@ and ``fsync``-ed, moved onto the target with ``os.replace``, and the directory i
 
 Differences from MindSpore 1.8: the default format (safetensors; MindSpore's protobuf
 ``.ckpt`` files are read too, by :mod:`.mindspore_ckpt`, and written with ``format="ckpt"``),
-``load_param_into_net`` returns
-MindSpore 2.x's ``(param_not_load, ckpt_not_load)``, encryption (``enc_key``/``dec_key``) is
-not supported, and ``integrated_save`` has no effect (there is no model parallelism).
+``load_param_into_net`` returns MindSpore 2.x's ``(param_not_load, ckpt_not_load)``,
+encryption (``enc_key``/``dec_key``, AES-GCM/AES-CBC, :mod:`.mindspore_crypto`) applies to
+``.ckpt`` files only, and ``integrated_save`` has no effect (there is no model parallelism).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ class CheckpointError(ValueError):
     ``path`` is the file, ``reason`` what is wrong, and ``code`` a stable kebab-case name
     (``checkpoint-not-found``, ``checkpoint-truncated``, ``checkpoint-corrupt``,
     ``checkpoint-not-safetensors``, ``checkpoint-pickle-refused``,
-    ``checkpoint-newer-format``).
+    ``checkpoint-newer-format``, ``checkpoint-encrypted``).
     """
 
     def __init__(self, path: str, reason: str, code: str = "checkpoint-corrupt") -> None:
@@ -160,8 +160,8 @@ def _reject_encryption(fn: str, arg: str, key: Any, mode: Any) -> None:
         raise TypeError(f"{fn}: argument '{arg[:3]}_mode' expected a str, got {mode!r}")
     if key is not None:
         raise ValueError(
-            f"{fn}: argument '{arg}' is not supported: Sporeling checkpoints are not encrypted "
-            "(MindSpore's AES-GCM/AES-CBC modes are not implemented); pass None and protect "
+            f"{fn}: argument '{arg}' is not supported for safetensors checkpoints; MindSpore's "
+            "AES-GCM/AES-CBC encryption applies to format='ckpt' files. Pass None and protect "
             "the file with file-system permissions or an encrypted volume instead"
         )
 
@@ -367,10 +367,20 @@ def _save(
     crc_check: Any = False,
 ) -> str:
     name = _check_file_name(fn, ckpt_file_name)
-    write = _payload_writer(fn, fmt, _check_bool(fn, "crc_check", crc_check))
+    crc = _check_bool(fn, "crc_check", crc_check)
+    encryption = None
+    if enc_key is not None and fmt == "ckpt":  # MindSpore's AES-GCM/CBC .ckpt encryption
+        from .mindspore_crypto import check_key
+
+        check_key(fn, "enc_key", enc_key, enc_mode)
+        if crc:
+            raise ValueError(f"{fn}: 'enc_key' and 'crc_check' cannot be used together")
+        encryption = (bytes(enc_key), enc_mode)
+    else:
+        _reject_encryption(fn, "enc_key", enc_key, enc_mode)
+    write = _payload_writer(fn, fmt, crc, encryption)
     _check_bool(fn, "integrated_save", integrated_save)
     asynchronous = _check_bool(fn, "async_save", async_save)
-    _reject_encryption(fn, "enc_key", enc_key, enc_mode)
     if not name.endswith((".ckpt", ".safetensors")):
         name += ".ckpt"  # MindSpore appends the suffix too
     name = os.path.abspath(name)
@@ -389,7 +399,7 @@ def _save(
     return name
 
 
-def _payload_writer(fn: str, fmt: Any, crc_check: bool) -> Any:
+def _payload_writer(fn: str, fmt: Any, crc_check: bool, encryption: Any = None) -> Any:
     """The function that writes the file's bytes for ``format`` (safetensors or MindSpore's)."""
     if fmt == "safetensors":
         if crc_check:
@@ -402,7 +412,7 @@ def _payload_writer(fn: str, fmt: Any, crc_check: bool) -> Any:
         from .mindspore_ckpt import write_mindspore_ckpt
 
         return lambda path, arrays, metadata: write_mindspore_ckpt(
-            path, arrays, metadata, crc_check
+            path, arrays, metadata, crc_check, encryption
         )
     raise ValueError(f"{fn}: argument 'format' expected 'safetensors' or 'ckpt', got {fmt!r}")
 
@@ -659,7 +669,7 @@ def _read(path: str, data: bytes) -> _Checkpoint:
     return _Checkpoint({k: arrays[k] for k in order}, meta, ours)
 
 
-def _open(fn: str, ckpt_file_name: Any) -> _Checkpoint:
+def _open(fn: str, ckpt_file_name: Any, dec_key: Any = None, dec_mode: Any = None) -> _Checkpoint:
     path = _check_file_name(fn, ckpt_file_name)
     if not os.path.exists(path):
         raise CheckpointError(path, "the file does not exist", "checkpoint-not-found")
@@ -667,6 +677,23 @@ def _open(fn: str, ckpt_file_name: Any) -> _Checkpoint:
         raise CheckpointError(path, "it is a directory, not a file", "checkpoint-not-found")
     with open(path, "rb") as f:
         data = f.read()
+    from .mindspore_crypto import decrypt, is_encrypted
+
+    if dec_key is not None:
+        if not is_encrypted(data):
+            raise CheckpointError(
+                path,
+                "argument 'dec_key' is not supported for this file: it is not an encrypted "
+                "MindSpore checkpoint (safetensors checkpoints are never encrypted)",
+            )
+        data = decrypt(path, data, dec_key, dec_mode)
+    elif is_encrypted(data):
+        raise CheckpointError(
+            path,
+            f"it is a MindSpore checkpoint encrypted with {is_encrypted(data)}; pass dec_key "
+            "(and dec_mode) to load_checkpoint",
+            "checkpoint-encrypted",
+        )
     return _read(path, data)
 
 
@@ -735,7 +762,12 @@ def load_checkpoint(
     if net is not None and not isinstance(net, Cell):
         raise TypeError(f"{fn}: argument 'net' expected a Cell or None, got {type(net).__name__}")
     strict = _check_bool(fn, "strict_load", strict_load)
-    _reject_encryption(fn, "dec_key", dec_key, dec_mode)
+    if dec_key is not None:
+        from .mindspore_crypto import check_key
+
+        check_key(fn, "dec_key", dec_key, dec_mode)
+    else:
+        _reject_encryption(fn, "dec_key", dec_key, dec_mode)
     keep_only = _check_prefix(fn, "specify_prefix", specify_prefix)
     drop = _check_prefix(fn, "filter_prefix", filter_prefix)
 
@@ -744,7 +776,7 @@ def load_checkpoint(
             return False
         return not (drop and name.startswith(drop))
 
-    ckpt = _open(fn, ckpt_file_name)
+    ckpt = _open(fn, ckpt_file_name, dec_key, dec_mode)
     frozen = set(ckpt.meta.get("requires_grad", {}).get("frozen", ()))
     out: dict[str, Any] = {}
     for name, arr in ckpt.arrays.items():
