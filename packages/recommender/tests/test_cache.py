@@ -125,3 +125,35 @@ def test_errors():
         CachedEmbeddingLookup(100, 2, vocab_cache_size=4, storage="disk")
     out = lookup(Tensor(np.array([[1, 200, -3]], np.int32)))
     assert np.all(out.asnumpy()[0, 1:] == 0) and np.any(out.asnumpy()[0, 0] != 0)
+
+
+def test_disk_level_initialises_rows_on_first_use(tmp_path):
+    big = 5_000_000  # 320 MB of table if it were written: the sparse file holds only touched rows
+    lookup = CachedEmbeddingLookup(big, 16, vocab_cache_size=64, storage="disk",
+                                   path=str(tmp_path / "big"), param_init="normal")  # fmt: skip
+    ids = np.array([[3, big - 1, 12345, 3]], np.int32)
+    out = lookup(Tensor(ids)).asnumpy()[0]
+    np.testing.assert_array_equal(out[0], out[3])
+    again = lookup._initial_rows(np.array([12345, 3]))  # order does not matter
+    np.testing.assert_array_equal(again, out[[2, 0]])
+    draws = lookup._initial_rows(np.arange(20000))
+    assert abs(draws.mean()) < 5e-4 and 0.0097 < draws.std() < 0.0103
+    lookup.flush()
+    st = (tmp_path / "big" / "table.npy").stat()
+    assert st.st_size > 300e6 and st.st_blocks * 512 < 10e6
+
+
+def test_disk_level_same_parameters_with_any_cache_size(tmp_path):
+    def run(cache, name):
+        set_seed(7)
+        net = WideDeepModel(V, F, 4, (6,), vocab_cache_size=cache, storage="disk",
+                            path=str(tmp_path / name))  # fmt: skip
+        step = TrainStepWrap(NetWithLossClass(net))
+        for ids, vals, y in batches(25):
+            step(Tensor(ids), Tensor(vals), Tensor(y))
+        tables = {id(c.embedding_table): c.full_table() for c in cached_lookups(net)}
+        return {p.name: np.array(tables.get(id(p), p.asnumpy())) for p in net.trainable_params()}
+
+    whole, small = run(V, "a"), run(16, "b")
+    for k in whole:
+        np.testing.assert_array_equal(small[k], whole[k], err_msg=k)

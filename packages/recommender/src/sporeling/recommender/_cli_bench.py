@@ -19,6 +19,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--steps", type=int, default=20, help="timed steps (after 3 warm-up steps)")
     p.add_argument("--vocab-cache-size", type=int, default=0)
+    p.add_argument(
+        "--storage", default="memory", choices=["memory", "disk"], help="cache's host level"
+    )
+    p.add_argument("--path", default=None, help="folder of the disk level")
     p.add_argument("--seed-config", action="store_true", help="vocab 5.86M, 7x1024, batch 16000")
     p.add_argument("--json", default=None, help="write the result here")
 
@@ -43,7 +47,8 @@ def run(a: argparse.Namespace) -> int:
     gen = SyntheticCriteo(a.vocab)
     warm = 3
     batches = [gen.rows(a.batch_size, seed=i) for i in range(warm + a.steps)]
-    net = WideDeepModel(a.vocab, 39, a.emb_dim, dims, vocab_cache_size=a.vocab_cache_size)
+    opts = {"storage": a.storage, "path": a.path} if a.storage == "disk" else {}
+    net = WideDeepModel(a.vocab, 39, a.emb_dim, dims, vocab_cache_size=a.vocab_cache_size, **opts)
     step = TrainStepWrap(NetWithLossClass(net))
     caches = cached_lookups(net)
     t0 = 0.0
@@ -57,6 +62,8 @@ def run(a: argparse.Namespace) -> int:
             if i + 1 < len(batches):
                 c.prefetch(batches[i + 1][0])
         step(Tensor(ids), Tensor(vals), Tensor(y))
+    for c in caches:
+        c.flush()  # the write-back belongs to the timed steps
     seconds = time.perf_counter() - t0
     result = {
         "vocab": a.vocab, "emb_dim": a.emb_dim, "deep_layers": list(dims),

@@ -7,7 +7,9 @@ Levels, fastest first:
    as in MindSpore);
 2. the full table and the full optimizer state (every per-row moment) in host memory, or
 3. with ``storage="disk"``, the same as memory-mapped files on disk, for tables larger than
-   RAM (the operating system's page cache then holds the hot part in memory).
+   RAM (the operating system's page cache then holds the hot part in memory). The files are
+   sparse and rows are initialised on first use (N(0, sigma^2) from a hash of the row id),
+   so a 100M-row table costs disk and time only for the rows training touches.
 
 Before a batch, :meth:`CachedEmbeddingLookup.prepare` makes every id of the batch resident:
 rows missing from the cache replace the least recently used rows that the batch does not
@@ -106,12 +108,22 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
         else:
             assert self._dir is not None
             self._dir.mkdir(parents=True, exist_ok=True)
-            self.host_table = self._disk_array("table", (vocab_size, embedding_size), None)
+            self.host_table = self._disk_array("table", (vocab_size, embedding_size))
             sigma = 0.01 if param_init == "normal" else getattr(param_init, "sigma", param_init)
-            _fill_normal(self.host_table, sigma)
+            if isinstance(sigma, bool) or not isinstance(sigma, (int, float)):
+                raise ValueError(
+                    f"{cls}: storage='disk' initialises rows as N(0, sigma^2); param_init must "
+                    f"be 'normal' or an initializer with a sigma there, got {param_init!r}"
+                )
+            self._sigma = float(sigma)
+            # rows never written are drawn on first use (a hash of the row id), so a table of
+            # 100M rows costs no time or disk until its rows are touched (sparse files)
+            self._table_fresh = np.ones(vocab_size, bool)
+            self._state_fresh = np.ones(vocab_size, bool)
+        self._state_init: dict[str, float] = {}
         self.host_state: dict[str, np.ndarray] = {}  # prefix -> (vocab, dim) rows
         self._state_params: dict[str, Parameter] = {}
-        self.slot_of = np.full(vocab_size, -1, np.int64)
+        self.slot_of = np.full(vocab_size, -1, np.int32)  # 4 bytes a row: 400 MB for 100M
         self.id_of = np.full(cache_rows, -1, np.int64)
         self.last_used = np.full(cache_rows, -1, np.int64)
         self._clock = 0
@@ -124,13 +136,23 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
 
     # ---- storage ------------------------------------------------------------------------
 
-    def _disk_array(self, name: str, shape: tuple[int, int], fill: float | None) -> np.ndarray:
+    def _disk_array(self, name: str, shape: tuple[int, int]) -> np.ndarray:
+        """A new zero-filled memory-mapped ``.npy`` (a sparse file: no blocks until written)."""
         assert self._dir is not None
-        arr = np.lib.format.open_memmap(self._dir / f"{name}.npy", mode="w+", dtype=np.float32,
-                                        shape=shape)  # fmt: skip
-        if fill is not None:
-            _fill_const(arr, fill)
-        return arr
+        return np.lib.format.open_memmap(self._dir / f"{name}.npy", mode="w+", dtype=np.float32,
+                                         shape=shape)  # fmt: skip
+
+    def _initial_rows(self, ids: np.ndarray) -> np.ndarray:
+        """N(0, sigma^2) rows for ``ids`` from a counter-based generator (Box-Muller on two
+        hashes of each (row, column)): the same values whichever order rows are touched in."""
+        cols = np.arange(self.embedding_size, dtype=np.uint64)
+        key = ids.astype(np.uint64)[:, None] * np.uint64(self.embedding_size) + cols
+        u1 = (_mix(key * np.uint64(2)) >> np.uint64(11)).astype(np.float64) + 0.5
+        u2 = (_mix(key * np.uint64(2) + np.uint64(1)) >> np.uint64(11)).astype(np.float64)
+        u1 /= float(1 << 53)
+        u2 /= float(1 << 53)
+        z = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+        return (z * self._sigma).astype(np.float32)
 
     def attach_state(self, prefix: str, state: Parameter) -> None:
         """Let the cache move the optimizer state ``state`` (shaped like the cache) with its
@@ -150,17 +172,28 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
         shape = (self.vocab_size, self.embedding_size)
         if self.storage == "memory":
             host = np.full(shape, init, np.float32)
-        else:
-            host = self._disk_array(f"state-{prefix}", shape, init)
+        else:  # rows whose state was never written read as `init`
+            host = self._disk_array(f"state-{prefix}", shape)
         for slot in np.flatnonzero(self.id_of >= 0):  # rows cached before the attach
             host[self.id_of[slot]] = data[slot]
         self.host_state[prefix] = host
+        self._state_init[prefix] = init
         self._state_params[prefix] = state
 
     # ---- the cache ----------------------------------------------------------------------
 
     def _read_host(self, ids: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        return self.host_table[ids], {k: v[ids] for k, v in self.host_state.items()}
+        rows = self.host_table[ids]
+        states = {k: v[ids] for k, v in self.host_state.items()}
+        if self.storage == "disk" and ids.size:
+            fresh = self._table_fresh[ids]
+            if fresh.any():
+                rows[fresh] = self._initial_rows(ids[fresh])
+            fresh = self._state_fresh[ids]
+            if fresh.any():
+                for k in states:
+                    states[k][fresh] = self._state_init[k]
+        return rows, states
 
     def _write_back(self, slots: np.ndarray) -> None:
         if slots.size == 0:
@@ -169,6 +202,10 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
         self.host_table[ids] = self.embedding_table.asnumpy()[slots]
         for prefix, host in self.host_state.items():
             host[ids] = self._state_params[prefix].asnumpy()[slots]
+        if self.storage == "disk":
+            self._table_fresh[ids] = False
+            if self.host_state:
+                self._state_fresh[ids] = False
         self.stats.write_backs += int(slots.size)
 
     def prefetch(self, ids: Any) -> None:
@@ -267,6 +304,19 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
             for host in self.host_state.values():
                 host.flush()  # type: ignore[attr-defined]
 
+    def full_table(self, block: int = 1 << 20) -> np.ndarray:
+        """The whole host table after :meth:`flush` (on disk: rows never touched are written
+        with their initial values first, block by block)."""
+        self.flush()
+        if self.storage == "disk":
+            for a in range(0, self.vocab_size, block):
+                ids = np.arange(a, min(a + block, self.vocab_size))
+                fresh = ids[self._table_fresh[ids]]
+                if fresh.size:
+                    self.host_table[fresh] = self._initial_rows(fresh)
+            self._table_fresh[...] = False
+        return self.host_table
+
     def load_table(self, table: Any) -> None:
         """Replace the full table (e.g. from a checkpoint); the cache starts empty again."""
         data = np.asarray(table.asnumpy() if hasattr(table, "asnumpy") else table, np.float32)
@@ -276,6 +326,8 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
                 f"{data.shape}"
             )
         self.host_table[...] = data
+        if self.storage == "disk":
+            self._table_fresh[...] = False
         self.slot_of[...] = -1
         self.id_of[...] = -1
         self.last_used[...] = -1
@@ -307,21 +359,12 @@ def _as_ids(ids: Any) -> np.ndarray:
     return arr.reshape(-1).astype(np.int64, copy=False)
 
 
-def _fill_const(arr: np.ndarray, value: float, block: int = 1 << 20) -> None:
-    for a in range(0, arr.shape[0], block):
-        arr[a : a + block] = value
-
-
-def _fill_normal(arr: np.ndarray, sigma: Any, block: int = 1 << 20, seed: int = 0) -> None:
-    if isinstance(sigma, bool) or not isinstance(sigma, (int, float)):
-        raise ValueError(
-            "CachedEmbeddingLookup: storage='disk' initialises the table as N(0, 0.01^2); "
-            f"param_init must be 'normal' there, got {sigma!r}"
-        )
-    rng = np.random.default_rng(seed)
-    for a in range(0, arr.shape[0], block):
-        n = min(block, arr.shape[0] - a)
-        arr[a : a + n] = rng.normal(0.0, sigma, (n, arr.shape[1])).astype(np.float32)
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser (wraps modulo 2^64)."""
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
 
 
 def cached_lookups(net: nn.Cell) -> list[CachedEmbeddingLookup]:

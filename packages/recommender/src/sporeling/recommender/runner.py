@@ -68,8 +68,7 @@ def save(net: Any, cfg: ModelConfig, path: str) -> None:
     model config in its metadata."""
     full = {}
     for lookup in cached_lookups(net):
-        lookup.flush()
-        full[id(lookup.embedding_table)] = lookup.host_table
+        full[id(lookup.embedding_table)] = lookup.full_table()  # flushed
     entries = []
     for p in net.get_parameters():
         data = full.get(id(p))
