@@ -192,6 +192,33 @@ def test_fixture_rows_written_here_read_the_same(tmp_path):
         _check(row, want)
 
 
+def test_open_for_append_to_mindspore_files(tmp_path):
+    import shutil
+
+    for name in os.listdir(DATA):
+        if name.startswith("ms_mixed.mindrecord"):
+            shutil.copy(DATA / name, tmp_path / name)
+    first = str(tmp_path / "ms_mixed.mindrecord0")
+    before = _rows(ds.MindDataset(first, shuffle=False))
+    writer = FileWriter.open_for_append(first)
+    row = {
+        k: (v.tobytes() if k == "image" else str(v) if k == "name" else v)
+        for k, v in before[0].items()
+    }
+    row["label"] = np.int32(99)
+    writer.write_raw_data([row, dict(row, label=np.int32(100))])
+    writer.commit()
+    after = _rows(ds.MindDataset(first, shuffle=False))
+    assert len(after) == len(before) + 2
+    # one new row per shard; each shard keeps its old rows first
+    labels = [int(r["label"]) for r in after]
+    old = [int(r["label"]) for r in before]
+    assert labels == old[:3] + [99] + old[3:] + [100]
+    assert after[3]["image"].tobytes() == before[0]["image"].tobytes()
+    with sqlite3.connect(tmp_path / "ms_mixed.mindrecord1.db") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM INDEXES").fetchone()[0] == 4
+
+
 def test_writer_errors(tmp_path):
     path = str(tmp_path / "w.mindrecord")
     with pytest.raises(ValueError, match="field 'x'"):

@@ -154,11 +154,15 @@ class ShardFile:
             )
         return data[8:]
 
-    def read(self, row: int, columns: list[str]) -> dict[str, Any]:
+    def records(self, row: int) -> tuple[bytes, bytes]:
+        """Row ``row``'s raw record (MessagePack) and blob, length prefixes checked."""
         fd = self._fd()
         raw_pos, raw_n, blob_pos, blob_n = self._where[row]
         raw = self._record(fd, raw_pos, raw_n, "raw", row)
-        blob = self._record(fd, blob_pos, blob_n, "blob", row)
+        return raw, self._record(fd, blob_pos, blob_n, "blob", row)
+
+    def read(self, row: int, columns: list[str]) -> dict[str, Any]:
+        raw, blob = self.records(row)
         return self.schema.decode(raw, blob, columns, f"{self.path} row {row}")
 
 

@@ -187,6 +187,35 @@ class FileWriter:
         self._shards: list[_Shard] | None = None
         self._committed = False
 
+    @classmethod
+    def open_for_append(cls, file_name: str) -> FileWriter:
+        """A writer that adds rows to existing MindRecord files (every shard of ``file_name``).
+
+        The existing rows are copied into new files with the new ones, which replace the
+        old files at ``commit``; the schema, index fields, header and page sizes are kept.
+        """
+        from ._msgpack import unpackb
+        from .reader import open_shards
+
+        shards = open_shards(file_name, "FileWriter.open_for_append")
+        first = shards[0]
+        writer = cls.__new__(cls)
+        writer.paths = [s.path for s in shards]
+        writer.header_size, writer.page_size = first.header_size, first.page_size
+        writer.schema = first.schema
+        entry = first.header["schema"][0]
+        writer.desc = entry.get("desc", "") if isinstance(entry, dict) else ""
+        fields = first.header.get("index_fields") or []
+        writer.index_fields = [f["index_field"] for f in fields if isinstance(f, dict)]
+        writer._committed = False
+        writer._shards = [_Shard(p, writer.page_size, writer.header_size) for p in writer.paths]
+        for source, target in zip(shards, writer._shards):
+            for row in range(len(source)):
+                raw, blob = source.records(row)
+                scalars = unpackb(raw)
+                target.add(raw, blob, [scalars.get(f) for f in writer.index_fields])
+        return writer
+
     # ---- configuration ------------------------------------------------------------------
 
     def add_schema(self, content: dict[str, Any], desc: str | None = None) -> int:
