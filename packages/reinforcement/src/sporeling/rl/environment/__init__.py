@@ -7,8 +7,10 @@ from .gym_environment import GymEnvironment
 from .multi_environment_wrapper import MultiEnvironmentWrapper
 from .space import Space
 from .tic_tac_toe import TicTacToeEnvironment
+from .two_step_game import TwoStepGameEnvironment
 
 __all__ = [
     "Environment", "Space", "GymEnvironment", "MultiEnvironmentWrapper",
     "CartPoleBatchEnvironment", "TicTacToeEnvironment", "ConnectFourEnvironment",
+    "TwoStepGameEnvironment",
 ]  # fmt: skip
