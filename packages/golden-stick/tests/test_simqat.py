@@ -183,3 +183,28 @@ def test_int8_weights_equal_fake_quant_weights():
     q, scale = quantize_weight(w, True, False)
     assert q.dtype == np.int8 and q.min() >= -128 and q.max() <= 127
     np.testing.assert_allclose(q * scale[:, None, None, None], fq, rtol=1e-6, atol=1e-7)
+
+
+def test_unsupported_options_say_so():
+    with pytest.raises(NotImplementedError, match="custom_policies"):
+        SimulatedQuantizationAwareTraining({"custom_policies": [1]})
+    algo = SimulatedQuantizationAwareTraining({"bn_fold": True, "one_conv_fold": False})
+    with pytest.raises(NotImplementedError, match="two-conv"):
+        algo.apply(gs_nets.ConvBnNet())
+
+
+def test_net_transformer_pattern_transform():
+    from sporeling.core.rewrite import PatternEngine
+    from sporeling.goldenstick import NetTransformer
+    from sporeling.goldenstick.quantization import Conv2dBnAct
+    from sporeling.goldenstick.quantization.simqat import _FuseReplacement
+
+    nt = NetTransformer(gs_nets.ConvBnNet())
+    names = [n.get_name() for n in nt.nodes()]
+    assert "conv1" in names and "bn1" in names
+    assert nt.pattern_transform(
+        PatternEngine([nn.Conv2d, nn.BatchNorm2d], _FuseReplacement(Conv2dBnAct))
+    )
+    assert "self.conv1_bn1(" in nt.get_code()
+    x = Tensor(RNG.standard_normal((1, 3, 8, 8)).astype("f4"))
+    assert nt.get_network()(x).shape == (1, 5)

@@ -8,6 +8,7 @@ physical channel removal), all built on :mod:`sporeling.core.rewrite`.
 
 from ._version import __version__
 from .comp_algo import CompAlgo
+from .net_transformer import NetTransformer
 from .pruner import PrunerFtCompressAlgo, PrunerKfCompressAlgo
 from .quantization import (
     QuantDtype,
@@ -19,6 +20,7 @@ from .quantization import (
 __all__ = [
     "__version__",
     "CompAlgo",
+    "NetTransformer",
     "QuantDtype",
     "SimulatedQuantizationAwareTraining",
     "SlbQuantAwareTraining",

@@ -5,42 +5,36 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["qgemm", "quantize_input", "im2col"]
+__all__ = ["qgemm", "qgemm_t", "quantize_input", "im2col"]
 
 
 @njit(cache=True, parallel=True)
-def qgemm(a: np.ndarray, w: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
-    """``a (M, K) int16 @ w (N, K) int8 .T`` accumulated in int32."""
+def qgemm_t(a: np.ndarray, wt: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """``a (M, K) int16 @ wt (K, N) int16`` accumulated in int32: each row adds weight rows
+    scaled by its non-zero input levels (vectorised over N; ReLU zeros are skipped)."""
     m, k = a.shape
-    n = w.shape[0]
-    out = np.empty((m, n), np.int32)
+    n = wt.shape[1]
+    out = np.zeros((m, n), np.int32)
     for i in prange(m):
-        for j in range(n):
-            acc = np.int32(0)
-            for t in range(k):
-                acc += np.int32(a[i, t]) * np.int32(w[j, t])
-            out[i, j] = acc
+        acc = out[i]
+        for t in range(k):
+            v = np.int32(a[i, t])
+            if v != 0:
+                for j in range(n):
+                    acc[j] += v * np.int32(wt[t, j])
     return out
 
 
-@njit(cache=True, parallel=True)
-def quantize_input(
-    x: np.ndarray, scale: float, zero_point: float, qmin: float, qmax: float
-):  # pragma: no cover
-    """``clip(round(x / scale) + zp, qmin, qmax) - zp`` as int16 (the zero-centred level),
-    which equals the fake quantizer's level for ``x`` (same nudged grid)."""
-    flat = x.ravel()
-    out = np.empty(flat.size, np.int16)
-    lo = qmin - zero_point
-    hi = qmax - zero_point
-    for i in prange(flat.size):
-        v = np.round(flat[i] / scale)
-        if v < lo:
-            v = lo
-        elif v > hi:
-            v = hi
-        out[i] = np.int16(v)
-    return out.reshape(x.shape)
+def qgemm(a: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``a (M, K) int16 @ w (N, K) int8 .T`` accumulated in int32."""
+    return qgemm_t(np.ascontiguousarray(a, np.int16), np.ascontiguousarray(w.T, np.int16))
+
+
+def quantize_input(x: np.ndarray, scale: float, zero_point: float, qmin: float, qmax: float):
+    """``clip(round(x / scale), qmin - zp, qmax - zp)`` as int16: the zero-centred level of
+    ``x`` on the fake quantizer's grid (same nudged grid, so the same level)."""
+    levels = np.round(x.astype(np.float64) / scale)
+    return np.clip(levels, qmin - zero_point, qmax - zero_point).astype(np.int16)
 
 
 @njit(cache=True, parallel=True)

@@ -135,6 +135,9 @@ class SimulatedQuantizationAwareTraining(CompAlgo):
         unknown = set(self._config) - set(_DEFAULTS) - {"custom_transforms", "custom_policies"}
         if unknown:
             raise ValueError(f"{_CLS}: unknown config keys {sorted(unknown)}")
+        for hook in ("custom_transforms", "custom_policies"):
+            if self._config.get(hook) is not None:
+                raise NotImplementedError(f"{_CLS}: config '{hook}' is not supported yet")
         cfg = {**_DEFAULTS, **self._config}
         act, weight = _pair("quant_delay", cfg["quant_delay"])
         self.set_act_quant_delay(act)
@@ -241,6 +244,11 @@ class SimulatedQuantizationAwareTraining(CompAlgo):
     def apply(self, network: nn.Cell) -> nn.Cell:
         """The fake-quant form of ``network`` (parameters shared with it)."""
         super().apply(network)
+        if self._bn_fold and not self._one_conv_fold:
+            raise NotImplementedError(
+                f"{_CLS}: bn_fold with one_conv_fold=False (the two-conv form) is not supported; "
+                "the one-conv form (the default) is"
+            )
         stree = SymbolTree.create(network)
         if self._enable_fusion:
             conv, dense = nn.Conv2d, nn.Dense

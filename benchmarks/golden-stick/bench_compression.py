@@ -1,0 +1,108 @@
+"""Golden stick benchmarks: compressed vs original inference (batch 64) and size, and the
+training-step overhead of SimQAT. Random weights (speed and size do not depend on them).
+
+    .nox/tests-package-golden-stick/bin/python benchmarks/golden-stick/bench_compression.py
+
+Prints a JSON object; numbers are noisy on a shared machine (best of --repeats).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+
+import numpy as np
+
+from sporeling.core import Tensor, save_checkpoint, set_seed
+from sporeling.goldenstick import (
+    PrunerFtCompressAlgo,
+    PrunerKfCompressAlgo,
+    QuantDtype,
+    SimulatedQuantizationAwareTraining,
+    SlbQuantAwareTraining,
+)
+from sporeling.goldenstick.models import LeNet5, ResNet20
+from sporeling.goldenstick.pruner import KfConv2d
+from sporeling.goldenstick.workflow import count_flops, measure_speed, param_count, train
+
+
+def _size(net) -> int:
+    path = os.path.join(tempfile.mkdtemp(), "w.safetensors")
+    save_checkpoint(net, path)
+    return os.path.getsize(path)
+
+
+def _step_ms(net, x, y, repeats: int) -> float:
+    train(net, x[:64], y[:64], 1, 64)  # warm-up (kernels compiled, buffers made)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        train(net, x[:64], y[:64], 1, 64)
+        best = min(best, time.perf_counter() - start)
+    return best * 1e3
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--repeats", type=int, default=3)
+    args = p.parse_args()
+    set_seed(0)
+    rng = np.random.default_rng(0)
+    out: dict = {}
+
+    # SimQAT: int8 LeNet-5
+    x = rng.standard_normal((64, 1, 32, 32)).astype(np.float32)
+    y = rng.integers(0, 10, 64).astype(np.int32)
+    net = LeNet5()
+    algo = SimulatedQuantizationAwareTraining({"enable_fusion": True})
+    qnet = algo.apply(net)
+    out["qat_step_ms"] = {
+        "plain": round(_step_ms(net, x, y, args.repeats), 1),
+        "simqat": round(_step_ms(qnet, x, y, args.repeats), 1),
+    }
+    int8 = algo.convert(qnet)
+    out["lenet_int8"] = {
+        "fp32_ms": round(measure_speed(net, x, args.repeats), 2),
+        "int8_ms": round(measure_speed(int8, x, args.repeats), 2),
+        "fp32_bytes": _size(net),
+        "int8_bytes": _size(int8),
+    }
+
+    # SCOP: ResNet-20 at prune rate 0.45 (scores random, the structure is what is timed)
+    xr = rng.standard_normal((64, 3, 32, 32)).astype(np.float32)
+    res = ResNet20()
+    kf = PrunerKfCompressAlgo({}).apply(res)
+    for _, cell in kf.cells_and_names():
+        if isinstance(cell, KfConv2d):
+            cell.kfscale.set_data(Tensor(rng.uniform(0, 1, cell.kfscale.shape).astype(np.float32)))
+    ft = PrunerFtCompressAlgo({"prune_rate": 0.45})
+    small = ft.convert(ft.apply(kf))
+    shape = (3, 32, 32)
+    out["resnet20_scop_0.45"] = {
+        "params": [param_count(res), param_count(small)],
+        "flops": [count_flops(res, shape), count_flops(small, shape)],
+        "ms": [
+            round(measure_speed(res, xr, args.repeats), 1),
+            round(measure_speed(small, xr, args.repeats), 1),
+        ],
+        "bytes": [_size(res), _size(small)],
+    }
+
+    # SLB: packed weight sizes of ResNet-20's convs
+    conv_bytes = sum(
+        p.asnumpy().nbytes for n, p in ResNet20().parameters_and_names() if p.asnumpy().ndim == 4
+    )
+    out["resnet20_slb_conv_bytes"] = {"fp32": conv_bytes}
+    for bits, dtype in ((4, QuantDtype.INT4), (2, QuantDtype.INT2), (1, QuantDtype.INT1)):
+        algo_s = SlbQuantAwareTraining({"quant_dtype": dtype})
+        packed = algo_s.convert(algo_s.apply(ResNet20()))
+        nbytes = sum(p.asnumpy().nbytes for n, p in packed.parameters_and_names() if "packed" in n)
+        out["resnet20_slb_conv_bytes"][f"W{bits}"] = nbytes
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
