@@ -29,7 +29,8 @@ ENV = {
 }
 
 
-MODES = ["batch_slice", "table_row_slice", "table_column_slice", "field_slice"]
+MODES = ["batch_slice", "table_row_slice", "table_column_slice", "field_slice",
+         "table_row_slice:deepfm", "table_column_slice:dcn_v2"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,7 @@ _LAZY = {
     "CachedEmbeddingLookup": ".cache",
     "SyntheticCriteo": ".synthetic",
     "ShardedTable": ".sharding",
+    "ShardedTrainer": ".sharding",
     "ShardedWideDeepTrainer": ".sharding",
     "set_ps_context": ".ps",
     "get_ps_context": ".ps",

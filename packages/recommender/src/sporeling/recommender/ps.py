@@ -27,7 +27,7 @@ import numpy as np
 from sporeling.core import Tensor
 from sporeling.core import communication as comm
 
-from .sharding import ShardedWideDeepTrainer
+from .sharding import ShardedTrainer
 
 __all__ = ["set_ps_context", "get_ps_context", "ps_role", "ParameterServerTrainer"]
 
@@ -65,9 +65,9 @@ def ps_role() -> str:
     return "MS_PSERVER" if comm.get_rank() < _server_num() else "MS_WORKER"
 
 
-class ParameterServerTrainer(ShardedWideDeepTrainer):
-    """Wide&Deep in parameter-server mode (see the module doc); needs ``comm.init()`` and
-    ``set_ps_context(enable_ps=True)``."""
+class ParameterServerTrainer(ShardedTrainer):
+    """A CTR model (Wide&Deep, DeepFM, DCN-v2) in parameter-server mode (see the module doc);
+    needs ``comm.init()`` and ``set_ps_context(enable_ps=True)``."""
 
     def __init__(self, model: Any, **kwargs: Any) -> None:
         if not _CONTEXT["enable_ps"]:

@@ -28,7 +28,7 @@ from sporeling.core import Parameter, RowTensor, Tensor, value_and_grad
 from sporeling.core import communication as comm
 from sporeling.core.nn.optim import FTRL, LazyAdam
 
-__all__ = ["SLICE_MODES", "Exchange", "ShardedTable", "ShardedWideDeepTrainer"]
+__all__ = ["SLICE_MODES", "Exchange", "ShardedTable", "ShardedTrainer", "ShardedWideDeepTrainer"]
 
 SLICE_MODES = ("batch_slice", "table_row_slice", "table_column_slice", "field_slice")
 
@@ -194,13 +194,13 @@ class ShardedTable:
         return np.concatenate(parts, axis=0)
 
 
-class ShardedWideDeepTrainer:
-    """Wide&Deep training over ranks: tables sharded by ``slice_mode`` (the deep table as
-    given; the 1-column wide table by rows for ``table_column_slice``), the dense part data
-    parallel; FTRL for the wide part and LazyAdam for the rest, loss scale ``sens``, as
-    :class:`~sporeling.recommender.train.TrainStepWrap`. Needs ``comm.init()`` first and a
-    sparse :class:`~sporeling.recommender.models.WideDeepModel` (whose own tables are the
-    initial values)."""
+class ShardedTrainer:
+    """A CTR model's training over ranks: its tables (``model.table_names``) sharded by
+    ``slice_mode`` (a 1-column table by rows under ``table_column_slice``), the dense part data
+    parallel; FTRL for parameters named ``wide*`` and LazyAdam for the rest, loss scale
+    ``sens``, as :class:`~sporeling.recommender.train.TrainStepWrap`. Needs ``comm.init()``
+    first and a sparse model with ``table_names`` and ``head(*rows, vals)`` (WideDeepModel,
+    DeepFMModel, DCNv2Model); the model's own tables are the initial values."""
 
     def __init__(
         self,
@@ -213,39 +213,47 @@ class ShardedWideDeepTrainer:
     ) -> None:
         if not getattr(model, "sparse", False) or not hasattr(model, "head"):
             raise ValueError(
-                "ShardedWideDeepTrainer: expected a WideDeepModel with sparse=True (the L2 term "
-                "of a dense model touches the whole table)"
+                f"{type(self).__name__}: expected a model with sparse=True and head() "
+                "(WideDeepModel, DeepFMModel, DCNv2Model); the L2 term of a dense model "
+                "touches the whole table"
             )
         self.model, self.x, self.sens = model, Exchange(), float(sens)
-        wide_mode = "table_row_slice" if slice_mode == "table_column_slice" else slice_mode
-        self.wide = ShardedTable(
-            "wide_embeddinglookup.embedding_table",
-            model.wide_embeddinglookup.embedding_table.asnumpy(), wide_mode, self.x, manual_shapes,
-        )  # fmt: skip
-        self.deep = ShardedTable(
-            "deep_embeddinglookup.embedding_table",
-            model.deep_embeddinglookup.embedding_table.asnumpy(), slice_mode, self.x,
-            manual_shapes,
-        )  # fmt: skip
-        tables = {id(model.wide_embeddinglookup.embedding_table),
-                  id(model.deep_embeddinglookup.embedding_table)}  # fmt: skip
-        self.dense = [p for p in model.trainable_params() if id(p) not in tables]
+        self.tables: list[ShardedTable] = []
+        own: set[int] = set()
+        for name in model.table_names:
+            table = getattr(model, name).embedding_table
+            own.add(id(table))
+            mode = slice_mode
+            if slice_mode == "table_column_slice" and table.shape[1] < self.x.size:
+                mode = "table_row_slice"  # Wide&Deep's 1-column wide table
+            self.tables.append(ShardedTable(f"{name}.embedding_table", table.asnumpy(), mode,
+                                            self.x, manual_shapes))  # fmt: skip
+        self.dense = [p for p in model.trainable_params() if id(p) not in own]
         dense_w = [p for p in self.dense if "wide" in p.name]
         dense_d = [p for p in self.dense if "wide" not in p.name]
-        self.optimizer_w = FTRL([*dense_w, self.wide.param], learning_rate=ftrl_lr, l1=1e-8,
-                                l2=1e-8, initial_accum=1.0, loss_scale=self.sens)  # fmt: skip
-        self.optimizer_d = LazyAdam([*dense_d, self.deep.param], learning_rate=adam_lr,
-                                    eps=1e-8, loss_scale=self.sens)  # fmt: skip
-        self._dense_w, self._dense_d = dense_w, dense_d
+        wide_t = [t for t in self.tables if "wide" in t.param.name]
+        deep_t = [t for t in self.tables if "wide" not in t.param.name]
+        self.optimizer_w = None
+        if dense_w or wide_t:
+            self.optimizer_w = FTRL(
+                [*dense_w, *(t.param for t in wide_t)], learning_rate=ftrl_lr, l1=1e-8, l2=1e-8,
+                initial_accum=1.0, loss_scale=self.sens,
+            )  # fmt: skip
+        self.optimizer_d = LazyAdam(
+            [*dense_d, *(t.param for t in deep_t)], learning_rate=adam_lr, eps=1e-8,
+            loss_scale=self.sens,
+        )  # fmt: skip
+        self._groups = [(self.optimizer_w, dense_w, wide_t), (self.optimizer_d, dense_d, deep_t)]
+        k = len(self.tables)
 
-        def loss_fn(wide_rows: Tensor, deep_rows: Tensor, vals: Tensor, label: Tensor) -> Any:
+        def loss_fn(*args: Tensor) -> Any:
             from sporeling.core import ops
 
-            logits = model.head(wide_rows, deep_rows, vals)
-            per = ops.binary_cross_entropy_with_logits(logits, label, reduction="none")
+            logits = model.head(*args[:k], args[k])
+            per = ops.binary_cross_entropy_with_logits(logits, args[k + 1], reduction="none")
             return ops.reduce_mean(per)
 
-        self._grad = value_and_grad(loss_fn, (0, 1), self.dense)
+        self._grad = value_and_grad(loss_fn, tuple(range(k)), self.dense)
 
     data_ranks: int | None = None  # ranks that hold batches (all, unless some only serve)
 
@@ -254,18 +262,17 @@ class ShardedWideDeepTrainer:
         A rank without data (a parameter server) passes ``ids=None`` and only serves rows."""
         n = self.data_ranks or self.x.size
         if ids is None:  # serve: take part in the exchanges with an empty batch
-            empty = np.zeros((0, self.model.field_size), np.int32)
-            self.wide.lookup(empty)
-            self.deep.lookup(empty)
+            ids = np.zeros((0, self.model.field_size), np.int32)
+            for t in self.tables:
+                t.lookup(ids)
             g_dense = [np.zeros(p.shape, np.float32) for p in self.dense]
-            g_wr = np.zeros((0, self.model.field_size, 1), np.float32)
-            g_dr = np.zeros((0, self.model.field_size, self.deep.dim), np.float32)
-            ids, loss_value = empty, 0.0
+            g_rows = [np.zeros((*ids.shape, t.dim), np.float32) for t in self.tables]
+            loss_value = 0.0
         else:
-            wr = self.wide.lookup(ids)
-            dr = self.deep.lookup(ids)
-            loss, ((gw, gd), gs) = self._grad(Tensor(wr), Tensor(dr), Tensor(vals), Tensor(label))
-            g_wr, g_dr, g_dense = gw.asnumpy(), gd.asnumpy(), [g.asnumpy() for g in gs]
+            rows = [Tensor(t.lookup(ids)) for t in self.tables]
+            loss, (g_pos, gs) = self._grad(*rows, Tensor(vals), Tensor(label))
+            g_rows = [g.asnumpy() for g in g_pos]
+            g_dense = [g.asnumpy() for g in gs]
             loss_value = float(loss.asnumpy())
         flat = np.concatenate([g.reshape(-1) for g in g_dense])
         flat = comm.all_reduce(Tensor(flat)).asnumpy() / n  # data parallel: the mean
@@ -274,13 +281,14 @@ class ShardedWideDeepTrainer:
         for p, g in zip(self.dense, g_dense):
             dense_grads[id(p)] = Tensor(flat[pos : pos + g.size].reshape(g.shape) * self.sens)
             pos += g.size
+        table_grads = {id(t): t.row_grad(ids, g / n) for t, g in zip(self.tables, g_rows)}
         restore: list[Any] = []
-        wide_g = self._nonempty(self.wide, self.wide.row_grad(ids, g_wr / n), self.optimizer_w,
-                                restore)  # fmt: skip
-        deep_g = self._nonempty(self.deep, self.deep.row_grad(ids, g_dr / n), self.optimizer_d,
-                                restore)  # fmt: skip
-        self.optimizer_w((*[dense_grads[id(p)] for p in self._dense_w], wide_g * self.sens))
-        self.optimizer_d((*[dense_grads[id(p)] for p in self._dense_d], deep_g * self.sens))
+        for opt, dense, tables in self._groups:
+            if opt is None:
+                continue
+            sparse = [self._nonempty(t, table_grads[id(t)], opt, restore) * self.sens
+                      for t in tables]  # fmt: skip
+            opt((*[dense_grads[id(p)] for p in dense], *sparse))
         for undo in restore:
             undo()
         total = comm.all_reduce(Tensor(np.array([loss_value]))).asnumpy()
@@ -313,6 +321,17 @@ class ShardedWideDeepTrainer:
     def full_parameters(self) -> dict[str, np.ndarray]:
         """Every parameter by name, the tables gathered whole (on every rank)."""
         out = {p.name: p.asnumpy().copy() for p in self.dense}
-        out[self.wide.param.name] = self.wide.gather_full()
-        out[self.deep.param.name] = self.deep.gather_full()
+        for t in self.tables:
+            out[t.param.name] = t.gather_full()
         return out
+
+    @property
+    def wide(self) -> ShardedTable:
+        return next(t for t in self.tables if "wide" in t.param.name)
+
+    @property
+    def deep(self) -> ShardedTable:
+        return next(t for t in self.tables if "wide" not in t.param.name)
+
+
+ShardedWideDeepTrainer = ShardedTrainer  # the name of the first version

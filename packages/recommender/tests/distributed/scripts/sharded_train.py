@@ -1,6 +1,7 @@
 """Sharded Wide&Deep over the ranks against one process on the global batch.
 
-Usage: sharded_train.py STEPS MODE [MODE ...]. For each mode, every rank trains its slice of
+Usage: sharded_train.py STEPS MODE[:MODEL] [...] (MODEL: wide_deep (default), deepfm,
+dcn_v2). For each mode, every rank trains its slice of
 each global batch with the tables sharded by MODE; every rank also trains the same model
 alone on the whole global batch (TrainStepWrap) and checks that all parameters agree.
 """
@@ -11,8 +12,8 @@ import numpy as np
 
 from sporeling.core import Tensor, set_seed
 from sporeling.core import communication as comm
-from sporeling.recommender.models import WideDeepModel
-from sporeling.recommender.sharding import ShardedWideDeepTrainer
+from sporeling.recommender.models import DCNv2Model, DeepFMModel, WideDeepModel
+from sporeling.recommender.sharding import ShardedTrainer
 from sporeling.recommender.synthetic import SyntheticCriteo
 from sporeling.recommender.train import NetWithLossClass, TrainStepWrap
 
@@ -29,22 +30,27 @@ ids = batches[1][0]
 ids[:, 13:] = 13 + (ids[:, 13:] - 13) % 300
 
 
-def make():
+MODELS = {"wide_deep": WideDeepModel, "deepfm": DeepFMModel, "dcn_v2": DCNv2Model}
+
+
+def make(model):
     set_seed(11)
-    return WideDeepModel(gen.vocab_size, 39, 4, (8,), init_sigma=0.2)
+    return MODELS[model](gen.vocab_size, 39, 4, (8,), init_sigma=0.2)
 
 
-for mode in modes:
+for spec in modes:
+    mode, _, model = spec.partition(":")
+    model = model or "wide_deep"
     shapes = None
     if mode == "field_slice":  # rank 0: the dense ids and the first 13 fields, rank 1 the rest
         cut = 13 + gen.per_field * 13
         shapes = (cut, gen.vocab_size - cut) if n == 2 else None
-    trainer = ShardedWideDeepTrainer(make(), mode, manual_shapes=shapes, adam_lr=1e-2)
+    trainer = ShardedTrainer(make(model), mode, manual_shapes=shapes, adam_lr=1e-2)
     if mode in ("table_row_slice", "field_slice"):
         assert trainer.deep.param.shape[0] < gen.vocab_size  # really sharded
     if mode == "table_column_slice":
         assert trainer.deep.param.shape[1] < 4
-    ref = make()
+    ref = make(model)
     ref_step = TrainStepWrap(NetWithLossClass(ref), adam_lr=1e-2)
     for ids, vals, y in batches:
         sl = slice(rank * local, (rank + 1) * local)
@@ -54,4 +60,4 @@ for mode in modes:
     got = trainer.full_parameters()
     for p in ref.trainable_params():
         np.testing.assert_allclose(got[p.name], p.asnumpy(), rtol=1e-5, atol=1e-6, err_msg=p.name)
-    print(f"rank {rank}: sharded {mode} OK", flush=True)
+    print(f"rank {rank}: sharded {spec} OK", flush=True)

@@ -66,12 +66,16 @@ class DCNv2Model(nn.Cell):
     def embedding_table(self) -> Parameter:
         return self.deep_embeddinglookup.embedding_table
 
+    table_names = ("deep_embeddinglookup",)
+
     def construct(self, id_hldr: Tensor, wt_hldr: Tensor) -> tuple[Tensor, Parameter]:
+        return self.head(self.deep_embeddinglookup(id_hldr), wt_hldr), self.embedding_table
+
+    def head(self, rows: Tensor, wt_hldr: Tensor) -> Tensor:
+        """The logits from the looked-up rows ``(B, F, emb_dim)``."""
         mask = ops.reshape(wt_hldr, (-1, self.field_size, 1))
-        x0 = ops.reshape(
-            self.deep_embeddinglookup(id_hldr) * mask, (-1, self.field_size * self.emb_dim)
-        )
+        x0 = ops.reshape(rows * mask, (-1, self.field_size * self.emb_dim))
         x = x0
         for layer in self.cross:
             x = layer(x0, x)
-        return self.deep(x), self.embedding_table
+        return self.deep(x)

@@ -59,11 +59,17 @@ class DeepFMModel(nn.Cell):
     def embedding_table(self) -> Parameter:
         return self.deep_embeddinglookup.embedding_table
 
+    table_names = ("wide_embeddinglookup", "deep_embeddinglookup")
+
     def construct(self, id_hldr: Tensor, wt_hldr: Tensor) -> tuple[Tensor, Parameter]:
+        first = self.wide_embeddinglookup(id_hldr)
+        factors = self.deep_embeddinglookup(id_hldr)
+        return self.head(first, factors, wt_hldr), self.embedding_table
+
+    def head(self, first_rows: Tensor, factor_rows: Tensor, wt_hldr: Tensor) -> Tensor:
+        """The logits from the looked-up rows (``(B, F, 1)``, ``(B, F, emb_dim)``)."""
         mask = ops.reshape(wt_hldr, (-1, self.field_size, 1))
-        first = ops.reshape(
-            ops.reduce_sum(self.wide_embeddinglookup(id_hldr) * mask, 1) + self.wide_b, (-1, 1)
-        )
-        v = self.deep_embeddinglookup(id_hldr) * mask
+        first = ops.reshape(ops.reduce_sum(first_rows * mask, 1) + self.wide_b, (-1, 1))
+        v = factor_rows * mask
         deep = self.deep(ops.reshape(v, (-1, self.field_size * self.emb_dim)))
-        return first + fm_interaction(v) + deep, self.embedding_table
+        return first + fm_interaction(v) + deep

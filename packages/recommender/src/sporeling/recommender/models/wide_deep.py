@@ -65,6 +65,8 @@ class WideDeepModel(nn.Cell):
     def embedding_table(self) -> Parameter:
         return self.deep_embeddinglookup.embedding_table
 
+    table_names = ("wide_embeddinglookup", "deep_embeddinglookup")  # what head() takes
+
     def construct(self, id_hldr: Tensor, wt_hldr: Tensor) -> tuple[Tensor, Parameter]:
         wide_id_weight = self.wide_embeddinglookup(id_hldr)
         deep_id_embs = self.deep_embeddinglookup(id_hldr)
