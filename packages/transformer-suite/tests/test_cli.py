@@ -115,3 +115,68 @@ def test_micro_batch_run_matches_plain_run(tmp_path):
     )
     assert copies["layout"]["micro_batch_num"] == 2
     assert copies["best_val_loss"] == pytest.approx(plain["best_val_loss"], rel=1e-5)
+
+
+def test_t5_and_vit_runs_from_configs(tmp_path, capsys):
+    import gzip
+
+    out = tmp_path / "t5"
+    assert (
+        main(
+            [
+                "train",
+                "t5_reverse",
+                f"output_dir={out}",
+                "train.max_iters=4",
+                "train.eval_interval=2",
+                "train.batch_size=8",
+                "train.test_size=4",
+                "data.length=4",
+                "context.mode=pynative",
+            ]
+        )
+        == 0
+    )
+    res = json.loads((out / "results.json").read_text())
+    assert len(res["val_loss"]) == 2 and 0 <= res["exact_match"] <= 1
+    capsys.readouterr()
+    assert main(["eval", str(out)]) == 0 and "exact match:" in capsys.readouterr().out
+    assert main(["generate", str(out), "--prompt", "123"]) == 0
+    assert capsys.readouterr().out.startswith("123 -> ")
+    # a tiny fake MNIST folder (the tests do not read shared data)
+    mnist = tmp_path / "mnist"
+    mnist.mkdir()
+    rng = np.random.default_rng(0)
+    imgs, labels = (
+        rng.integers(0, 255, (40, 28, 28), dtype=np.uint8),
+        rng.integers(0, 10, 40).astype(np.uint8),
+    )
+    with gzip.open(mnist / "train-images-idx3-ubyte.gz", "wb") as f:
+        f.write(
+            bytes([0, 0, 8, 3])
+            + b"".join(n.to_bytes(4, "big") for n in (40, 28, 28))
+            + imgs.tobytes()
+        )
+    with gzip.open(mnist / "train-labels-idx1-ubyte.gz", "wb") as f:
+        f.write(bytes([0, 0, 8, 1]) + (40).to_bytes(4, "big") + labels.tobytes())
+    out = tmp_path / "vit"
+    assert (
+        main(
+            [
+                "train",
+                "vit_mnist",
+                f"output_dir={out}",
+                f"data.path={mnist}",
+                "data.holdout=10",
+                "train.batch_size=10",
+                "train.epochs=1",
+                "model.num_layers=1",
+                "context.mode=pynative",
+            ]
+        )
+        == 0
+    )
+    res = json.loads((out / "results.json").read_text())
+    capsys.readouterr()
+    assert main(["eval", str(out)]) == 0
+    assert float(capsys.readouterr().out.split(":")[1]) == pytest.approx(res["test_accuracy"][-1])

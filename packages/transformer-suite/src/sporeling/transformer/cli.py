@@ -66,9 +66,34 @@ def _run(args: argparse.Namespace) -> int:
         if res["rank"] == 0:
             print(json.dumps({k: v for k, v in res.items() if k != "history"}, indent=1))
     elif args.command == "eval":
-        from .runner import evaluate
+        arch = _arch(args.run_dir)
+        if arch == "t5":
+            from .train_other import evaluate_t5
 
-        print(f"{args.split} loss: {evaluate(args.run_dir, args.split, args.batches):.4f}")
+            print(f"exact match: {evaluate_t5(args.run_dir):.4f}")
+        elif arch == "vit":
+            from .train_other import evaluate_vit
+
+            print(f"test accuracy: {evaluate_vit(args.run_dir):.4f}")
+        else:
+            from .runner import evaluate
+
+            print(f"{args.split} loss: {evaluate(args.run_dir, args.split, args.batches):.4f}")
+    elif args.command == "generate" and _arch(args.run_dir) == "t5":
+        from .generation import generate_seq2seq
+        from .tasks import DIGIT0, EOS
+        from .train_other import load_t5
+
+        net, _ = load_t5(args.run_dir)
+        prompts = args.prompt or ["12345"]
+        bad = [p for p in prompts if not p.isdigit()]
+        if bad:
+            raise ValueError(f"the digit-reversal T5 takes strings of digits, got {bad}")
+        outs = generate_seq2seq(
+            net, [[int(c) + DIGIT0 for c in p] for p in prompts], seed=args.seed
+        )
+        for p, o in zip(prompts, outs):
+            print(p, "->", "".join(str(t - DIGIT0) for t in o if t != EOS))
     elif args.command == "generate":
         from .generation import generate
         from .runner import load_run
@@ -96,3 +121,14 @@ def _run(args: argparse.Namespace) -> int:
         cfg = load_config(args.config, args.overrides)
         print(plan_text(plan(cfg, args.bandwidth, args.latency, args.device_flops)))
     return OK
+
+
+def _arch(run_dir: str) -> str:
+    from pathlib import Path
+
+    import yaml
+
+    cfg_path = Path(run_dir) / "config.yaml"
+    if not cfg_path.exists():
+        raise FileNotFoundError(f"{run_dir}: no config.yaml (not a training run's output_dir)")
+    return str((yaml.safe_load(cfg_path.read_text()) or {}).get("arch", "gpt")).lower()

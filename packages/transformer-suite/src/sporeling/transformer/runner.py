@@ -194,8 +194,20 @@ def _context(cfg: dict[str, Any]) -> None:
 
 
 def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
-    """Train the GPT of ``cfg``; writes ``model.safetensors``, ``tokenizer.json``,
-    ``config.yaml`` and ``results.json`` into ``output_dir``; returns the results."""
+    """Train the model of ``cfg`` (``arch``: gpt, t5 or vit); writes ``model.safetensors``,
+    ``config.yaml`` and ``results.json`` (and the GPT's ``tokenizer.json``) into
+    ``output_dir``; returns the results."""
+    arch = str(cfg.get("arch", "gpt")).lower()
+    if arch == "t5":
+        from .train_other import train_t5
+
+        return train_t5(cfg, log)
+    if arch == "vit":
+        from .train_other import train_vit
+
+        return train_vit(cfg, log)
+    if arch != "gpt":
+        raise ValueError(f"arch must be 'gpt', 't5' or 'vit', got {arch!r}")
     t = cfg.get("train", {})
     out = Path(cfg.get("output_dir", "out"))
     out.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,186 @@
+"""Train and evaluate the T5 (digit reversal) and ViT (MNIST) runs of a config, through
+``Model.fit`` as the GPT runner does; checkpoints in the core's safetensors format."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from sporeling.core import (
+    PYNATIVE_MODE,
+    Model,
+    load_checkpoint,
+    load_param_into_net,
+    nn,
+    save_checkpoint,
+    set_context,
+    set_seed,
+)
+from sporeling.core.train import Accuracy, ArrayDataset, Loss
+
+from .generation import generate_seq2seq
+from .models.t5 import T5Config, T5Model, T5WithLoss
+from .models.vit import ViT, ViTConfig
+from .tasks import EOS, PAD, ReverseDigits, load_mnist, reverse_digits
+
+__all__ = ["train_t5", "evaluate_t5", "train_vit", "evaluate_vit", "load_t5", "load_vit"]
+
+
+def _optimizer(net: nn.Cell, opt: dict[str, Any], steps: int) -> nn.Optimizer:
+    from .runner import lr_schedule
+
+    return nn.AdamW(
+        net.trainable_params(),
+        learning_rate=lr_schedule(opt, steps),
+        weight_decay=float(opt.get("weight_decay", 0.0)),
+    )
+
+
+def _finish(
+    out: Path, cfg: dict[str, Any], net: nn.Cell, results: dict[str, Any]
+) -> dict[str, Any]:
+    save_checkpoint(net, str(out / "model.safetensors"))
+    (out / "config.yaml").write_text(yaml.safe_dump(cfg))
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    results["rank"] = 0
+    return results
+
+
+def exact_match(net: T5Model, length: int, n: int, seed: int) -> float:
+    src, _, tgt = reverse_digits(np.random.default_rng(seed), n, length)
+    outs = generate_seq2seq(net, [list(s[s != PAD]) for s in src])
+    want = [list(t[: list(t).index(EOS) + 1]) for t in tgt]
+    return float(np.mean([o == w for o, w in zip(outs, want)]))
+
+
+def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
+    from .runner import _context
+
+    t, d = cfg.get("train", {}), cfg.get("data", {})
+    out = Path(cfg.get("output_dir", "out"))
+    out.mkdir(parents=True, exist_ok=True)
+    if d.get("task", "reverse_digits") != "reverse_digits":
+        raise ValueError(f"data.task: only 'reverse_digits' is built in, got {d.get('task')!r}")
+    length = int(d.get("length", 8))
+    m = dict(cfg.get("model", {}))
+    m.setdefault("vocab_size", 12)
+    m["seq_length"], m["max_decode_length"] = length, length + 1
+    cfg = {**cfg, "model": m}
+    set_seed(int(t.get("seed", 0)))
+    net = T5Model(T5Config.from_dict(m))
+    steps, interval, bs = (
+        int(t["max_iters"]),
+        int(t.get("eval_interval", t["max_iters"])),
+        int(t["batch_size"]),
+    )
+    seed = int(t.get("seed", 0))
+    with_loss = T5WithLoss(net)
+    step = nn.TrainOneStepCell(
+        with_loss, _optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps)
+    )
+    model = Model(step, eval_network=with_loss, metrics={"loss": Loss()})
+    _context(cfg)
+    t0 = time.perf_counter()
+    history: list[float] = []
+    from sporeling.core.train import LambdaCallback
+
+    def epoch_end(ctx: Any) -> None:
+        res = getattr(ctx.original_args(), "eval_results", None) or {}
+        history.append(float(res.get("loss", float("nan"))))
+        log(f"step {ctx.original_args().cur_step_num}: val loss {history[-1]:.4f}")
+
+    try:
+        model.fit(
+            math.ceil(steps / interval),
+            ReverseDigits(length, bs, interval, seed),
+            ReverseDigits(length, bs, int(t.get("eval_iters", 4)), seed + 1, fixed=True),
+            callbacks=[LambdaCallback(on_train_epoch_end=epoch_end)],
+        )
+    finally:
+        set_context(mode=PYNATIVE_MODE)
+    wall = time.perf_counter() - t0
+    em = exact_match(net, length, int(t.get("test_size", 500)), seed + 2)
+    log(f"exact match {em:.3f} on {int(t.get('test_size', 500))} held-out strings")
+    return _finish(out, cfg, net, {"wall_s": wall, "val_loss": history, "exact_match": em})
+
+
+def load_t5(out_dir: str | Path) -> tuple[T5Model, dict[str, Any]]:
+    cfg = yaml.safe_load((Path(out_dir) / "config.yaml").read_text())
+    net = T5Model(T5Config.from_dict({**cfg["model"], "use_past": True}))
+    load_param_into_net(
+        net, load_checkpoint(str(Path(out_dir) / "model.safetensors")), strict_load=True
+    )
+    return net, cfg
+
+
+def evaluate_t5(out_dir: str | Path, n: int = 500) -> float:
+    net, cfg = load_t5(out_dir)
+    return exact_match(net, net.config.seq_length, n, int(cfg.get("train", {}).get("seed", 0)) + 2)
+
+
+def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
+    from .runner import _context
+
+    t, d = cfg.get("train", {}), cfg.get("data", {})
+    out = Path(cfg.get("output_dir", "out"))
+    out.mkdir(parents=True, exist_ok=True)
+    x, y, xt, yt = load_mnist(d["path"], int(d.get("holdout", 10000)))
+    if d.get("limit"):
+        x, y = x[: int(d["limit"])], y[: int(d["limit"])]
+    set_seed(int(t.get("seed", 0)))
+    net = ViT(ViTConfig.from_dict(cfg.get("model", {})))
+    bs, epochs = int(t["batch_size"]), int(t.get("epochs", 1))
+    steps = epochs * (len(x) // bs)
+    model = Model(
+        net,
+        nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
+        _optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps),
+        metrics={"accuracy": Accuracy()},
+    )
+    history: list[float] = []
+    from sporeling.core.train import LambdaCallback
+
+    def epoch_end(ctx: Any) -> None:
+        res = getattr(ctx.original_args(), "eval_results", None) or {}
+        history.append(float(res.get("accuracy", float("nan"))))
+        log(f"epoch {ctx.original_args().cur_epoch_num}: test accuracy {history[-1]:.4f}")
+
+    _context(cfg)
+    t0 = time.perf_counter()
+    try:
+        model.fit(
+            epochs,
+            ArrayDataset(x, y, batch_size=bs, shuffle=True, drop_remainder=True, seed=0),
+            ArrayDataset(xt, yt, batch_size=500),
+            callbacks=[LambdaCallback(on_train_epoch_end=epoch_end)],
+        )
+    finally:
+        set_context(mode=PYNATIVE_MODE)
+    return _finish(out, cfg, net, {"wall_s": time.perf_counter() - t0, "test_accuracy": history})
+
+
+def load_vit(out_dir: str | Path) -> tuple[ViT, dict[str, Any]]:
+    cfg = yaml.safe_load((Path(out_dir) / "config.yaml").read_text())
+    net = ViT(ViTConfig.from_dict(cfg["model"]))
+    load_param_into_net(
+        net, load_checkpoint(str(Path(out_dir) / "model.safetensors")), strict_load=True
+    )
+    return net, cfg
+
+
+def evaluate_vit(out_dir: str | Path) -> float:
+    net, cfg = load_vit(out_dir)
+    d = cfg["data"]
+    _, _, xt, yt = load_mnist(d["path"], int(d.get("holdout", 10000)))
+    model = Model(
+        net,
+        nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
+        metrics={"accuracy": Accuracy()},
+    )
+    return float(model.eval(ArrayDataset(xt, yt, batch_size=500))["accuracy"])
