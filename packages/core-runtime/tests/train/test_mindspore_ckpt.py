@@ -380,3 +380,37 @@ def test_encryption_argument_errors(tmp_path):
     save_checkpoint(item, path, format="ckpt")
     with pytest.raises(ValueError, match="not an encrypted MindSpore checkpoint"):
         load_checkpoint(path, dec_key=KEY)
+
+
+def test_model_checkpoint_writes_mindspore_ckpt(tmp_path):
+    pytest.importorskip("cryptography")
+    from sporeling.core.train import CheckpointConfig, ModelCheckpoint
+    from sporeling.core.train.callback import RunContext
+
+    class Bag(dict):
+        __getattr__ = dict.__getitem__
+
+    net = SmallNet()
+    for fmt, extra in (("ckpt", {"crc_check": True}), ("ckpt", {"enc_key": KEY})):
+        config = CheckpointConfig(
+            save_checkpoint_steps=1, keep_checkpoint_max=1, format=fmt, **extra
+        )
+        folder = tmp_path / ("crc" if "crc_check" in extra else "enc")
+        cb = ModelCheckpoint(prefix="m", directory=str(folder), config=config)
+        params = Bag(train_network=net, batch_num=1, epoch_num=1, cur_step_num=1, cur_epoch_num=1)
+        ctx = RunContext(params)
+        cb.on_train_begin(ctx)
+        cb.on_train_step_end(ctx)
+        cb.on_train_end(ctx)
+        (path,) = list(folder.iterdir())
+        data = path.read_bytes()
+        if "crc_check" in extra:
+            assert data[-17:-10] == b"crc_num"
+            loaded = load_checkpoint(str(path))
+        else:
+            loaded = load_checkpoint(str(path), dec_key=KEY)
+        np.testing.assert_array_equal(loaded["fc.weight"].asnumpy(), net.fc.weight.asnumpy())
+    with pytest.raises(ValueError, match="crc_check"):
+        CheckpointConfig(crc_check=True)
+    with pytest.raises(ValueError, match="'format'"):
+        CheckpointConfig(format="onnx")

@@ -44,9 +44,11 @@ class CheckpointConfig:
     (when that is 0/None) one file per ``keep_checkpoint_per_n_minutes`` minutes.
     ``saved_network`` saves that Cell instead of the train network; ``append_info`` is a list
     of ``"epoch_num"``, ``"step_num"`` and at most one dict of extra values to store.
-    ``integrated_save`` has no effect (no model parallelism), ``enc_key`` must be None (no
-    encryption), and ``exception_save`` asks ``Model`` to save a ``_breakpoint.ckpt`` file when
-    training raises (see :meth:`ModelCheckpoint.save_on_exception`).
+    ``integrated_save`` has no effect (no model parallelism), and ``exception_save`` asks
+    ``Model`` to save a ``_breakpoint.ckpt`` file when training raises (see
+    :meth:`ModelCheckpoint.save_on_exception`). ``format='ckpt'`` (MindSpore 2.x's keyword)
+    writes MindSpore's protobuf files instead of safetensors, optionally with ``crc_check``
+    or ``enc_key``/``enc_mode`` encryption.
 
     >>> CheckpointConfig(save_checkpoint_steps=10, keep_checkpoint_max=3).keep_checkpoint_max
     3
@@ -65,6 +67,9 @@ class CheckpointConfig:
         enc_key: bytes | None = None,
         enc_mode: str = "AES-GCM",
         exception_save: bool = False,
+        *,
+        format: str = "safetensors",
+        crc_check: bool = False,
     ) -> None:
         values = {
             "save_checkpoint_steps": save_checkpoint_steps,
@@ -106,11 +111,25 @@ class CheckpointConfig:
             raise TypeError(
                 f"CheckpointConfig: argument 'enc_key' expected bytes or None, got {enc_key!r}"
             )
-        if enc_key is not None:
+        if format not in ("safetensors", "ckpt"):
             raise ValueError(
-                "CheckpointConfig: argument 'enc_key' is not supported: Sporeling checkpoints "
-                "are not encrypted; pass None"
+                f"CheckpointConfig: argument 'format' expected 'safetensors' or 'ckpt', "
+                f"got {format!r}"
             )
+        if not isinstance(crc_check, bool) or (crc_check and format != "ckpt"):
+            raise ValueError(
+                f"CheckpointConfig: argument 'crc_check' expected a bool, True only with "
+                f"format='ckpt', got {crc_check!r}"
+            )
+        if enc_key is not None and format != "ckpt":
+            raise ValueError(
+                "CheckpointConfig: argument 'enc_key' is not supported for safetensors "
+                "checkpoints; MindSpore's encryption applies to format='ckpt'"
+            )
+        if enc_key is not None:
+            from ..mindspore_crypto import check_key
+
+            check_key("CheckpointConfig", "enc_key", enc_key, enc_mode)
         if not isinstance(enc_mode, str):
             raise TypeError(
                 f"CheckpointConfig: argument 'enc_mode' expected a str, got {enc_mode!r}"
@@ -122,6 +141,18 @@ class CheckpointConfig:
         self._enc_key = enc_key
         self._enc_mode = enc_mode
         self._exception_save = bool(exception_save)
+        self._format = format
+        self._crc_check = crc_check
+
+    @property
+    def format(self) -> str:
+        """The file format: 'safetensors' (Sporeling's default) or MindSpore's 'ckpt'."""
+        return self._format
+
+    @property
+    def crc_check(self) -> bool:
+        """Whether .ckpt files get MindSpore 2.x's CRC trailer."""
+        return self._crc_check
 
     @staticmethod
     def _handle_append_info(append_info: Any) -> dict[str, Any] | None:
@@ -409,6 +440,8 @@ class ModelCheckpoint(Callback):
             config.enc_mode,
             epoch=epoch,
             step=step,
+            fmt=config.format,
+            crc_check=config.crc_check,
         )
 
     def _save_ckpt(self, cb_params: Any, force_to_save: bool = False) -> None:
@@ -465,6 +498,8 @@ class ModelCheckpoint(Callback):
             config.enc_mode,
             epoch=epoch,
             step=step,
+            fmt=config.format,
+            crc_check=config.crc_check,
         )
         return path
 
