@@ -208,3 +208,53 @@ def test_net_transformer_pattern_transform():
     assert "self.conv1_bn1(" in nt.get_code()
     x = Tensor(RNG.standard_normal((1, 3, 8, 8)).astype("f4"))
     assert nt.get_network()(x).shape == (1, 5)
+
+
+class _DenseBn(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(6, 4, weight_init="he_uniform")
+        self.bn = nn.BatchNorm1d(4)
+        self.relu = nn.ReLU()
+
+    def construct(self, x):
+        return self.relu(self.bn(self.fc(x)))
+
+
+@pytest.mark.parametrize("bn_fold", [False, True])
+def test_dense_bn_relu_fusion(bn_fold):
+    net = _DenseBn()
+    gs_nets.randomize_bn(net)
+    net.bn.use_batch_statistics = False
+    algo = SimulatedQuantizationAwareTraining(
+        {"enable_fusion": True, "bn_fold": bn_fold, "freeze_bn": 0}
+    )
+    qnet = algo.apply(net)
+    (wrapper,) = _wrappers(qnet)
+    assert wrapper._handler.act is not None and wrapper._handler.bn is net.bn
+    x = Tensor(RNG.standard_normal((8, 6)).astype("f4"))
+    qnet.set_train(True)
+    qnet(x)
+    qnet.set_train(False)
+    net.set_train(False)
+    ref = net(x).asnumpy()
+    assert np.abs(qnet(x).asnumpy() - ref).max() < 0.05 * np.abs(ref).max()
+    out = algo.convert(qnet)(x).asnumpy()
+    assert np.abs(out - qnet(x).asnumpy()).max() <= 1.001 * float(
+        wrapper._output_quantizer.quant_params()[2][0]
+    )
+
+
+def test_bn_fold_uses_batch_statistics_until_freeze_bn():
+    net = gs_nets.ConvBnNet()
+    qnet = SimulatedQuantizationAwareTraining(
+        {"enable_fusion": True, "bn_fold": True, "freeze_bn": 1}
+    ).apply(net)
+    x = Tensor(RNG.standard_normal((2, 3, 8, 8)).astype("f4") * 3 + 1)
+    qnet.set_train(True)
+    before = net.bn1.moving_mean.asnumpy().copy()
+    qnet(x)
+    after_one = net.bn1.moving_mean.asnumpy().copy()
+    qnet(x)
+    assert not np.allclose(before, after_one)  # step 1: batch statistics update the BN
+    np.testing.assert_array_equal(net.bn1.moving_mean.asnumpy(), after_one)  # frozen
