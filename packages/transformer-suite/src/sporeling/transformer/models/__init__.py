@@ -1,0 +1,18 @@
+"""The suite's models: GPT, T5 and ViT on the 1.8 ``nn.transformer`` blocks."""
+
+from .gpt import GPT, GPTConfig, GPTModel, GPTWithLoss
+from .t5 import T5Config, T5Model, T5WithLoss
+from .vit import ViT, ViTConfig, ViTWithLoss
+
+__all__ = [
+    "GPTConfig",
+    "GPTModel",
+    "GPT",
+    "GPTWithLoss",
+    "T5Config",
+    "T5Model",
+    "T5WithLoss",
+    "ViTConfig",
+    "ViT",
+    "ViTWithLoss",
+]
