@@ -414,3 +414,17 @@ def test_model_checkpoint_writes_mindspore_ckpt(tmp_path):
         CheckpointConfig(crc_check=True)
     with pytest.raises(ValueError, match="'format'"):
         CheckpointConfig(format="onnx")
+
+
+def test_convert_encrypted(tmp_path, capsys):
+    pytest.importorskip("cryptography")
+    key_file = tmp_path / "key.bin"
+    key_file.write_bytes(KEY)
+    src = str(DATA / "ms_encrypted_cbc.ckpt")
+    out = str(tmp_path / "plain.safetensors")
+    args = ["convert-ckpt", src, out, "--dec-key-file", str(key_file), "--dec-mode", "AES-CBC"]
+    assert cli_main([*args, "--check"]) == 0
+    enc = str(tmp_path / "again.ckpt")
+    assert cli_main(["convert-ckpt", out, enc, "--enc-key-file", str(key_file), "--check"]) == 0
+    assert "check: 1 entries equal" in capsys.readouterr().out
+    assert load_checkpoint(enc, dec_key=KEY)["w"].shape == (2, 3)

@@ -1,4 +1,6 @@
-"""``sporeling convert-ckpt IN OUT [--to FORMAT] [--check]``: MindSpore .ckpt <-> safetensors.
+"""``sporeling convert-ckpt IN OUT [--to FORMAT] [--check] [--dec-key-file K] [--enc-key-file K]``.
+
+Converts MindSpore's .ckpt <-> safetensors.
 
 The input's format is found from its bytes (either is read by :func:`load_checkpoint`, so a
 corrupt file gets the same :class:`CheckpointError`); the output's from ``--to`` or else its
@@ -28,12 +30,21 @@ def _output_format(out: str, to: str | None) -> str:
     return "safetensors" if out.endswith(".safetensors") else "ckpt"
 
 
-def convert_checkpoint(src: str, dst: str, to: str | None = None) -> dict[str, Any]:
+def convert_checkpoint(
+    src: str,
+    dst: str,
+    to: str | None = None,
+    dec_key: bytes | None = None,
+    dec_mode: str = "AES-GCM",
+    enc_key: bytes | None = None,
+    enc_mode: str = "AES-GCM",
+) -> dict[str, Any]:
     """Convert ``src`` into ``dst`` in format ``to`` (default: from ``dst``'s suffix).
 
     Returns what was read. Raises ``ValueError`` when ``dst`` is ``src`` (the conversion
     would read and overwrite one file), does not end ``.ckpt``/``.safetensors``, or ``to``
-    is not ``'ckpt'``/``'safetensors'``.
+    is not ``'ckpt'``/``'safetensors'``. ``dec_key`` opens an encrypted MindSpore input;
+    ``enc_key`` encrypts a ``.ckpt`` output (MindSpore's AES-GCM/AES-CBC).
     """
     if not dst.endswith((".ckpt", ".safetensors")):
         raise ValueError(
@@ -44,8 +55,8 @@ def convert_checkpoint(src: str, dst: str, to: str | None = None) -> dict[str, A
         raise ValueError(f"convert-ckpt: --to expected 'ckpt' or 'safetensors', got {fmt!r}")
     if os.path.exists(dst) and os.path.samefile(src, dst):
         raise ValueError(f"convert-ckpt: the output '{dst}' is the input file")
-    params = load_checkpoint(src)
-    save_checkpoint(params, dst, format=fmt)
+    params = load_checkpoint(src, dec_key=dec_key, dec_mode=dec_mode)
+    save_checkpoint(params, dst, format=fmt, enc_key=enc_key, enc_mode=enc_mode)
     return params
 
 
@@ -56,9 +67,11 @@ def _entry(value: Any) -> tuple[str, Any]:
     return "str", value
 
 
-def compare_checkpoints(expected: dict[str, Any], path: str) -> list[str]:
+def compare_checkpoints(
+    expected: dict[str, Any], path: str, dec_key: bytes | None = None, dec_mode: str = "AES-GCM"
+) -> list[str]:
     """What differs between ``expected`` (as load_checkpoint returns) and the file ``path``."""
-    got = load_checkpoint(path)
+    got = load_checkpoint(path, dec_key=dec_key, dec_mode=dec_mode)
     problems = [f"'{k}' is missing" for k in expected if k not in got]
     problems += [f"'{k}' was not in the input" for k in got if k not in expected]
     for name in expected:
@@ -80,12 +93,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--check", action="store_true", help="read OUTPUT back and compare every entry"
     )
+    for side, what in (("dec", "INPUT is encrypted"), ("enc", "encrypt a .ckpt OUTPUT")):
+        parser.add_argument(
+            f"--{side}-key-file", metavar="PATH", help=f"a file holding the AES key: {what}"
+        )
+        parser.add_argument(
+            f"--{side}-mode", default="AES-GCM", choices=("AES-GCM", "AES-CBC"), help="cipher mode"
+        )
     args = parser.parse_args(argv)
-    params = convert_checkpoint(args.input, args.output, args.to)
+    keys = {}
+    for side in ("dec", "enc"):
+        key_file = getattr(args, f"{side}_key_file")
+        if key_file is not None:
+            with open(key_file, "rb") as f:
+                keys[side] = f.read()
+    params = convert_checkpoint(
+        args.input,
+        args.output,
+        args.to,
+        keys.get("dec"),
+        args.dec_mode,
+        keys.get("enc"),
+        args.enc_mode,
+    )
     fmt = _output_format(args.output, args.to)
     print(f"wrote {len(params)} entries to {args.output} ({fmt})")
     if args.check:
-        problems = compare_checkpoints(params, args.output)
+        problems = compare_checkpoints(params, args.output, keys.get("enc"), args.enc_mode)
         if problems:
             for line in problems:
                 print(f"check failed: {line}", file=sys.stderr)
