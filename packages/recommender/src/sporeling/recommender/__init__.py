@@ -36,6 +36,8 @@ _LAZY = {
     "ShardedTable": ".sharding",
     "ShardedTrainer": ".sharding",
     "ShardedWideDeepTrainer": ".sharding",
+    "create_dataset": ".model_api",
+    "EmbeddingCacheCallback": ".model_api",
     "set_ps_context": ".ps",
     "get_ps_context": ".ps",
     "ParameterServerTrainer": ".ps",
