@@ -152,6 +152,7 @@ def test_default_lambda_func_assigns_stages_fusion_groups_recompute():
     assert [b.pipeline_stage for b in enc.blocks] == [0, 0, 1, 1, 1]
     assert [b.fusion_group for b in enc.blocks] == [1, 1, 2, 2, 3]
     assert all(b.recompute_flags["recompute"] for b in enc.blocks)
+    assert all(b.get_flags().get("recompute") for b in enc.blocks)  # marked via Cell.recompute
     seen = []
     TransformerEncoder(
         None,

@@ -32,7 +32,7 @@ def test_incremental_steps_equal_full_recompute_with_padding():
     assert (
         k0.shape == (2, 2, 4, S) and np.all(k0[0, :, :, 2:] == 0) and np.all(k0[1, :, :, 4:] == 0)
     )
-    add_flags_recursive(enc, is_first_iteration=False)
+    enc.add_flags_recursive(is_first_iteration=False)  # the 1.8 method form
     full = TransformerEncoder(None, 2, H, 16, S, 2, use_past=False, **F64)
     for (_, a), (_, b) in zip(full.parameters_and_names(), enc.parameters_and_names()):
         a.set_data(b)

@@ -30,7 +30,12 @@ MASK_ADDER = -10000.0  # 1.8 adds (1 - mask) * -10000 to the scores
 
 def add_flags_recursive(cell: nn.Cell, **flags: Any) -> nn.Cell:
     """``Cell.add_flags_recursive`` of 1.8: set each flag on the cell and all its children
-    (``is_first_iteration=True|False`` switches the ``use_past`` phase)."""
+    (``is_first_iteration=True|False`` switches the ``use_past`` phase); the core's method
+    when the Cell has it, so ``net.add_flags_recursive(...)`` works the same."""
+    method = getattr(cell, "add_flags_recursive", None)
+    if callable(method):
+        method(**flags)
+        return cell
     for _, sub in cell.cells_and_names():
         for k, v in flags.items():
             object.__setattr__(sub, k, v)

@@ -295,6 +295,13 @@ def default_lambda_func(
     network.fusion_group = (layer_id + offset) // dis + 1
     rc = parallel_config.recompute
     network.recompute_flags = rc.to_dict() if rc.recompute else None
+    if rc.recompute and callable(getattr(network, "recompute", None)):
+        # the core's Cell.recompute marks the block (its eager autodiff keeps activations anyway)
+        network.recompute(
+            parallel_optimizer_comm_recompute=rc.parallel_optimizer_comm_recompute,
+            mp_comm_recompute=rc.mp_comm_recompute,
+            recompute_slice_activation=rc.recompute_slice_activation,
+        )
 
 
 def check_config(
