@@ -174,3 +174,17 @@ def test_bpe_tokenizer_on_tokenizers():
     merges = json.loads(tk.to_str())["model"]["merges"]
     again = text.BPETokenizer(vocab=vocab, merges=[tuple(m) for m in merges], unk_token="[UNK]")
     assert _plain(again(LINES[5])) == _plain(bpe(LINES[5])[0])
+
+
+def test_bert_tokenize_batch_equals_the_per_line_path():
+    pytest.importorskip("tokenizers")
+    vocab = text.Vocab.from_list(MS["wordpiece_vocab"])
+    extra = ["Héllo wörld", "[CLS] first citizen [SEP]", "a\x01b", "", "tab\tseparated"]
+    for lower in (True, False):
+        bert = text.BertTokenizer(vocab, lower_case=lower, with_offsets=True)
+        batch = bert.tokenize_batch(LINES + extra)
+        assert bert._fast is not None  # the tokenizers path was used
+        for line, got in zip(LINES + extra, batch):
+            assert _plain(got) == _plain(bert(line)), line
+    got = text.BertTokenizer(vocab, lower_case=True, with_offsets=True).tokenize_batch(LINES)
+    assert [_plain(g) for g in got] == MS["bert_lower"]

@@ -198,6 +198,7 @@ class RegexReplace(TensorOperation):
 
 
 _UNUSED = re.compile(r"\[CLS\]|\[SEP\]|\[UNK\]|\[PAD\]|\[MASK\]|\[unused\d+\]")
+_PLAIN = re.compile(r"[\x20-\x7e\t]*")  # printable ASCII: bytes are characters
 
 
 def _is_punctuation(c: str) -> bool:
@@ -430,6 +431,64 @@ class BertTokenizer(TensorOperation):
             vocab, suffix_indicator, max_bytes_per_token, unknown_token
         )
         self.with_offsets = _check_flag("BertTokenizer", "with_offsets", with_offsets)
+
+    def tokenize_batch(self, lines: list[str]) -> list[Any]:
+        """Tokenize many lines: what calling this op on each gives, faster.
+
+        Lines of printable ASCII without ``[CLS]``-like tokens go through Hugging Face
+        ``tokenizers`` (BERT normalizer, pre-tokenizer and WordPiece, one Rust call for all
+        of them; equal to the Python path on such text: checked on 300 Tiny Shakespeare
+        lines), the others through the Python path. Without ``tokenizers`` (the ``text``
+        extra) every line takes the Python path.
+        """
+        fast = self._fast_tokenizer()
+        out: list[Any] = [None] * len(lines)
+        easy = []
+        for i, line in enumerate(lines):
+            if fast is not None and _PLAIN.fullmatch(line) and not _UNUSED.search(line):
+                easy.append(i)
+            else:
+                out[i] = self._execute_numpy(np.array(line))
+        if easy:
+            for i, enc in zip(easy, fast.encode_batch([lines[i] for i in easy])):
+                tokens = enc.tokens
+                starts = [a for a, _ in enc.offsets]
+                ends = [b for _, b in enc.offsets]
+                out[i] = _output(tokens, starts, ends, self.with_offsets)
+        return out
+
+    def _fast_tokenizer(self) -> Any:
+        """A ``tokenizers`` pipeline with this op's options, or None when it cannot match."""
+        cached = getattr(self, "_fast", False)
+        if cached is not False:
+            return cached
+        self._fast = None
+        basic, wp = self.basic, self.wordpiece
+        if basic.keep_whitespace or basic.normalization_form != NormalizeForm.NONE:
+            return None
+        if not wp.unknown_token or wp.unknown_token not in wp.vocab._ids:
+            return None
+        try:
+            from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+        except ImportError:
+            return None
+        tk = Tokenizer(
+            models.WordPiece(
+                dict(wp.vocab._ids),
+                unk_token=wp.unknown_token,
+                continuing_subword_prefix=wp.suffix_indicator,
+                max_input_chars_per_word=wp.max_bytes_per_token,
+            )
+        )
+        tk.normalizer = normalizers.BertNormalizer(
+            clean_text=True,
+            handle_chinese_chars=True,
+            strip_accents=basic.lower_case,
+            lowercase=basic.lower_case,
+        )
+        tk.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        self._fast = tk
+        return tk
 
     def _execute_numpy(self, x: Any) -> Any:
         s, spans = self.basic.tokenize(_text("BertTokenizer", x))
