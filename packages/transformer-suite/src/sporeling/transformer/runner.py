@@ -29,13 +29,16 @@ from sporeling.core import (
     set_context,
     set_seed,
 )
-from sporeling.core.train import Callback, EarlyStopping, Loss
+from sporeling.core.train import Callback, EarlyStopping, Loss, ProgressBar
 
 from .data import WindowDataset, encode_corpus
 from .models.gpt import GPT, GPTConfig, GPTWithLoss
 from .parallel import MeanOfCopies, apply_parallel, full_state, shard_model
 
 __all__ = [
+    "Throughput",
+    "KeepBest",
+    "make_optimizer",
     "build_gpt",
     "lr_schedule",
     "train",
@@ -249,6 +252,8 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     peak = measure_peak_flops()
     meter = Throughput(bs * c.seq_length, model_flops_per_token(c), peak * info.world, log)
     callbacks: list[Any] = [meter, KeepBest(net, out / "model.safetensors", main_rank, info.mp > 1)]
+    if t.get("progress_bar"):
+        callbacks.append(ProgressBar())  # the core's (tqdm if installed, else plain text)
     if t.get("early_stopping_patience"):
         callbacks.append(EarlyStopping(monitor="loss", patience=int(t["early_stopping_patience"])))
     if main_rank:
@@ -310,6 +315,3 @@ def evaluate(out_dir: str | Path, split: str = "val", batches: int | None = None
     )
     model = Model(GPTWithLoss(net), eval_network=GPTWithLoss(net), metrics={"loss": Loss()})
     return float(model.eval(ds)["loss"])
-
-
-__all__ += ["Throughput", "KeepBest", "make_optimizer"]
