@@ -24,37 +24,42 @@ def lenet_ckpt(tmp_path_factory):
     return str(path)
 
 
-def test_quantize_simqat_report_and_fresh_eval(capsys, tmp_path, lenet_ckpt):
+def test_quantize_prune_report_and_reload_in_a_fresh_process(capsys, tmp_path, lenet_ckpt):
     capsys.readouterr()
-    out = str(tmp_path / "q")
-    res = _run(capsys, "quantize", "--model", "lenet5", "--ckpt", lenet_ckpt, *DATA, "--out", out)
+    q = str(tmp_path / "q")
+    res = _run(capsys, "quantize", "--model", "lenet5", "--ckpt", lenet_ckpt, *DATA, "--out", q)
     assert res["deployed_accuracy"] == pytest.approx(res["fake_quant_accuracy"], abs=0.05)
     rep = _run(
-        capsys, "report", "--model", "lenet5", "--ckpt", lenet_ckpt, "--compressed", out, *DATA
+        capsys, "report", "--model", "lenet5", "--ckpt", lenet_ckpt, "--compressed", q, *DATA
     )
     assert rep["kind"] == "simqat"
     assert rep["compressed"]["file_bytes"] < 0.4 * rep["original"]["file_bytes"]
     assert rep["compressed"]["flops"] == rep["original"]["flops"]
-    code = [sys.executable, "-m", "sporeling.goldenstick", "eval", "--model", "lenet5"]
-    done = subprocess.run(
-        [*code, "--compressed", out, *DATA], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["accuracy"] == pytest.approx(res["deployed_accuracy"])
 
-
-def test_quantize_slb_and_prune(capsys, tmp_path):
-    capsys.readouterr()
-    common = ["--model", "resnet8", "--data", "synthetic:64", "--val", "32", "--batch", "32"]
-    slb = _run(
-        capsys, "quantize", *common, "--algo", "slb", "--bits", "1", "--out", str(tmp_path / "s")
-    )
+    small = ["--model", "resnet8", "--data", "synthetic:64", "--val", "32", "--batch", "32"]
+    s, p = str(tmp_path / "s"), str(tmp_path / "p")
+    slb = _run(capsys, "quantize", *small, "--algo", "slb", "--bits", "1", "--out", s)
     assert slb["deployed_accuracy"] == pytest.approx(slb["fake_quant_accuracy"])
-    pr = _run(capsys, "prune", *common, "--rate", "0.5", "--out", str(tmp_path / "p"))
+    pr = _run(capsys, "prune", *small, "--rate", "0.5", "--out", p)
     assert pr["params"][1] < 0.4 * pr["params"][0]
     assert pr["pruned_accuracy"] == pytest.approx(pr["masked_accuracy"])
-    ev = _run(capsys, "eval", *common, "--compressed", str(tmp_path / "p"))
-    assert ev["accuracy"] == pytest.approx(pr["pruned_accuracy"])
+
+    # every compressed folder, evaluated by a new process
+    code = f"""
+import json
+from sporeling.goldenstick.cli import main
+main(["eval", "--model", "lenet5", "--compressed", {q!r}, *{DATA!r}])
+main(["eval", *{small!r}, "--compressed", {s!r}])
+main(["eval", *{small!r}, "--compressed", {p!r}])
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    accs = [
+        json.loads(part)["accuracy"] for part in done.stdout.replace("}\n{", "}\0{").split("\0")
+    ]
+    assert accs == pytest.approx(
+        [res["deployed_accuracy"], slb["deployed_accuracy"], pr["pruned_accuracy"]]
+    )
 
 
 def test_bad_arguments():
