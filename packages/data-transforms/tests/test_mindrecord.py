@@ -118,6 +118,21 @@ def test_shuffle_is_a_seeded_permutation_and_workers_keep_order():
         assert x["image"].tobytes() == y["image"].tobytes()
 
 
+def test_shuffle_modes_files_and_infile():
+    path = str(DATA / "ms_mixed.mindrecord0")  # two files of 3 rows
+    labels = [w["label"]["values"] for w in EXPECTED]
+    seen_files, seen_rows = set(), set()
+    for seed in range(8):
+        ds.config.set_seed(seed)
+        files = [int(r["label"]) for r in _rows(ds.MindDataset(path, shuffle=ds.Shuffle.FILES))]
+        assert files in (labels, labels[3:] + labels[:3])  # whole files, in some order
+        seen_files.add(tuple(files))
+        infile = [int(r["label"]) for r in _rows(ds.MindDataset(path, shuffle=ds.Shuffle.INFILE))]
+        assert sorted(infile[:3]) == sorted(labels[:3]) and sorted(infile[3:]) == sorted(labels[3:])
+        seen_rows.add(tuple(infile))
+    assert len(seen_files) == 2 and len(seen_rows) > 2
+
+
 # ---- writing -----------------------------------------------------------------------------
 
 SCHEMA = {

@@ -32,8 +32,10 @@ class MindDataset(MappableSource):
     the field's dtype, strings 0-d ``str`` arrays, ``bytes`` fields 1-D uint8 arrays
     (MindSpore 1.8's form) and array fields in their schema shape. ``padded_sample`` (a
     dict with every column of ``columns_list``) is appended ``num_padded`` times so that
-    ``num_shards`` shards get equal rows. ``shuffle`` may be a bool or a ``Shuffle`` mode
-    (every mode shuffles rows globally here). ``cache`` must be None.
+    ``num_shards`` shards get equal rows. ``shuffle`` may be a bool or a ``Shuffle`` mode:
+    GLOBAL shuffles all rows, FILES the order of the files, INFILE the rows within each
+    file (with FILES/INFILE, shards interleave rows without MindSpore's wrap-around).
+    ``cache`` must be None.
     """
 
     def __init__(
@@ -53,6 +55,7 @@ class MindDataset(MappableSource):
         where = "MindDataset"
         if cache is not None:
             raise ValueError(f"{where}: argument 'cache' is not supported (pass None)")
+        mode = shuffle if shuffle in (Shuffle.FILES, Shuffle.INFILE) else None
         if isinstance(shuffle, Shuffle):
             shuffle = True
         self._shards = open_shards(dataset_files, where)
@@ -83,6 +86,13 @@ class MindDataset(MappableSource):
         if type(self.sampler) is DistributedSampler:
             s = self.sampler
             self.sampler = _EvenShards(s.num_shards, s.shard_id, s.shuffle, s.num_samples)
+        if mode is not None and sampler is None:  # shuffle the file order, or rows per file
+            from .text import _TextSampler
+
+            bounds = np.append(self._starts, self._starts[-1] + self._num_padded)
+            self.sampler = _TextSampler(
+                mode, bounds.astype(np.int64), (num_shards, shard_id), num_samples
+            )
         if self._num_padded and (int(self._starts[-1]) + self._num_padded) % int(num_shards):
             raise RuntimeError(
                 f"{where}: {int(self._starts[-1])} rows + num_padded={self._num_padded} is not "
@@ -123,6 +133,12 @@ class MindDataset(MappableSource):
 
     def get_col_names(self) -> list[str]:
         return list(self._columns)
+
+    def _indices(self, run: Any, epoch: int) -> np.ndarray:
+        if getattr(self.sampler, "num_shards", None) is not None and not run.seeded:
+            # every shard must draw the same file/row order, even without set_seed
+            return self.sampler.get_indices(self._num_rows(), (0, epoch, run.node_id(self)))
+        return super()._indices(run, epoch)
 
     def _num_rows(self) -> int:
         return int(self._starts[-1]) + self._num_padded
