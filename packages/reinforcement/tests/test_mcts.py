@@ -104,6 +104,24 @@ def test_mcts_class_never_loses_to_perfect_play_or_random():
         mcts.mcts_search()
 
 
+def test_mcts_class_reuses_its_tree_between_moves():
+    env = TicTacToeEnvironment()
+    env.reset_np()
+    mcts = MCTS(env, max_iteration=2000, seed=4)
+    a, handle = mcts.mcts_search()
+    env.step_np([a])
+    mcts.advance(a)
+    kept = mcts.searcher.tree["visits"][0, 0]
+    assert kept > 100  # the chosen child's subtree came along
+    reply, _ = mcts.mcts_search()  # tops the kept tree up to max_iteration visits
+    assert mcts.searcher.tree["visits"][0, 0] == 2000
+    assert mcts.searcher.tree["n_nodes"][0] <= 2001
+    assert env.legal_action_np()[0, reply]
+    mcts.restore_tree_data(handle)
+    with pytest.raises(ValueError, match="is not this tree's"):
+        mcts.restore_tree_data(handle + 1000)
+
+
 @nb.njit(PRIOR_SIG)
 def _prior_on_action_8(state, mask, prior, rng):
     for a in range(prior.shape[0]):

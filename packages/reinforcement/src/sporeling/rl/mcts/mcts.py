@@ -273,11 +273,11 @@ class MCTS:
         if not self._has_tree or not np.array_equal(root_state, state):
             self.searcher.set_roots(state[None])
             self._has_tree = True
-        player = int(self.env.current_player_fn(state))
-        if player != self.root_player and self.env.num_players > 1:
-            self.root_player = player  # the root's player follows the game
+        self.root_player = int(self.env.current_player_fn(state))  # follows the game
+        # a reused tree already holds some of the budget (and of the max_iteration + 1 nodes)
         budget = self.max_iteration - int(self.searcher.tree["visits"][0, self.searcher.roots[0]])
-        self.searcher.run(max(budget, 0) or self.max_iteration)
+        if budget > 0:
+            self.searcher.run(budget)
         return int(self.searcher.best_actions()[0]), self.handle
 
     def advance(self, action: int) -> None:
