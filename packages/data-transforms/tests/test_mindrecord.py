@@ -19,6 +19,7 @@ import pytest
 import sporeling.data as ds
 from sporeling.data.mindrecord import (
     Cifar10ToMR,
+    Cifar100ToMR,
     CsvToMR,
     FileReader,
     FileWriter,
@@ -386,6 +387,24 @@ def test_cifar10_binaries_to_mindrecord(tmp_path):
     (src / "test_batch.bin").write_bytes(b"\0" * 100)
     with pytest.raises(ValueError, match="not whole 3073-byte"):
         Cifar10ToMR(str(src), str(tmp_path / "d.mindrecord")).transform()
+
+
+def test_cifar100_binaries_to_mindrecord(tmp_path):
+    rng = np.random.default_rng(1)
+    src = tmp_path / "cifar100"
+    src.mkdir()
+    for name in ("train.bin", "test.bin"):
+        recs = rng.integers(0, 256, (3, 3074), dtype=np.uint8)
+        recs[:, 0] %= 20
+        recs[:, 1] %= 100
+        recs.tofile(src / name)
+    Cifar100ToMR(str(src), str(tmp_path / "c.mindrecord")).transform()
+    rows = _rows(ds.MindDataset(str(tmp_path / "c.mindrecord_test"), shuffle=False))
+    want = np.fromfile(src / "test.bin", np.uint8).reshape(3, 3074)
+    assert [int(r["coarse_label"]) for r in rows] == want[:, 0].tolist()
+    assert [int(r["fine_label"]) for r in rows] == want[:, 1].tolist()
+    with pytest.raises(ValueError, match="binary files are missing"):
+        Cifar100ToMR(str(tmp_path), str(tmp_path / "x.mindrecord")).transform()
 
 
 def test_image_folder_and_csv_to_mindrecord(tmp_path):

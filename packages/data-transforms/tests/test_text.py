@@ -136,6 +136,8 @@ def test_sequence_ops():
         text.ToNumber(np.int8)(np.array(["300"]))
     with pytest.raises(RuntimeError, match="not a valid"):
         text.ToNumber(np.int32)(np.array(["x"]))
+    with pytest.raises(RuntimeError, match="not a valid"):
+        text.ToNumber(np.int32)(np.array(["1_000"]))
     padded = text.PadEnd([5], pad_value="<pad>")(np.array(["a", "b"]))
     assert padded.tolist() == ["a", "b", "<pad>", "<pad>", "<pad>"]
 

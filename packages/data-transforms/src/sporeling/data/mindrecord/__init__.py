@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._format import MindRecordError
-from .converters import Cifar10ToMR, CsvToMR, ImageNetToMR
+from .converters import Cifar10ToMR, Cifar100ToMR, CsvToMR, ImageNetToMR
 from .reader import open_shards
 from .writer import FileWriter
 
@@ -19,6 +19,7 @@ __all__ = [
     "FileReader",
     "MindRecordError",
     "Cifar10ToMR",
+    "Cifar100ToMR",
     "ImageNetToMR",
     "CsvToMR",
     "SUCCESS",

@@ -15,7 +15,7 @@ import numpy as np
 
 from .writer import FileWriter
 
-__all__ = ["Cifar10ToMR", "ImageNetToMR", "CsvToMR"]
+__all__ = ["Cifar10ToMR", "Cifar100ToMR", "ImageNetToMR", "CsvToMR"]
 
 SUCCESS = 0
 _CIFAR_RECORD = 1 + 32 * 32 * 3
@@ -56,7 +56,7 @@ class Cifar10ToMR:
         paths = [os.path.join(self.source, n) for n in names]
         missing = [p for p in paths if not os.path.isfile(p)]
         if missing:
-            raise ValueError(f"Cifar10ToMR: CIFAR-10 binary files are missing: {missing}")
+            raise ValueError(f"{type(self).__name__}: binary files are missing: {missing}")
         return paths
 
     def _write(self, paths: list[str], destination: str, fields: list[str] | None) -> None:
@@ -221,6 +221,63 @@ class CsvToMR:
         rows = [{c: cast[types[c]](cols[c][i]) for c in keep} for i in range(len(body))]
         writer.write_raw_data(rows)
         writer.commit()
+        return SUCCESS
+
+    run = transform
+
+
+class Cifar100ToMR(Cifar10ToMR):
+    """CIFAR-100's binary version (``train.bin``, ``test.bin``) into MindRecord.
+
+    Schema ``{"id": int64, "fine_label": int64, "coarse_label": int64, "data": bytes}``
+    (``data`` a JPEG), as MindSpore's Cifar100ToMR writes; ``destination`` holds the 50,000
+    training images and ``destination + "_test"`` the 10,000 test images. (MindSpore's reads
+    the pickled Python version, which Sporeling never unpickles.)
+    """
+
+    def _write(self, paths: list[str], destination: str, fields: list[str] | None) -> None:
+        writer = FileWriter(destination, 1, overwrite=True)
+        writer.add_schema(
+            {
+                "id": {"type": "int64"},
+                "fine_label": {"type": "int64"},
+                "coarse_label": {"type": "int64"},
+                "data": {"type": "bytes"},
+            },
+            "img2mindrecord",
+        )
+        if fields:
+            writer.add_index(list(fields))
+        size = 2 + 32 * 32 * 3
+        next_id = 0
+        for path in paths:
+            raw = np.fromfile(path, np.uint8)
+            if raw.size % size:
+                raise ValueError(
+                    f"Cifar100ToMR: '{path}' is {raw.size} bytes, not whole {size}-byte "
+                    "CIFAR-100 records"
+                )
+            records = raw.reshape(-1, size)
+            for lo in range(0, len(records), _BATCH):
+                rows = []
+                for rec in records[lo : lo + _BATCH]:
+                    image = rec[2:].reshape(3, 32, 32).transpose(1, 2, 0)
+                    rows.append(
+                        {
+                            "id": next_id,
+                            "coarse_label": int(rec[0]),
+                            "fine_label": int(rec[1]),
+                            "data": _jpeg(image),
+                        }
+                    )
+                    next_id += 1
+                writer.write_raw_data(rows)
+        writer.commit()
+
+    def transform(self, fields: list[str] | None = None) -> int:
+        """Write both files; ``fields`` are index fields. Returns 0."""
+        self._write(self._batches(["train.bin"]), self.destination, fields)
+        self._write(self._batches(["test.bin"]), self.destination + "_test", fields)
         return SUCCESS
 
     run = transform

@@ -145,6 +145,8 @@ class ToNumber(TensorOperation):
         for i, s in enumerate(arr.reshape(-1)):
             text = s.decode() if isinstance(s, bytes) else str(s)
             try:
+                if "_" in text:  # Python's digit separators; C++'s stoll/stof reject them
+                    raise ValueError(text)
                 value = int(text) if self.data_type.kind in "iu" else float(text)
             except ValueError:
                 raise RuntimeError(f"ToNumber: {text!r} is not a valid {self.data_type}") from None
