@@ -47,6 +47,31 @@ def test_layout_errors():
     assert apply_parallel({}).world == 1
 
 
+def _mpiexec(script: str, n: int) -> str:
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        pytest.skip("mpi4py is not installed (pip install 'sporeling-transformer-suite[mpi]')")
+    mpiexec = shutil.which("mpiexec") or str(Path(sys.executable).parent / "mpiexec")
+    if not Path(mpiexec).exists():
+        pytest.skip("mpiexec is not on PATH (pip install mpich)")
+    env = dict(os.environ, OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    path = Path(__file__).parent / "distributed" / script
+    proc = subprocess.run(
+        [mpiexec, "-n", str(n), sys.executable, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
+    return proc.stdout
+
+
+def test_dp_times_mp_under_mpiexec_4():
+    assert _mpiexec("gpt_hybrid.py", 4).count(" dpxmp:") == 4
+
+
 def test_dp_optimizer_shard_and_mp_under_mpiexec():
     try:
         import mpi4py  # noqa: F401

@@ -15,8 +15,9 @@
 Checkpoints are written unsharded (:func:`full_state` gathers the shards), so a run of any
 layout loads into any other (:func:`load_full_state` slices them again).
 
-Data and model parallelism at the same time (dp > 1 and mp > 1), pipeline stages and
-recompute are not applied (``apply_parallel`` says so).
+With dp and mp both > 1 the ranks form mp groups of consecutive ranks and dp groups across
+them; gradients are averaged over the dp group. Pipeline stages are not applied
+(``apply_parallel`` says so).
 """
 
 from __future__ import annotations
@@ -73,6 +74,16 @@ def _row(lin: Linear, rank: int, size: int, group: str | None) -> None:
     lin.tensor_parallel_axes = {"weight": in_axis}
 
 
+def data_parallel_reducer(step: nn.Cell, info: ParallelInfo) -> nn.Cell:
+    """With dp and mp both > 1, average ``step``'s gradients over this rank's dp group (the
+    core's ``DistributedGradReducer`` on a group); otherwise ``step`` is left as it is."""
+    if info.dp_group is not None:
+        from sporeling.core.parallel import DistributedGradReducer
+
+        step.grad_reducer = DistributedGradReducer(step.weights, mean=True, group=info.dp_group)
+    return step
+
+
 def shard_model(net: nn.Cell, group: str | None = None) -> nn.Cell:
     """Keep this rank's share of every attention's heads and feed-forward units (in place).
 
@@ -113,10 +124,20 @@ class MeanOfCopies(nn.Cell):
 
 
 class ParallelInfo:
-    """Where this process sits: ranks, the data-parallel index (which batches it draws)."""
+    """Where this process sits: ranks, the data-parallel index (which batches it draws), and
+    with dp and mp both > 1 the names of its model-parallel and data-parallel groups."""
 
-    def __init__(self, dp: int, mp: int, rank: int = 0, world: int = 1) -> None:
+    def __init__(
+        self,
+        dp: int,
+        mp: int,
+        rank: int = 0,
+        world: int = 1,
+        mp_group: str | None = None,
+        dp_group: str | None = None,
+    ) -> None:
         self.dp, self.mp, self.rank, self.world = dp, mp, rank, world
+        self.mp_group, self.dp_group = mp_group, dp_group
 
     @property
     def dp_rank(self) -> int:
@@ -143,9 +164,17 @@ def apply_parallel(cfg: dict[str, Any]) -> ParallelInfo:
             f"processes ({world}); launch with `sporeling launch -n {dp * mp}`"
         )
     if dp > 1 and mp > 1:
-        raise ValueError(
-            "parallel_config: data_parallel and model_parallel both > 1 is not supported yet"
-        )
+        if pc.optimizer_shard:
+            raise ValueError(
+                "parallel_config: optimizer_shard with both data_parallel and model_parallel > 1 "
+                "is not supported"
+            )
+        # ranks d*mp .. d*mp+mp-1 share a model (an mp group); rank j of each model: a dp group
+        d, j = rank // mp, rank % mp
+        mp_group, dp_group = f"transformer_mp{d}", f"transformer_dp{j}"
+        comm.create_group(mp_group, [d * mp + k for k in range(mp)])
+        comm.create_group(dp_group, [e * mp + j for e in range(dp)])
+        return ParallelInfo(dp, mp, rank, world, mp_group, dp_group)
     if dp > 1:
         set_auto_parallel_context(
             parallel_mode=ParallelMode.DATA_PARALLEL,

@@ -33,7 +33,7 @@ from sporeling.core.train import Callback, EarlyStopping, Loss, ProgressBar
 
 from .data import WindowDataset, encode_corpus
 from .models.gpt import GPT, GPTConfig, GPTWithLoss
-from .parallel import MeanOfCopies, apply_parallel, full_state, shard_model
+from .parallel import MeanOfCopies, apply_parallel, data_parallel_reducer, full_state, shard_model
 
 __all__ = [
     "Throughput",
@@ -224,7 +224,7 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         tok.save(out / "tokenizer.json")
     net = build_gpt(cfg, tok.vocab_size)
     if info.mp > 1:
-        shard_model(net)
+        shard_model(net, info.mp_group)
     c = net.config
     steps, interval = int(t["max_iters"]), int(t.get("eval_interval", t["max_iters"]))
     bs = int(t["batch_size"])
@@ -248,6 +248,7 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         if clip > 0
         else nn.TrainOneStepCell(train_net, opt)
     )
+    data_parallel_reducer(step, info)
     model = Model(step, eval_network=with_loss, metrics={"loss": Loss()})
     peak = measure_peak_flops()
     meter = Throughput(bs * c.seq_length, model_flops_per_token(c), peak * info.world, log)
