@@ -43,3 +43,15 @@ def test_train_and_eval_round_trip(tmp_path, capsys):
     assert _last_json(capsys.readouterr().out)["episodes"] == 2
     assert main(["train", "--algo", "nope", "--steps", "1"]) == 1
     assert "unknown algorithm 'nope'" in capsys.readouterr().err
+
+
+def test_version_and_help_do_not_import_the_algorithms():
+    import subprocess
+    import sys
+
+    code = ("import sys; from sporeling.rl.cli import main\n"
+            "try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('sporeling.rl.')))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "sporeling-rl 0.1.0" in out.stdout
+    assert out.stdout.strip().splitlines()[-1] == "['sporeling.rl._version', 'sporeling.rl.cli']"

@@ -8,10 +8,22 @@ Subpackages follow ``mindspore_rl``'s layout: :mod:`~sporeling.rl.core` (``MSRL`
 :mod:`~sporeling.rl.mcts` (the compiled search).
 """
 
-from . import agent, algorithm, core, environment, mcts, network, policy, utils
+import importlib
+from typing import Any
+
 from ._version import __version__
 
-__all__ = [
-    "__version__", "agent", "algorithm", "core", "environment", "mcts", "network", "policy",
+_SUBPACKAGES = (
+    "agent", "algorithm", "core", "distribution", "environment", "mcts", "network", "policy",
     "utils",
-]  # fmt: skip
+)  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    """Import subpackages on first use, so that ``sporeling-rl --help`` stays fast."""
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["__version__", *_SUBPACKAGES]
