@@ -16,8 +16,16 @@ def test_dense_reference_names_and_grads():
         ("weight", (4, 3)),
         ("bias", (4,)),
     ]
-    assert abs(float(d.weight.asnumpy().std()) - 0.01) < 0.006  # Normal(0.01)
-    np.testing.assert_array_equal(d.bias.asnumpy(), 0)
+    # MindSpore 2.x defaults: HeUniform(sqrt(5)) weight and U(-1/sqrt(fan_in), ..) bias
+    big = nn.Dense(300, 200)
+    bound = 1 / math.sqrt(300)
+    w, b = big.weight.asnumpy(), big.bias.asnumpy()
+    assert np.abs(w).max() <= bound and abs(float(w.std()) - bound / math.sqrt(3)) < 0.1 * bound
+    assert np.abs(b).max() <= bound and float(np.abs(b).max()) > 0.5 * bound
+    # MindSpore 1.8's defaults stay one argument away
+    old = nn.Dense(3, 4, weight_init="normal", bias_init="zeros")
+    assert abs(float(old.weight.asnumpy().std()) - 0.01) < 0.006  # Normal(0.01)
+    np.testing.assert_array_equal(old.bias.asnumpy(), 0)
     rng = np.random.default_rng(0)
     d.weight.set_data(Tensor(rng.standard_normal((4, 3))))
     d.bias.set_data(Tensor(rng.standard_normal(4)))

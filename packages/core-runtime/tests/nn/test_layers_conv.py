@@ -131,9 +131,15 @@ def test_conv_defaults_names_and_init():
     assert c.pad_mode == "same" and not c.has_bias and c.bias is None
     assert [n for n, _ in c.parameters_and_names()] == ["weight"]
     assert c.weight.shape == (8, 3, 3, 3) and c.weight.dtype.name.lower() == "float32"
-    assert abs(float(c.weight.asnumpy().std()) - 0.01) < 0.003  # Normal(sigma=0.01)
-    c = nn.Conv2d(4, 8, 3, group=2, has_bias=True, weight_init="he_uniform")
+    # MindSpore 2.x default: HeUniform(sqrt(5)), U(-b, b) with b = 1/sqrt(fan_in = 3*3*3)
+    bound = 1 / np.sqrt(27)
+    w = c.weight.asnumpy()
+    assert np.abs(w).max() <= bound and abs(float(w.std()) - bound / np.sqrt(3)) < 0.2 * bound
+    c = nn.Conv2d(4, 8, 3, group=2, has_bias=True)
     assert c.weight.shape == (8, 2, 3, 3) and c.bias.shape == (8,)
+    assert np.abs(c.bias.asnumpy()).max() <= 1 / np.sqrt(2 * 9)  # fan_in of a group's weight
+    old = nn.Conv2d(3, 8, 3, weight_init="normal")  # MindSpore 1.8's default, by name
+    assert abs(float(old.weight.asnumpy().std()) - 0.01) < 0.003  # Normal(sigma=0.01)
     assert "input_channels=4, output_channels=8, kernel_size=(3, 3)" in repr(c)
 
 

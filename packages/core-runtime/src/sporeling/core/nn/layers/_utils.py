@@ -6,6 +6,7 @@ received and what was expected (``Conv2d: argument 'group' expected ...``).
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
@@ -135,3 +136,22 @@ def check_channels(cls: str, x: Tensor, axis: int, expected: int, arg: str) -> N
             f"{cls}: the input has {x.shape[axis]} channels (axis {axis} of shape {x.shape}), "
             f"but the layer was built with {arg}={expected}"
         )
+
+
+def default_weight_init(init: Any) -> Any:
+    """``None`` -> MindSpore 2.x's default weight initializer, HeUniform(sqrt(5)): U(-b, b)
+    with b = 1/sqrt(fan_in). (1.8's default was ``'normal'``, still one argument away.)"""
+    from ...initializer import HeUniform
+
+    return HeUniform(math.sqrt(5)) if init is None else init
+
+
+def default_bias_init(init: Any, weight_shape: tuple[int, ...]) -> Any:
+    """``None`` -> MindSpore 2.x's default bias initializer, U(-b, b) with b = 1/sqrt(fan_in)
+    of the weight (1.8's default was ``'zeros'``)."""
+    from ...initializer import Uniform, _fans
+
+    if init is not None:
+        return init
+    fan_in = _fans(tuple(weight_shape))[0]
+    return Uniform(1.0 / math.sqrt(fan_in)) if fan_in > 0 else "zeros"

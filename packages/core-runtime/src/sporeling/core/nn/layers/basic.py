@@ -15,6 +15,8 @@ from ._utils import (
     check_float,
     check_input,
     check_int,
+    default_bias_init,
+    default_weight_init,
     make_param,
 )
 
@@ -37,8 +39,8 @@ class Dense(Cell):
         self,
         in_channels: int,
         out_channels: int,
-        weight_init: Any = "normal",
-        bias_init: Any = "zeros",
+        weight_init: Any = None,
+        bias_init: Any = None,
         has_bias: bool = True,
         activation: Any = None,
     ) -> None:
@@ -46,9 +48,10 @@ class Dense(Cell):
         self.in_channels = check_int("Dense", "in_channels", in_channels, 1)
         self.out_channels = check_int("Dense", "out_channels", out_channels, 1)
         self.has_bias = check_bool("Dense", "has_bias", has_bias)
-        self.weight = make_param(
-            "Dense", "weight_init", weight_init, (self.out_channels, self.in_channels), "weight"
-        )
+        shape = (self.out_channels, self.in_channels)
+        weight_init = default_weight_init(weight_init)  # MindSpore 2.x defaults
+        bias_init = default_bias_init(bias_init, shape)
+        self.weight = make_param("Dense", "weight_init", weight_init, shape, "weight")
         self.bias = (
             make_param("Dense", "bias_init", bias_init, (self.out_channels,), "bias")
             if self.has_bias

@@ -27,6 +27,8 @@ from ._utils import (
     check_input,
     check_int,
     check_str,
+    default_bias_init,
+    default_weight_init,
     int_tuple,
     make_param,
 )
@@ -105,6 +107,8 @@ class _Conv(Cell):
             shape = (self.in_channels, self.out_channels // self.group) + kernel
         else:
             shape = (self.out_channels, self.in_channels // self.group) + kernel
+        weight_init = default_weight_init(weight_init)  # MindSpore 2.x defaults
+        bias_init = default_bias_init(bias_init, shape)
         self.weight = make_param(cls, "weight_init", weight_init, shape, "weight")
         self.bias = (
             make_param(cls, "bias_init", bias_init, (self.out_channels,), "bias")
@@ -163,8 +167,8 @@ class Conv2d(_Conv):
         dilation: Any = 1,
         group: int = 1,
         has_bias: bool = False,
-        weight_init: Any = "normal",
-        bias_init: Any = "zeros",
+        weight_init: Any = None,
+        bias_init: Any = None,
         data_format: str = "NCHW",
     ) -> None:
         super().__init__(
@@ -208,8 +212,8 @@ class Conv3d(_Conv):
         dilation: Any = 1,
         group: int = 1,
         has_bias: bool = False,
-        weight_init: Any = "normal",
-        bias_init: Any = "zeros",
+        weight_init: Any = None,
+        bias_init: Any = None,
         data_format: str = "NCDHW",
     ) -> None:
         super().__init__(
@@ -251,8 +255,8 @@ class Conv1d(_Conv):
         dilation: int = 1,
         group: int = 1,
         has_bias: bool = False,
-        weight_init: Any = "normal",
-        bias_init: Any = "zeros",
+        weight_init: Any = None,
+        bias_init: Any = None,
     ) -> None:
         k = check_int("Conv1d", "kernel_size", kernel_size, 1)
         super().__init__(
@@ -347,8 +351,8 @@ class Conv2dTranspose(_ConvTranspose):
         dilation: Any = 1,
         group: int = 1,
         has_bias: bool = False,
-        weight_init: Any = "normal",
-        bias_init: Any = "zeros",
+        weight_init: Any = None,
+        bias_init: Any = None,
     ) -> None:
         super().__init__(
             in_channels,
@@ -386,8 +390,8 @@ class Conv3dTranspose(_ConvTranspose):
         dilation: Any = 1,
         group: int = 1,
         has_bias: bool = False,
-        weight_init: Any = "normal",
-        bias_init: Any = "zeros",
+        weight_init: Any = None,
+        bias_init: Any = None,
         data_format: str = "NCDHW",
     ) -> None:
         super().__init__(
@@ -426,8 +430,8 @@ class Conv1dTranspose(_ConvTranspose):
         dilation: int = 1,
         group: int = 1,
         has_bias: bool = False,
-        weight_init: Any = "normal",
-        bias_init: Any = "zeros",
+        weight_init: Any = None,
+        bias_init: Any = None,
     ) -> None:
         k = check_int("Conv1dTranspose", "kernel_size", kernel_size, 1)
         super().__init__(
