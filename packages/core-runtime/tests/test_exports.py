@@ -14,7 +14,8 @@ PACKAGES = {
     "sporeling.core.nn.layers": (
         [],
         ["activation", "attention", "basic", "conv", "embedding"]
-        + ["micro_batch", "normalization", "pooling", "rnn"],
+        + ["micro_batch", "normalization", "pooling", "rnn", "activation_more", "combined"]
+        + ["image"],
     ),
     "sporeling.core.train": ([], ["callback", "dataset", "metrics", "model", "serialization"]),
     "sporeling.core.train.callback": ([], ["_callback", "_monitors", "_plateau", "checkpoint"]),

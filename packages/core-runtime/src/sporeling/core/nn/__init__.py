@@ -263,3 +263,39 @@ __all__ = [
     "FixedLossScaleManager",
     "DynamicLossScaleManager",
 ]
+
+# added for MindSpore 1.8 scripts being ported (see layers/, loss/, wrap/)
+from .layers import (  # noqa: E402
+    Conv2dBnAct,
+    DenseBnAct,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    L1Regularizer,
+    Pad,
+    ResizeBilinear,
+    RReLU,
+    Softmax2d,
+    Tanhshrink,
+    Unfold,
+)
+from .loss import CosineEmbeddingLoss, DiceLoss, FocalLoss, MultiClassDiceLoss  # noqa: E402
+from .wrap import ForwardValueAndGrad  # noqa: E402
+
+__all__ += [
+    "RReLU",
+    "Tanhshrink",
+    "Softmax2d",
+    "L1Regularizer",
+    "Conv2dBnAct",
+    "DenseBnAct",
+    "Pad",
+    "ResizeBilinear",
+    "Unfold",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "FocalLoss",
+    "DiceLoss",
+    "MultiClassDiceLoss",
+    "CosineEmbeddingLoss",
+    "ForwardValueAndGrad",
+]

@@ -300,7 +300,13 @@ def _print(self: Any, *xs: Any) -> None:
 
 
 def _resize_bilinear(self: Any, x: Any) -> Tensor:
-    mode = "align_corners" if self.align_corners else "half_pixel"
+    mode = (
+        "align_corners"
+        if self.align_corners
+        else "half_pixel"
+        if self.half_pixel_centers
+        else "asymmetric"
+    )
     return F.interpolate(
         x, sizes=tuple(self.size), coordinate_transformation_mode=mode, mode="bilinear"
     )

@@ -152,3 +152,28 @@ __all__ = [
     "LSTMCell",
     "GRUCell",
 ]
+
+# layers added for MindSpore 1.8 scripts being ported (one module per purpose)
+from . import activation_more as activation_more  # noqa: E402
+from . import combined as combined  # noqa: E402
+from . import image as image  # noqa: E402
+from .activation_more import L1Regularizer, RReLU, Softmax2d, Tanhshrink  # noqa: E402
+from .combined import Conv2dBnAct, DenseBnAct  # noqa: E402
+from .image import InstanceNorm1d, InstanceNorm2d, Pad, ResizeBilinear, Unfold  # noqa: E402
+
+__all__ += [
+    # .activation_more
+    "RReLU",
+    "Tanhshrink",
+    "Softmax2d",
+    "L1Regularizer",
+    # .combined
+    "Conv2dBnAct",
+    "DenseBnAct",
+    # .image
+    "Pad",
+    "ResizeBilinear",
+    "Unfold",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+]

@@ -33,3 +33,12 @@ __all__ = [
     "BCELoss",
     "BCEWithLogitsLoss",
 ]
+
+from .segmentation import (  # noqa: E402
+    CosineEmbeddingLoss,
+    DiceLoss,
+    FocalLoss,
+    MultiClassDiceLoss,
+)
+
+__all__ += ["FocalLoss", "DiceLoss", "MultiClassDiceLoss", "CosineEmbeddingLoss"]

@@ -32,3 +32,7 @@ __all__ = [
     "FixedLossScaleManager",
     "DynamicLossScaleManager",
 ]
+
+from .forward_value_and_grad import ForwardValueAndGrad  # noqa: E402
+
+__all__ += ["ForwardValueAndGrad"]

@@ -21,6 +21,7 @@ from ._classification import (
 )
 from ._regression import MAE, MSE, Loss
 from ._roc import ROC, ROCAUC, auc
+from ._text_and_overlap import BleuScore, CosineSimilarity, Dice, Perplexity
 from .metric import Metric, rearrange_inputs
 
 __all__ = [
@@ -41,6 +42,10 @@ __all__ = [
     "ROC",
     "ROCAUC",
     "auc",
+    "Dice",
+    "Perplexity",
+    "BleuScore",
+    "CosineSimilarity",
     "names",
     "get_metric_fn",
     "get_metrics",
@@ -62,6 +67,10 @@ __factory__: dict[str, Any] = {
     "top_5_categorical_accuracy": Top5CategoricalAccuracy,
     "loss": Loss,
     "confusion_matrix": ConfusionMatrix,
+    "dice": Dice,
+    "perplexity": Perplexity,
+    "bleu_score": BleuScore,
+    "cosine_similarity": CosineSimilarity,
 }
 
 
