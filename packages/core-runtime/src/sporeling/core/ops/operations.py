@@ -316,6 +316,10 @@ def _range(self: Any, start: Any, limit: Any, delta: Any) -> Tensor:
     return F.range(start, limit, delta)
 
 
+def _dtype_rule(self: Any, x: Any) -> Any:
+    return x.dtype
+
+
 def _transpose_rule(self: Any, x: Any, perm: Any) -> Tensor:
     return F.transpose(x, perm)
 
@@ -460,6 +464,7 @@ _TABLE: dict[str, tuple[str | None, tuple[tuple[str, Any], ...], Any]] = {
     ),
     "Range": ("range", (("maxlen", 1000000),), _range),
     "Transpose": ("transpose", (), _transpose_rule),
+    "DType": (None, (), _dtype_rule),
 }
 
 # MindSpore class name -> functional op, called with the inputs unchanged
