@@ -8,9 +8,10 @@ so the mark changes no value and saves no memory (docs/porting.md says so).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
-__all__ = ["CellFlagsMixin"]
+__all__ = ["CellFlagsMixin", "graph_fallback"]
 
 
 class CellFlagsMixin:
@@ -41,3 +42,16 @@ class CellFlagsMixin:
                            "recompute_slice_activation"):  # fmt: skip
                 raise TypeError(f"Cell.recompute: unexpected argument {key!r}")
         self.add_flags_recursive(recompute=True)
+
+
+def graph_fallback(cell: Any, exc: Exception) -> None:
+    """GRAPH_MODE could not trace ``cell`` (Python control flow on tensor values): from now on
+    it runs eagerly (PYNATIVE), and a warning says why once for this cell."""
+    object.__setattr__(cell, "_graph_fallback", True)
+    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    warnings.warn(
+        f"GRAPH_MODE: {type(cell).__name__} runs in PYNATIVE mode (eagerly) because it could "
+        f"not be compiled: {reason}",
+        UserWarning,
+        stacklevel=4,
+    )

@@ -13,12 +13,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .._primitive import current_interpreter
+from ..compiler.graph import TracingError
 from ..compiler.tracer import Tracer
 from ..context import _SETTINGS, GRAPH_MODE
 from ..tensor import Parameter
 from ._amp import mark_dtype, run_in_dtype
 from ._bprop import call_with_bprop, has_bprop
-from ._cell_compat import CellFlagsMixin
+from ._cell_compat import CellFlagsMixin, graph_fallback
 
 __all__ = ["Cell"]
 
@@ -137,7 +138,11 @@ class Cell(CellFlagsMixin):
         raise TypeError(f"{type(self).__name__} must define construct(self, ...)")
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
-        if _SETTINGS["mode"] == GRAPH_MODE and not isinstance(current_interpreter(), Tracer):
+        if (
+            _SETTINGS["mode"] == GRAPH_MODE
+            and not isinstance(current_interpreter(), Tracer)
+            and not self.__dict__.get("_graph_fallback")
+        ):
             # GRAPH_MODE: the outermost cell call compiles (once per signature) and runs
             compiled = self.__dict__.get("_graph_call")
             if compiled is None:
@@ -145,7 +150,10 @@ class Cell(CellFlagsMixin):
 
                 compiled = JitFunction(self._run_construct, cell=self)
                 object.__setattr__(self, "_graph_call", compiled)
-            return compiled(*inputs, **kwargs)
+            try:
+                return compiled(*inputs, **kwargs)
+            except TracingError as exc:  # control flow on tensor values: run it eagerly
+                graph_fallback(self, exc)
         return self._run_construct(*inputs, **kwargs)
 
     def _run_construct(self, *inputs: Any, **kwargs: Any) -> Any:
