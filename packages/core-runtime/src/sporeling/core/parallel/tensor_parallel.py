@@ -267,7 +267,7 @@ class _ParallelMixin:
 class ColumnParallelDense(_ParallelMixin, Dense):
     """``Dense`` with ``weight`` (and ``bias``) split along the output features.
 
-    ``ColumnParallelDense(in_channels, out_channels, weight_init='normal', bias_init='zeros',
+    ``ColumnParallelDense(in_channels, out_channels, weight_init=None, bias_init=None,
     has_bias=True, activation=None, gather_output=True, group=None)``. Each rank holds
     ``out_channels / p`` rows of ``weight``; the input is replicated. With
     ``gather_output=True`` the outputs are all-gathered into the full ``out_channels``;
@@ -283,8 +283,8 @@ class ColumnParallelDense(_ParallelMixin, Dense):
         self,
         in_channels: int,
         out_channels: int,
-        weight_init: Any = "normal",
-        bias_init: Any = "zeros",
+        weight_init: Any = None,
+        bias_init: Any = None,
         has_bias: bool = True,
         activation: Any = None,
         gather_output: bool = True,
@@ -347,7 +347,7 @@ class ColumnParallelDense(_ParallelMixin, Dense):
 class RowParallelDense(_ParallelMixin, Dense):
     """``Dense`` with ``weight`` split along the input features.
 
-    ``RowParallelDense(in_channels, out_channels, weight_init='normal', bias_init='zeros',
+    ``RowParallelDense(in_channels, out_channels, weight_init=None, bias_init=None,
     has_bias=True, activation=None, input_is_parallel=False, group=None)``. Each rank holds
     ``in_channels / p`` columns of ``weight`` and the whole ``bias``; partial products are
     all-reduced, then the bias and activation are applied. With ``input_is_parallel=True``
@@ -364,8 +364,8 @@ class RowParallelDense(_ParallelMixin, Dense):
         self,
         in_channels: int,
         out_channels: int,
-        weight_init: Any = "normal",
-        bias_init: Any = "zeros",
+        weight_init: Any = None,
+        bias_init: Any = None,
         has_bias: bool = True,
         activation: Any = None,
         input_is_parallel: bool = False,
