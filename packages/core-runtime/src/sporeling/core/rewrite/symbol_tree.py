@@ -250,7 +250,25 @@ class SymbolTree:
             )
         self._rewire(old_node, last)
         self.erase_node(old_node)
+        self._reuse_names(old_node, last)
         return last
+
+    def _reuse_names(self, old: Node, new: Node) -> None:
+        """Give ``new`` the erased ``old`` node's output names, so regenerated code keeps
+        the original variable names (``x_1 = self.conv1_quant(x)``)."""
+        defined = self._definitions()
+        for i, (was, now) in enumerate(zip(old._targets, new._targets)):
+            was_name, now_name = str(was.value), str(now.value)
+            if was_name == now_name or was_name in defined:
+                continue
+            renamed = ScopedValue.create_naming_value(was_name)
+            new._targets[i] = renamed
+            for n in self._nodes:
+                n._args = [renamed if a.is_variable and a.value == now_name else a for a in n._args]
+                n._kwargs = {
+                    k: (renamed if v.is_variable and v.value == now_name else v)
+                    for k, v in n._kwargs.items()
+                }
 
     def set_output(self, index: int, return_value: str) -> Node:
         """Make output ``index`` of the network return the variable ``return_value``."""

@@ -277,7 +277,11 @@ class SimulatedQuantizationAwareTraining(CompAlgo):
             node.set_attribute("quant_policy", policy)
             wrapper = QuantizeWrapperCell(handler, self._act_quantizer(), self._act_quantizer())
             new = Node.create_call_cell(
-                wrapper, node.get_targets(), node.get_args(), node.get_kwargs(), node.get_name()
+                wrapper,
+                node.get_targets(),
+                node.get_args(),
+                node.get_kwargs(),
+                f"{node.get_name()}_quant",
             )
             new.set_attribute("quant_policy", policy)
             tree.replace(node, [new])

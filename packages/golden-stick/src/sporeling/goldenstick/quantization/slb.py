@@ -283,7 +283,11 @@ class SlbQuantAwareTraining(CompAlgo):
                     act() if act else None,
                 )
                 new = Node.create_call_cell(
-                    wrapper, node.get_targets(), node.get_args(), node.get_kwargs(), node.get_name()
+                    wrapper,
+                    node.get_targets(),
+                    node.get_args(),
+                    node.get_kwargs(),
+                    f"{node.get_name()}_quant",
                 )
                 tree.replace(node, [new])
         return stree.get_network()
