@@ -70,6 +70,7 @@ def main() -> None:
     ap.add_argument("--cache", type=int, default=0, help="Sporeling vocab_cache_size")
     ap.add_argument("--seed-config", action="store_true")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--threads", type=int, default=0, help="BLAS / torch threads (0: all cores)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     if a.seed_config:
@@ -82,7 +83,10 @@ def main() -> None:
     batches = [gen.rows(a.batch_size, seed=s) for s in range(a.steps + 1)]
     import os
 
-    threads = os.cpu_count() or 1
+    from threadpoolctl import threadpool_limits
+
+    threads = a.threads or os.cpu_count() or 1
+    threadpool_limits(threads, user_api="blas")  # Sporeling's BLAS (NumPy's OpenBLAS)
     runners = {"sporeling": sporeling_runner(a.vocab, a.emb_dim, dims, batches, a.cache)[0]}
     if not a.no_torch:
         runners["pytorch"] = torch_runner(a.vocab, a.emb_dim, dims, batches, threads)
