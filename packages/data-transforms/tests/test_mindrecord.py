@@ -24,6 +24,7 @@ from sporeling.data.mindrecord import (
     FileReader,
     FileWriter,
     ImageNetToMR,
+    MindPage,
     MindRecordError,
 )
 
@@ -132,6 +133,28 @@ def test_shuffle_modes_files_and_infile():
         assert sorted(infile[:3]) == sorted(labels[:3]) and sorted(infile[3:]) == sorted(labels[3:])
         seen_rows.add(tuple(infile))
     assert len(seen_files) == 2 and len(seen_rows) > 2
+
+
+def test_mind_page_as_mindspore():
+    page = MindPage(str(DATA / "ms_mixed.mindrecord0"))
+    assert page.candidate_fields == ["label", "name"]
+    page.category_field = "label"
+    # MindSpore 2.10 on this file (by hand): names ordered as text, "-1" before "-2"
+    want = [("-1", 0), ("-2", 1), ("0", 2), ("1", 3), ("2", 4), ("3", 5)]
+    info = json.loads(page.read_category_info())
+    assert [(c["name"], c["id"]) for c in info["categories"]] == want
+    assert info["key"] == "label_0" and all(c["count"] == 1 for c in info["categories"])
+    rows = page.read_at_page_by_name("-1", 0, 3)
+    assert [(r["name"], r["label"]) for r in rows] == [("row-1-ü", -1)]
+    assert isinstance(rows[0]["image"], bytes) and isinstance(rows[0]["ids"], np.ndarray)
+    page.category_field = "name"
+    assert page.read_at_page_by_id(1, 0, 2)[0]["label"] == -1
+    assert page.read_at_page_by_id(1, 1, 2) == []
+    assert '"name":"row-0-ü"' in page.read_category_info()
+    with pytest.raises(ValueError, match="not an index field"):
+        page.category_field = "image"
+    with pytest.raises(ValueError, match="category_id"):
+        page.read_at_page_by_id(9, 0, 1)
 
 
 # ---- writing -----------------------------------------------------------------------------

@@ -11,12 +11,14 @@ from typing import Any
 
 from ._format import MindRecordError
 from .converters import Cifar10ToMR, Cifar100ToMR, CsvToMR, ImageNetToMR
+from .page import MindPage
 from .reader import open_shards
 from .writer import FileWriter
 
 __all__ = [
     "FileWriter",
     "FileReader",
+    "MindPage",
     "MindRecordError",
     "Cifar10ToMR",
     "Cifar100ToMR",
