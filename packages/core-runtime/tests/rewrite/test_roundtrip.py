@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import rewrite_nets as nets
 
-from sporeling.core import Tensor, ops, value_and_grad
+from sporeling.core import Tensor, nn, ops, value_and_grad
 from sporeling.core.rewrite import NodeType, SymbolTree, TreeNodeHelper
 
 RNG = np.random.default_rng(0)
@@ -152,3 +152,38 @@ def test_save_network_to_file(tmp_path):
     assert path.endswith("mlp.py")
     with open(path) as fh:
         assert "class MLPOpt(MLP):" in fh.read()
+
+
+class _Split(nn.Cell):
+    def construct(self, x):
+        return x[:, :2], x[:, 2:]
+
+
+class _Mixed(nn.Cell):
+    """Augmented assignment, a cell with two outputs, keyword arguments, tuple returns."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 4)
+        self.split = _Split()
+        self.act = nn.Tanh()
+
+    def construct(self, x, scale=2.0):
+        x += self.fc(x=x)
+        a, b = self.split(x)
+        y = ops.concat((self.act(a), b * scale), 1)
+        return y, a.sum()
+
+
+def test_round_trip_keywords_multiple_outputs_and_aug_assign():
+    net = _Mixed()
+    stree = SymbolTree.create(net)
+    split = stree.get_node("split")
+    assert [str(t) for t in split.get_targets()] == ["a", "b"]
+    assert split.get_node_type() == NodeType.Tree
+    assert "fc = self.fc(x=x)" in stree.get_code()
+    new = stree.get_network()
+    x = Tensor(RNG.standard_normal((3, 4)).astype("f4"))
+    for scale in (2.0, -1.0):
+        for u, v in zip(net(x, scale), new(x, scale)):
+            np.testing.assert_array_equal(u.asnumpy(), v.asnumpy())

@@ -291,9 +291,6 @@ class ConstructParser:
                 new = ast.copy_location(ast.Assign(targets, branch), stmt)
                 self.assign(new)
                 return
-        if simple and isinstance(value, ast.Name) and value.id in self.current:
-            # plain renaming `y = x`: a Python node keeps data flow explicit
-            pass
         value = self.hoist(value, stmt)
         new_stmt = ast.copy_location(ast.Assign(targets, value), stmt)
         self.python([new_stmt], stmt)
