@@ -26,6 +26,7 @@ from sporeling.data.mindrecord import (
     ImageNetToMR,
     MindPage,
     MindRecordError,
+    MnistToMR,
 )
 
 DATA = Path(__file__).parent / "data"
@@ -428,6 +429,23 @@ def test_cifar100_binaries_to_mindrecord(tmp_path):
     assert [int(r["fine_label"]) for r in rows] == want[:, 1].tolist()
     with pytest.raises(ValueError, match="binary files are missing"):
         Cifar100ToMR(str(tmp_path), str(tmp_path / "x.mindrecord")).transform()
+
+
+def test_mnist_to_mindrecord(tmp_path):
+    import gzip
+    import shutil
+
+    src = DATA / "sources" / "fashion"  # MNIST-format idx files
+    for name in os.listdir(src):  # MindSpore's converter reads the .gz files
+        with open(src / name, "rb") as f, gzip.open(tmp_path / f"{name}.gz", "wb") as g:
+            shutil.copyfileobj(f, g)
+    MnistToMR(str(tmp_path), str(tmp_path / "m")).transform()
+    train = _rows(ds.MindDataset(str(tmp_path / "m_train.mindrecord"), shuffle=False))
+    assert [int(r["label"]) for r in train] == [3, 1, 4]
+    from PIL import Image
+
+    assert Image.open(io.BytesIO(train[0]["data"].tobytes())).size == (28, 28)
+    assert len(_rows(ds.MindDataset(str(tmp_path / "m_test.mindrecord"), shuffle=False))) == 2
 
 
 def test_image_folder_and_csv_to_mindrecord(tmp_path):

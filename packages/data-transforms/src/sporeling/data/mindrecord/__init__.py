@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._format import MindRecordError
-from .converters import Cifar10ToMR, Cifar100ToMR, CsvToMR, ImageNetToMR
+from .converters import Cifar10ToMR, Cifar100ToMR, CsvToMR, ImageNetToMR, MnistToMR
 from .page import MindPage
 from .reader import open_shards
 from .writer import FileWriter
@@ -24,6 +24,7 @@ __all__ = [
     "Cifar100ToMR",
     "ImageNetToMR",
     "CsvToMR",
+    "MnistToMR",
     "SUCCESS",
     "FAILED",
 ]

@@ -15,7 +15,7 @@ import numpy as np
 
 from .writer import FileWriter
 
-__all__ = ["Cifar10ToMR", "Cifar100ToMR", "ImageNetToMR", "CsvToMR"]
+__all__ = ["Cifar10ToMR", "Cifar100ToMR", "ImageNetToMR", "CsvToMR", "MnistToMR"]
 
 SUCCESS = 0
 _CIFAR_RECORD = 1 + 32 * 32 * 3
@@ -278,6 +278,64 @@ class Cifar100ToMR(Cifar10ToMR):
         """Write both files; ``fields`` are index fields. Returns 0."""
         self._write(self._batches(["train.bin"]), self.destination, fields)
         self._write(self._batches(["test.bin"]), self.destination + "_test", fields)
+        return SUCCESS
+
+    run = transform
+
+
+class MnistToMR:
+    """MNIST idx files (``train-images-idx3-ubyte(.gz)`` ...) into MindRecord.
+
+    Writes ``destination + "_train.mindrecord"`` and ``destination + "_test.mindrecord"``
+    with MindSpore's schema ``{"label": int64, "data": bytes}`` (``data`` a JPEG) and
+    ``label`` indexed; the ``.gz`` files MindSpore reads, or the uncompressed ones.
+    """
+
+    def __init__(self, source: str, destination: str, partition_number: int = 1) -> None:
+        if not isinstance(source, (str, os.PathLike)) or not os.path.isdir(source):
+            raise ValueError(f"MnistToMR: argument 'source' expected a directory, got {source!r}")
+        self.source = os.fspath(source)
+        self.destination = _check_destination("MnistToMR", destination)
+        self.partition_number = partition_number
+
+    def _idx(self, name: str) -> np.ndarray:
+        import gzip
+        import tempfile
+        from pathlib import Path
+
+        from ..datasets.vision_sources import read_idx
+
+        plain = os.path.join(self.source, name)
+        if os.path.isfile(plain):
+            return np.array(read_idx(Path(plain)))
+        packed = plain + ".gz"
+        if not os.path.isfile(packed):
+            raise ValueError(f"MnistToMR: neither {plain} nor {packed} exists")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / name
+            with gzip.open(packed, "rb") as f:
+                out.write_bytes(f.read())
+            return np.array(read_idx(out))
+
+    def _write(self, part: str, prefix: str) -> None:
+        images = self._idx(f"{prefix}-images-idx3-ubyte")
+        labels = self._idx(f"{prefix}-labels-idx1-ubyte")
+        if len(images) != len(labels):
+            raise ValueError(f"MnistToMR: {len(images)} {part} images but {len(labels)} labels")
+        writer = FileWriter(f"{self.destination}_{part}.mindrecord", self.partition_number, True)
+        writer.add_schema({"label": {"type": "int64"}, "data": {"type": "bytes"}}, "mnist_schema")
+        writer.add_index(["label"])
+        for lo in range(0, len(images), _BATCH):
+            rows = [
+                {"label": int(labels[i]), "data": _jpeg(np.ascontiguousarray(images[i]))}
+                for i in range(lo, min(lo + _BATCH, len(images)))
+            ]
+            writer.write_raw_data(rows)
+        writer.commit()
+
+    def transform(self) -> int:
+        self._write("train", "train")
+        self._write("test", "t10k")
         return SUCCESS
 
     run = transform
