@@ -184,3 +184,15 @@ def test_primitive_shard_uses_the_sharded_implementation_or_warns():
     np.testing.assert_allclose(out.asnumpy(), 2 * A)
     with pytest.raises(TypeError, match="in_strategy"):
         ops.shard(lambda x: x, in_strategy=[1])
+
+
+def test_float_status_and_summary_ops():
+    assert P.FloatStatus()(T(A)).asnumpy().tolist() == [0.0]
+    bad = A.copy()
+    bad[1, 2] = np.inf
+    out = P.FloatStatus()(T(bad))
+    assert out.shape == (1,) and out.asnumpy().tolist() == [1.0]
+    with pytest.warns(UserWarning, match="record nothing"):
+        assert P.ScalarSummary()("loss", T(1.0)) is None
+    with pytest.raises(TypeError, match="'name' expected a str"):
+        P.TensorSummary()(1, T(A))

@@ -316,6 +316,25 @@ def _range(self: Any, start: Any, limit: Any, delta: Any) -> Tensor:
     return F.range(start, limit, delta)
 
 
+def _float_status(self: Any, x: Any) -> Tensor:
+    """[1.] when ``x`` holds an inf or nan, else [0.] (shape (1,), x's dtype), as MindSpore."""
+    bad = F.logical_not(F.reduce_all(F.isfinite(x)))
+    return F.reshape(F.cast(bad, x.dtype), (1,))
+
+
+def _summary(self: Any, name: Any, value: Any) -> None:
+    """Summary ops record into MindSpore's SummaryRecord; there is none here (warned once)."""
+    if not isinstance(name, str):
+        raise TypeError(f"{self.name}: input 'name' expected a str, got {name!r}")
+    from .primitive import _warn_once
+
+    _warn_once(
+        f"summary:{self.name}",
+        f"{self.name}: summary ops record nothing in Sporeling (no SummaryRecord); "
+        "log the value with a Callback instead",
+    )
+
+
 def _dtype_rule(self: Any, x: Any) -> Any:
     return x.dtype
 
@@ -465,6 +484,8 @@ _TABLE: dict[str, tuple[str | None, tuple[tuple[str, Any], ...], Any]] = {
     "Range": ("range", (("maxlen", 1000000),), _range),
     "Transpose": ("transpose", (), _transpose_rule),
     "DType": (None, (), _dtype_rule),
+    "FloatStatus": (None, (), _float_status),
+    **{f"{k}Summary": (None, (), _summary) for k in ("Scalar", "Tensor", "Image", "Histogram")},
 }
 
 # MindSpore class name -> functional op, called with the inputs unchanged
