@@ -50,6 +50,15 @@ def test_slice_mode_equals_one_process(two_ranks, mode):
 
 
 @needs_mpi
+def test_cache_in_front_of_a_parameter_server(two_ranks):
+    """Rank 0 serves the tables, rank 1 trains with a 200-row cache (of 793 rows): the same
+    parameters as the same cache over a local disk level (same initial rows)."""
+    code, out = two_ranks
+    assert out.count("parameter-server cache OK") == 2, out[-4000:]
+    assert code == 0, out[-4000:]
+
+
+@needs_mpi
 def test_parameter_server_one_server_two_workers():
     cmd = mpiexec_command(3, [str(SCRIPTS / "ps_train.py"), "4"])
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=ENV, check=False)

@@ -41,6 +41,9 @@ _LAZY = {
     "set_ps_context": ".ps",
     "get_ps_context": ".ps",
     "ParameterServerTrainer": ".ps",
+    "RemoteCachedEmbeddingLookup": ".ps_cache",
+    "EmbeddingServer": ".ps_cache",
+    "use_parameter_servers": ".ps_cache",
 }
 
 __all__ = ["__version__", *_LAZY]

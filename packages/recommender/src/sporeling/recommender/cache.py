@@ -35,7 +35,13 @@ import numpy as np
 from sporeling.core import Parameter, Tensor, nn
 from sporeling.core.initializer import initializer
 
-__all__ = ["CachedEmbeddingLookup", "CacheStats", "cached_lookups", "attach_optimizer"]
+__all__ = [
+    "CachedEmbeddingLookup",
+    "CacheStats",
+    "cached_lookups",
+    "attach_optimizer",
+    "initial_rows",
+]
 
 
 @dataclass
@@ -70,6 +76,8 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
     optimizer's per-row state.
     """
 
+    _remote = False  # True in subclasses whose host level lives elsewhere (parameter servers)
+
     def __init__(
         self,
         vocab_size: int,
@@ -89,7 +97,7 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
             raise ValueError(
                 f"{cls}: argument 'vocab_cache_size' expected an int >= 1, got {vocab_cache_size}"
             )
-        if storage not in ("memory", "disk"):
+        if storage not in ("memory", "disk") and not (storage == "remote" and self._remote):
             raise ValueError(
                 f"{cls}: argument 'storage' expected 'memory' or 'disk', got {storage!r}"
             )
@@ -103,7 +111,11 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
         self.vocab_cache_size = cache_rows
         self.storage = storage
         self._dir = Path(path) if path is not None else None
-        if storage == "memory":
+        if storage == "remote":  # a subclass keeps the host level elsewhere
+            self.host_table = np.zeros((0, embedding_size), np.float32)
+            self._sigma = float(getattr(param_init, "sigma", 0.01))
+            prefetch = False  # its exchanges run on the training thread
+        elif storage == "memory":
             self.host_table = initializer(param_init, (vocab_size, embedding_size)).asnumpy()
         else:
             assert self._dir is not None
@@ -143,16 +155,7 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
                                          shape=shape)  # fmt: skip
 
     def _initial_rows(self, ids: np.ndarray) -> np.ndarray:
-        """N(0, sigma^2) rows for ``ids`` from a counter-based generator (Box-Muller on two
-        hashes of each (row, column)): the same values whichever order rows are touched in."""
-        cols = np.arange(self.embedding_size, dtype=np.uint64)
-        key = ids.astype(np.uint64)[:, None] * np.uint64(self.embedding_size) + cols
-        u1 = (_mix(key * np.uint64(2)) >> np.uint64(11)).astype(np.float64) + 0.5
-        u2 = (_mix(key * np.uint64(2) + np.uint64(1)) >> np.uint64(11)).astype(np.float64)
-        u1 /= float(1 << 53)
-        u2 /= float(1 << 53)
-        z = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
-        return (z * self._sigma).astype(np.float32)
+        return initial_rows(ids, self.embedding_size, self._sigma)
 
     def attach_state(self, prefix: str, state: Parameter) -> None:
         """Let the cache move the optimizer state ``state`` (shaped like the cache) with its
@@ -199,14 +202,20 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
         if slots.size == 0:
             return
         ids = self.id_of[slots]
-        self.host_table[ids] = self.embedding_table.asnumpy()[slots]
+        rows = self.embedding_table.asnumpy()[slots]
+        states = {k: p.asnumpy()[slots] for k, p in self._state_params.items()}
+        self._store(ids, rows, states)
+        self.stats.write_backs += int(slots.size)
+
+    def _store(self, ids: np.ndarray, rows: np.ndarray, states: dict[str, np.ndarray]) -> None:
+        """Write rows (and their optimizer state) to the host level."""
+        self.host_table[ids] = rows
         for prefix, host in self.host_state.items():
-            host[ids] = self._state_params[prefix].asnumpy()[slots]
+            host[ids] = states[prefix]
         if self.storage == "disk":
             self._table_fresh[ids] = False
             if self.host_state:
                 self._state_fresh[ids] = False
-        self.stats.write_backs += int(slots.size)
 
     def prefetch(self, ids: Any) -> None:
         """Start reading the rows of ``ids`` that are not cached now on the background
@@ -357,6 +366,19 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
 def _as_ids(ids: Any) -> np.ndarray:
     arr = ids.asnumpy() if hasattr(ids, "asnumpy") else np.asarray(ids)
     return arr.reshape(-1).astype(np.int64, copy=False)
+
+
+def initial_rows(ids: np.ndarray, dim: int, sigma: float) -> np.ndarray:
+    """N(0, sigma^2) rows for ``ids`` from a counter-based generator (Box-Muller on two
+    hashes of each (row, column)): the same values whichever order rows are touched in."""
+    cols = np.arange(dim, dtype=np.uint64)
+    key = np.asarray(ids).astype(np.uint64)[:, None] * np.uint64(dim) + cols
+    u1 = (_mix(key * np.uint64(2)) >> np.uint64(11)).astype(np.float64) + 0.5
+    u2 = (_mix(key * np.uint64(2) + np.uint64(1)) >> np.uint64(11)).astype(np.float64)
+    u1 /= float(1 << 53)
+    u2 /= float(1 << 53)
+    z = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+    return (z * sigma).astype(np.float32)
 
 
 def _mix(x: np.ndarray) -> np.ndarray:

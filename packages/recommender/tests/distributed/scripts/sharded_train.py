@@ -61,3 +61,48 @@ for spec in modes:
     for p in ref.trainable_params():
         np.testing.assert_allclose(got[p.name], p.asnumpy(), rtol=1e-5, atol=1e-6, err_msg=p.name)
     print(f"rank {rank}: sharded {spec} OK", flush=True)
+
+# the embedding cache in front of a parameter server: rank 0 serves, rank 1 trains
+if n == 2:
+    import tempfile
+
+    from sporeling.recommender.cache import cached_lookups
+    from sporeling.recommender.ps_cache import (
+        EmbeddingServer,
+        server_tables,
+        stop_servers,
+        use_parameter_servers,
+    )
+
+    def cached(path):
+        set_seed(11)
+        return WideDeepModel(gen.vocab_size, 39, 4, (8,), init_sigma=0.2, vocab_cache_size=200,
+                             storage="disk", path=path)  # fmt: skip
+
+    tmp = tempfile.mkdtemp()
+    net = cached(f"{tmp}/ps{rank}")
+    if rank == 0:
+        served = EmbeddingServer(server_tables(net), [0], worker=1, sigma=0.2).serve()
+        assert served > 0
+    else:
+        use_parameter_servers(net, [0], vocab_cache_size=200)
+        step = TrainStepWrap(NetWithLossClass(net), adam_lr=1e-2)
+        ref = cached(f"{tmp}/ref")  # the same cache over a local disk level
+        ref_step = TrainStepWrap(NetWithLossClass(ref), adam_lr=1e-2)
+        for ids, vals, y in batches:
+            sl = slice(0, local)  # small batches: the 200-row cache must hold one
+            step(Tensor(ids[sl]), Tensor(vals[sl]), Tensor(y[sl]))
+            ref_step(Tensor(ids[sl]), Tensor(vals[sl]), Tensor(y[sl]))
+        got = {id(c.embedding_table): c.full_table() for c in cached_lookups(net)}
+        want = {id(c.embedding_table): c.full_table() for c in cached_lookups(ref)}
+        stats = cached_lookups(net)[1].stats
+        assert stats.write_backs > 0 and stats.hits > 0
+        stop_servers([0])
+        for (a, p), (b, q) in zip(
+            ((got.get(id(p)), p) for p in net.trainable_params()),
+            ((want.get(id(q)), q) for q in ref.trainable_params()),
+        ):
+            np.testing.assert_array_equal(
+                a if a is not None else p.asnumpy(), b if b is not None else q.asnumpy(), p.name
+            )
+    print(f"rank {rank}: parameter-server cache OK", flush=True)
