@@ -23,8 +23,7 @@ from typing import Any
 import numpy as np
 
 from sporeling.core import dtype as _dt
-from sporeling.core._primitive import Primitive, ShapedArray
-from sporeling.core.ops._core import as_tensor
+from sporeling.core.extend import Primitive, ShapedArray, as_tensor
 from sporeling.core.tensor import Tensor
 
 from ._dsl import HybridKernel, kernel
