@@ -445,6 +445,31 @@ def test_lazy_adam_sparse_rows(fused):
     np.testing.assert_allclose(table2.asnumpy()[[1, 4]], table.asnumpy()[[1, 4]], rtol=1e-3)
 
 
+@pytest.mark.parametrize("make", ["LazyAdam", "Adam", "FTRL", "SGD"])
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "generic"])
+def test_sparse_gradient_with_no_rows(make, fused):
+    """A row-sparse gradient with no rows (no id of the batch in this table) is valid:
+    lazy optimizers (LazyAdam, FTRL) leave the table alone; dense ones see zeros."""
+    table0 = np.random.default_rng(7).standard_normal((5, 2)).astype(np.float32)
+    table = Parameter(table0.copy(), name="embedding.weight")
+    opt = getattr(nn, make)([table], 0.1)
+    opt.fused_kernel = fused
+    empty = RowSparse(
+        indices=Tensor(np.zeros(0, np.int32)),
+        values=Tensor(np.zeros((0, 2), np.float32)),
+        dense_shape=(5, 2),
+    )
+    opt((empty,))
+    if make in ("LazyAdam", "FTRL"):  # lazy: rows without a gradient are not touched
+        np.testing.assert_array_equal(table.asnumpy(), table0)
+        return
+    table_dense = Parameter(table0.copy(), name="embedding.weight")
+    opt_dense = getattr(nn, make)([table_dense], 0.1)
+    opt_dense.fused_kernel = fused
+    opt_dense((Tensor(np.zeros((5, 2), np.float32)),))
+    np.testing.assert_allclose(table.asnumpy(), table_dense.asnumpy(), rtol=1e-6)
+
+
 def test_ftrl_sparse_rows():
     table0 = np.random.default_rng(5).standard_normal((5, 2)).astype(np.float32)
     table = Parameter(table0.copy(), name="w")

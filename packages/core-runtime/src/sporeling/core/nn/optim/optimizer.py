@@ -633,7 +633,12 @@ def _centralize(g: Any) -> Any:
 def _dedup_rows(xp: Any, g: Any, shape: tuple[int, ...], dtype: Any) -> tuple[Any, Any]:
     """Unique sorted rows and their summed values (``(n_unique, row_size)``)."""
     idx = xp.asarray(_raw(g.indices)).reshape(-1).astype(xp.int64)
-    vals = xp.asarray(_raw(g.values)).reshape(idx.shape[0], -1).astype(dtype)
+    row_size = 1
+    for d in shape[1:]:
+        row_size *= int(d)
+    # the row size comes from the table, so a gradient with no rows (every id of a batch
+    # out of range, or a shard that looked nothing up) is (0, row_size), not an error
+    vals = xp.asarray(_raw(g.values)).reshape(idx.shape[0], row_size).astype(dtype)
     if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= shape[0]):
         raise ValueError(
             f"row-sparse gradient: indices expected in [0, {shape[0]}), "
