@@ -15,7 +15,7 @@ PACKAGES = {
         [],
         ["activation", "attention", "basic", "conv", "embedding"]
         + ["micro_batch", "normalization", "pooling", "rnn", "activation_more", "combined"]
-        + ["image"],
+        + ["image", "pipeline_cell"],
     ),
     "sporeling.core.train": ([], ["callback", "dataset", "metrics", "model", "serialization"]),
     "sporeling.core.train.callback": ([], ["_callback", "_monitors", "_plateau", "checkpoint"]),

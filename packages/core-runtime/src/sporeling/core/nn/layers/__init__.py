@@ -65,6 +65,7 @@ from .normalization import (
     GroupNorm,
     LayerNorm,
 )
+from .pipeline_cell import PipelineCell
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -129,6 +130,8 @@ __all__ = [
     "RowTensor",
     # .micro_batch
     "MicroBatchInterleaved",
+    # .pipeline_cell
+    "PipelineCell",
     # .normalization
     "BatchNorm1d",
     "BatchNorm2d",

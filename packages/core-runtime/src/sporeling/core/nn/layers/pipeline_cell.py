@@ -1,0 +1,143 @@
+"""``nn.PipelineCell`` (MindSpore 1.8): micro-batches through pipeline stages on MPI ranks.
+
+``PipelineCell(network, micro_size)`` splits every Tensor input along dim 0 into
+``micro_size`` equal micro-batches and returns the **sum** of the network's outputs (its
+loss) over them, as MindSpore does: with a sum-reduced loss the result and its gradients
+equal the full batch's; with a mean-reduced loss they are ``micro_size`` times the full
+batch's mean.
+
+With ``set_auto_parallel_context(pipeline_stages=N)`` (N > 1, N processes under
+``sporeling launch -n N``), the cells marked ``cell.pipeline_stage = k`` run on rank ``k``
+only and the ranks run a real schedule over MPI point-to-point messages
+(:mod:`sporeling.core.parallel.pipeline`): ``schedule = "gpipe"`` (default; all forwards,
+then all backwards) or ``"1f1b"``. Every rank returns the summed loss;
+:meth:`trainable_params` then lists only this rank's stage's parameters, so an optimizer
+built from it updates only them; ``last_order`` lists the last call's forwards and
+backwards on this rank (``["F0", "F1", "B0", ...]``). The schedule runs eagerly, also
+under GRAPH_MODE.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import context as _context
+from ...tensor import Tensor
+from ..cell import Cell
+from ._utils import arg_error, check_int
+
+__all__ = ["PipelineCell"]
+
+
+def _stages() -> int:
+    from ...parallel.context import get_auto_parallel_context
+
+    return get_auto_parallel_context("pipeline_stages")
+
+
+class PipelineCell(Cell):
+    """Run ``network`` on ``micro_size`` micro-batches, staged over ranks; sum the outputs."""
+
+    def __init__(self, network: Cell, micro_size: int) -> None:
+        super().__init__(auto_prefix=False)
+        if not isinstance(network, Cell):
+            raise arg_error("PipelineCell", "network", network, "a Cell", TypeError)
+        self.network = network
+        self.micro_size = check_int("PipelineCell", "micro_size", micro_size, 1)
+        self.schedule = "gpipe"
+        self.last_order: list[str] = []  # the last call's schedule on this rank ("F0", "B0", ...)
+
+    # ---- the stage layout ----------------------------------------------------------------
+    def _layout(self) -> tuple[Any, int] | None:
+        """``(plan, rank)`` when a pipeline over ranks is configured, else ``None``."""
+        stages = _stages()
+        if stages == 1:
+            return None
+        from ...communication import get_group_size, get_rank
+        from ...communication.management import GlobalComm
+        from ...parallel.pipeline import StagePlan
+
+        if not GlobalComm.INITED:
+            raise RuntimeError(
+                f"PipelineCell: pipeline_stages={stages} needs {stages} processes: start the "
+                "script with `sporeling launch -n N` and call communication.init() first"
+            )
+        size = get_group_size()
+        if size != stages:
+            raise ValueError(
+                f"PipelineCell: set_auto_parallel_context(pipeline_stages={stages}) expected "
+                f"the number of processes in the job ({size}); one stage runs per rank"
+            )
+        key = (stages, id(self.network))
+        cached = self.__dict__.get("_plan")
+        if cached is None or cached[0] != key:
+            cached = (key, StagePlan(self.network, stages))
+            object.__setattr__(self, "_plan", cached)
+        return cached[1], get_rank()
+
+    def trainable_params(self, recurse: bool = True) -> list[Any]:
+        """This rank's stage's trainable parameters under a pipeline, else all of them."""
+        layout = self._layout()
+        if layout is None:
+            return super().trainable_params(recurse)
+        plan, rank = layout
+        return [p for p in plan.params_of(rank) if p.requires_grad]
+
+    # ---- the call ------------------------------------------------------------------------
+    def _split(self, inputs: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        n = self.micro_size
+        found = False
+        for i, x in enumerate(inputs):
+            if isinstance(x, Tensor):
+                found = True
+                if x.ndim == 0 or x.shape[0] % n:
+                    raise ValueError(
+                        f"PipelineCell: input {i} of shape {x.shape} cannot be split into "
+                        f"micro_size={n} equal micro-batches along dim 0 (the batch size must "
+                        "be a multiple of micro_size)"
+                    )
+        if not found:
+            raise ValueError("PipelineCell: no Tensor input to split into micro-batches")
+        parts = []
+        for k in range(n):
+            part = []
+            for x in inputs:
+                if isinstance(x, Tensor):
+                    m = x.shape[0] // n
+                    x = x[k * m : (k + 1) * m]
+                part.append(x)
+            parts.append(tuple(part))
+        return parts
+
+    def construct(self, *inputs: Any) -> Any:
+        if self.schedule not in ("gpipe", "1f1b"):
+            raise arg_error(
+                "PipelineCell", "schedule", self.schedule, "'gpipe' or '1f1b'", ValueError
+            )
+        parts = self._split(inputs)
+        layout = self._layout()
+        if layout is None:  # one process: micro-batches one after the other, summed
+            total = None
+            for part in parts:
+                out = self.network(*part)
+                total = out if total is None else total + out
+            return total
+        return self._pipeline(parts, *layout)
+
+    def _pipeline(self, parts: list[tuple[Any, ...]], plan: Any, rank: int) -> Tensor:
+        from ...autograd.tape import GradMode
+        from ...parallel.pipeline import PipelineEngine, _Run, pipeline_p
+
+        train = bool(GradMode.enabled)
+        mode = _context._SETTINGS["mode"]
+        _context._SETTINGS["mode"] = _context.PYNATIVE_MODE  # the schedule runs eagerly
+        try:
+            engine = PipelineEngine(self.network, plan, rank, train)
+            loss = engine.run(parts, self.schedule)
+        finally:
+            _context._SETTINGS["mode"] = mode
+        self.last_order = engine.order
+        if not engine.params:
+            return loss
+        run = _Run(engine.loss_data, engine.param_grads())
+        return pipeline_p.bind(*engine.params, run=run)

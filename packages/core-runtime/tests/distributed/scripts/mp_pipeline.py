@@ -1,0 +1,178 @@
+"""Run under ``mpiexec -n 2``: ``nn.PipelineCell`` trains like one process on the full batch.
+
+A 2-stage MLP and a 2-stage transformer-like stack (pre-LayerNorm attention + MLP blocks)
+are trained a few steps with ``TrainOneStepCell(PipelineCell(net, 4), Momentum)``, with the
+GPipe and the 1F1B schedules; every step's loss and, at the end, this rank's stage's
+parameters must equal those of the same network trained in this process on the full batch
+(sum-reduced loss, so micro-batches add up to the batch). The other stage's parameters must
+be untouched here (each rank updates only its own stage). Then the clear errors: a batch
+that ``micro_size`` does not divide, a ``pipeline_stage`` out of range, and
+``pipeline_stages`` not matching the number of ranks.
+
+Prints ``OK pipeline`` on every rank.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sporeling.core import Tensor, nn, set_seed
+from sporeling.core.communication import get_group_size, get_rank, init
+from sporeling.core.parallel import reset_auto_parallel_context, set_auto_parallel_context
+
+RTOL, ATOL = 2e-5, 2e-6
+STEPS = 4
+
+
+class MLP(nn.Cell):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stage0 = nn.SequentialCell(
+            [nn.Dense(6, 16, activation="tanh"), nn.Dense(16, 16, activation="tanh")]
+        )
+        self.stage1 = nn.SequentialCell([nn.Dense(16, 8, activation="tanh"), nn.Dense(8, 3)])
+
+    def construct(self, x: Tensor) -> Tensor:
+        return self.stage1(self.stage0(x))
+
+
+class Block(nn.Cell):
+    def __init__(self, h: int) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm((h,))
+        self.attn = nn.MultiheadAttention(h, 2, batch_first=True)
+        self.ln2 = nn.LayerNorm((h,))
+        self.w1 = nn.Dense(h, 2 * h, activation="gelu")
+        self.w2 = nn.Dense(2 * h, h)
+
+    def construct(self, x: Tensor) -> Tensor:
+        a = self.ln1(x)
+        x = x + self.attn(a, a, a, need_weights=False)[0]
+        return x + self.w2(self.w1(self.ln2(x)))
+
+
+class Embed(nn.Cell):
+    def __init__(self, d: int, h: int) -> None:
+        super().__init__()
+        self.proj = nn.Dense(d, h)
+        self.block = Block(h)
+
+    def construct(self, x: Tensor) -> Tensor:
+        return self.block(self.proj(x))
+
+
+class Head(nn.Cell):
+    def __init__(self, h: int, k: int) -> None:
+        super().__init__()
+        self.block = Block(h)
+        self.ln = nn.LayerNorm((h,))
+        self.out = nn.Dense(h, k)
+
+    def construct(self, x: Tensor) -> Tensor:
+        return self.out(self.ln(self.block(x))).mean(1)
+
+
+class Stack(nn.Cell):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stage0 = Embed(5, 8)
+        self.stage1 = Head(8, 3)
+
+    def construct(self, x: Tensor) -> Tensor:
+        return self.stage1(self.stage0(x))
+
+
+def build(kind: str) -> nn.Cell:
+    set_seed(11)
+    backbone = MLP() if kind == "mlp" else Stack()
+    return nn.WithLossCell(backbone, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="sum"))
+
+
+def data(kind: str, step: int) -> tuple[Tensor, Tensor]:
+    rng = np.random.default_rng(100 + step)
+    shape = (8, 6) if kind == "mlp" else (8, 4, 5)
+    x = rng.standard_normal(shape).astype(np.float32)
+    return Tensor(x), Tensor(rng.integers(0, 3, (8,)).astype(np.int32))
+
+
+def train(net: nn.Cell, params: list, kind: str) -> list[float]:
+    step = nn.TrainOneStepCell(net, nn.Momentum(params, learning_rate=0.05, momentum=0.9))
+    step.set_train()
+    return [float(step(*data(kind, s)).asnumpy()) for s in range(STEPS)]
+
+
+def check(kind: str, schedule: str, rank: int) -> None:
+    reset_auto_parallel_context()
+    ref = build(kind)
+    ref_losses = train(ref, ref.trainable_params(), kind)
+
+    set_auto_parallel_context(pipeline_stages=2)
+    net = build(kind)
+    net.backbone_network.stage0.pipeline_stage = 0
+    net.backbone_network.stage1.pipeline_stage = 1
+    pipe = nn.PipelineCell(net, 4)
+    pipe.schedule = schedule
+    mine = pipe.trainable_params()
+    before = {p.name: p.asnumpy().copy() for p in net.trainable_params()}
+    losses = train(pipe, mine, kind)
+    what = f"{kind}/{schedule} rank {rank}"
+    np.testing.assert_allclose(losses, ref_losses, RTOL, 1e-5, err_msg=f"{what}: losses")
+    own_prefix = f"stage{rank}."
+    assert mine and all(p.name.startswith(own_prefix) for p in mine), [p.name for p in mine]
+    ref_params = {p.name: p.asnumpy() for p in ref.trainable_params()}
+    for p in net.trainable_params():
+        if p.name.startswith(own_prefix):
+            np.testing.assert_allclose(
+                p.asnumpy(), ref_params[p.name], RTOL, ATOL, err_msg=f"{what}: {p.name}"
+            )
+            assert not np.array_equal(p.asnumpy(), before[p.name]), f"{what}: {p.name} not trained"
+        else:  # the other stage's copy here is never computed with nor updated
+            np.testing.assert_array_equal(p.asnumpy(), before[p.name], err_msg=p.name)
+    expected = {  # 4 micro-batches over 2 stages
+        "gpipe": ["F0", "F1", "F2", "F3", "B0", "B1", "B2", "B3"],
+        "1f1b": [
+            ["F0", "F1", "B0", "F2", "B1", "F3", "B2", "B3"],  # stage 0: one warm-up forward
+            ["F0", "B0", "F1", "B1", "F2", "B2", "F3", "B3"],  # the last stage: none
+        ][rank],
+    }[schedule]
+    assert pipe.last_order == expected, f"{what}: ran {pipe.last_order}"
+    print(f"rank {rank} {what}: losses {[round(v, 5) for v in losses]}", flush=True)
+
+
+def expect(exc: type, words: str, fn) -> None:
+    try:
+        fn()
+    except exc as e:
+        assert words in str(e), f"expected {words!r} in {e}"
+        return
+    raise AssertionError(f"no {exc.__name__} ({words})")
+
+
+def errors() -> None:
+    set_auto_parallel_context(pipeline_stages=2)
+    net = build("mlp")
+    net.backbone_network.stage0.pipeline_stage = 0
+    net.backbone_network.stage1.pipeline_stage = 1
+    x, y = data("mlp", 0)
+    expect(ValueError, "micro_size=3", lambda: nn.PipelineCell(net, 3)(x, y))
+    net.backbone_network.stage1.pipeline_stage = 2
+    expect(ValueError, "expected a stage in [0, 2)", lambda: nn.PipelineCell(net, 2)(x, y))
+    net.backbone_network.stage1.pipeline_stage = 1
+    set_auto_parallel_context(pipeline_stages=4)
+    expect(ValueError, "number of processes in the job (2)", lambda: nn.PipelineCell(net, 2)(x, y))
+    reset_auto_parallel_context()
+
+
+def main() -> None:
+    init()
+    rank, size = get_rank(), get_group_size()
+    assert size == 2, size
+    for kind in ("mlp", "stack"):
+        for schedule in ("gpipe", "1f1b"):
+            check(kind, schedule, rank)
+    errors()
+    print(f"OK pipeline rank={rank}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
