@@ -141,3 +141,10 @@ def test_pipeline_schedules_train_like_one_process_under_mpi():
     for kind in ("mlp", "stack"):
         for schedule in ("gpipe", "1f1b"):
             assert out.count(f"{kind}/{schedule} rank") == 2, out
+
+
+def test_three_stages_under_mpi():
+    """The middle stage receives activations and sends them on, and both ways for gradients."""
+    out = run_mpi("mp_pipeline.py", 3)
+    assert out.count("OK pipeline") == 3, out
+    assert out.count("mlp/1f1b rank") == 3, out

@@ -1,6 +1,7 @@
-"""Run under ``mpiexec -n 2``: ``nn.PipelineCell`` trains like one process on the full batch.
+"""Run under ``mpiexec -n 2`` (or ``-n 3``, the MLP only): ``nn.PipelineCell`` trains like
+one process on the full batch.
 
-A 2-stage MLP and a 2-stage transformer-like stack (pre-LayerNorm attention + MLP blocks)
+An N-stage MLP and a 2-stage transformer-like stack (pre-LayerNorm attention + MLP blocks)
 are trained a few steps with ``TrainOneStepCell(PipelineCell(net, 4), Momentum)``, with the
 GPipe and the 1F1B schedules; every step's loss and, at the end, this rank's stage's
 parameters must equal those of the same network trained in this process on the full batch
@@ -25,15 +26,23 @@ STEPS = 4
 
 
 class MLP(nn.Cell):
-    def __init__(self) -> None:
+    """``stages`` blocks of two Dense layers, ``stage0`` ... ``stage{n-1}``."""
+
+    def __init__(self, stages: int) -> None:
         super().__init__()
-        self.stage0 = nn.SequentialCell(
-            [nn.Dense(6, 16, activation="tanh"), nn.Dense(16, 16, activation="tanh")]
-        )
-        self.stage1 = nn.SequentialCell([nn.Dense(16, 8, activation="tanh"), nn.Dense(8, 3)])
+        self.n = stages
+        for k in range(stages - 1):
+            first = nn.Dense(6 if k == 0 else 16, 16, activation="tanh")
+            setattr(
+                self, f"stage{k}", nn.SequentialCell([first, nn.Dense(16, 16, activation="tanh")])
+            )
+        last = nn.SequentialCell([nn.Dense(16, 8, activation="tanh"), nn.Dense(8, 3)])
+        setattr(self, f"stage{stages - 1}", last)
 
     def construct(self, x: Tensor) -> Tensor:
-        return self.stage1(self.stage0(x))
+        for k in range(self.n):
+            x = getattr(self, f"stage{k}")(x)
+        return x
 
 
 class Block(nn.Cell):
@@ -82,9 +91,9 @@ class Stack(nn.Cell):
         return self.stage1(self.stage0(x))
 
 
-def build(kind: str) -> nn.Cell:
+def build(kind: str, stages: int = 2) -> nn.Cell:
     set_seed(11)
-    backbone = MLP() if kind == "mlp" else Stack()
+    backbone = MLP(stages) if kind == "mlp" else Stack()
     return nn.WithLossCell(backbone, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="sum"))
 
 
@@ -101,15 +110,25 @@ def train(net: nn.Cell, params: list, kind: str) -> list[float]:
     return [float(step(*data(kind, s)).asnumpy()) for s in range(STEPS)]
 
 
-def check(kind: str, schedule: str, rank: int) -> None:
+# the schedule each rank runs on 4 micro-batches: {(stages, rank): order}
+ONE_F_ONE_B = {
+    (2, 0): ["F0", "F1", "B0", "F2", "B1", "F3", "B2", "B3"],  # one warm-up forward
+    (2, 1): ["F0", "B0", "F1", "B1", "F2", "B2", "F3", "B3"],  # the last stage: none
+    (3, 0): ["F0", "F1", "F2", "B0", "F3", "B1", "B2", "B3"],
+    (3, 1): ["F0", "F1", "B0", "F2", "B1", "F3", "B2", "B3"],
+    (3, 2): ["F0", "B0", "F1", "B1", "F2", "B2", "F3", "B3"],
+}
+
+
+def check(kind: str, schedule: str, rank: int, size: int) -> None:
     reset_auto_parallel_context()
-    ref = build(kind)
+    ref = build(kind, size)
     ref_losses = train(ref, ref.trainable_params(), kind)
 
-    set_auto_parallel_context(pipeline_stages=2)
-    net = build(kind)
-    net.backbone_network.stage0.pipeline_stage = 0
-    net.backbone_network.stage1.pipeline_stage = 1
+    set_auto_parallel_context(pipeline_stages=size)
+    net = build(kind, size)
+    for k in range(size):
+        getattr(net.backbone_network, f"stage{k}").pipeline_stage = k
     pipe = nn.PipelineCell(net, 4)
     pipe.schedule = schedule
     mine = pipe.trainable_params()
@@ -128,12 +147,9 @@ def check(kind: str, schedule: str, rank: int) -> None:
             assert not np.array_equal(p.asnumpy(), before[p.name]), f"{what}: {p.name} not trained"
         else:  # the other stage's copy here is never computed with nor updated
             np.testing.assert_array_equal(p.asnumpy(), before[p.name], err_msg=p.name)
-    expected = {  # 4 micro-batches over 2 stages
+    expected = {
         "gpipe": ["F0", "F1", "F2", "F3", "B0", "B1", "B2", "B3"],
-        "1f1b": [
-            ["F0", "F1", "B0", "F2", "B1", "F3", "B2", "B3"],  # stage 0: one warm-up forward
-            ["F0", "B0", "F1", "B1", "F2", "B2", "F3", "B3"],  # the last stage: none
-        ][rank],
+        "1f1b": ONE_F_ONE_B[(size, rank)],
     }[schedule]
     assert pipe.last_order == expected, f"{what}: ran {pipe.last_order}"
     print(f"rank {rank} {what}: losses {[round(v, 5) for v in losses]}", flush=True)
@@ -166,11 +182,12 @@ def errors() -> None:
 def main() -> None:
     init()
     rank, size = get_rank(), get_group_size()
-    assert size == 2, size
-    for kind in ("mlp", "stack"):
+    assert size in (2, 3), size
+    for kind in ("mlp", "stack") if size == 2 else ("mlp",):  # the stack has two stages
         for schedule in ("gpipe", "1f1b"):
-            check(kind, schedule, rank)
-    errors()
+            check(kind, schedule, rank, size)
+    if size == 2:
+        errors()
     print(f"OK pipeline rank={rank}", flush=True)
 
 
