@@ -1,5 +1,8 @@
-"""Run under ``mpiexec -n 2`` (or ``-n 3``, the MLP only): ``nn.PipelineCell`` trains like
-one process on the full batch.
+"""Run under ``mpiexec -n 2`` or ``-n 3``: ``nn.PipelineCell`` trains like one process on
+the full batch.
+
+With 3 ranks the MLP has 3 stages and a ``skip`` network sends stage 0's output to stages
+1 and 2 (its gradient comes back from both).
 
 An N-stage MLP and a 2-stage transformer-like stack (pre-LayerNorm attention + MLP blocks)
 are trained a few steps with ``TrainOneStepCell(PipelineCell(net, 4), Momentum)``, with the
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sporeling.core import Tensor, nn, set_seed
+from sporeling.core import Tensor, nn, ops, set_seed
 from sporeling.core.communication import get_group_size, get_rank, init
 from sporeling.core.parallel import reset_auto_parallel_context, set_auto_parallel_context
 
@@ -43,6 +46,29 @@ class MLP(nn.Cell):
         for k in range(self.n):
             x = getattr(self, f"stage{k}")(x)
         return x
+
+
+class Join(nn.Cell):
+    def __init__(self) -> None:
+        super().__init__()
+        self.out = nn.Dense(32, 3)
+
+    def construct(self, h: Tensor, g: Tensor) -> Tensor:
+        return self.out(ops.concat((h, g), -1))
+
+
+class Skip(nn.Cell):
+    """Three stages where stage 0's output goes to stage 1 *and* stage 2 (a skip)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stage0 = nn.Dense(6, 16, activation="tanh")
+        self.stage1 = nn.Dense(16, 16, activation="tanh")
+        self.stage2 = Join()
+
+    def construct(self, x: Tensor) -> Tensor:
+        h = self.stage0(x)
+        return self.stage2(h, self.stage1(h))
 
 
 class Block(nn.Cell):
@@ -93,13 +119,15 @@ class Stack(nn.Cell):
 
 def build(kind: str, stages: int = 2) -> nn.Cell:
     set_seed(11)
-    backbone = MLP(stages) if kind == "mlp" else Stack()
+    backbone = {"mlp": MLP, "stack": Stack, "skip": Skip}[kind](
+        *([stages] if kind == "mlp" else [])
+    )
     return nn.WithLossCell(backbone, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="sum"))
 
 
 def data(kind: str, step: int) -> tuple[Tensor, Tensor]:
     rng = np.random.default_rng(100 + step)
-    shape = (8, 6) if kind == "mlp" else (8, 4, 5)
+    shape = (8, 4, 5) if kind == "stack" else (8, 6)
     x = rng.standard_normal(shape).astype(np.float32)
     return Tensor(x), Tensor(rng.integers(0, 3, (8,)).astype(np.int32))
 
@@ -183,7 +211,7 @@ def main() -> None:
     init()
     rank, size = get_rank(), get_group_size()
     assert size in (2, 3), size
-    for kind in ("mlp", "stack") if size == 2 else ("mlp",):  # the stack has two stages
+    for kind in ("mlp", "stack") if size == 2 else ("mlp", "skip"):
         for schedule in ("gpipe", "1f1b"):
             check(kind, schedule, rank, size)
     if size == 2:
