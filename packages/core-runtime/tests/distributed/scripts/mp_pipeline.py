@@ -18,9 +18,11 @@ Prints ``OK pipeline`` on every rank.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from sporeling.core import Tensor, nn, ops, set_seed
+from sporeling.core import GRAPH_MODE, PYNATIVE_MODE, Tensor, nn, ops, set_context, set_seed
 from sporeling.core.communication import get_group_size, get_rank, init
 from sporeling.core.parallel import reset_auto_parallel_context, set_auto_parallel_context
 
@@ -183,6 +185,29 @@ def check(kind: str, schedule: str, rank: int, size: int) -> None:
     print(f"rank {rank} {what}: losses {[round(v, 5) for v in losses]}", flush=True)
 
 
+def graph_mode(rank: int) -> None:
+    """Under GRAPH_MODE the training step falls back to eager (a warning says so) and
+    still trains like one process."""
+    reset_auto_parallel_context()
+    ref = build("mlp")
+    ref_losses = train(ref, ref.trainable_params(), "mlp")
+    set_auto_parallel_context(pipeline_stages=2)
+    net = build("mlp")
+    net.backbone_network.stage0.pipeline_stage = 0
+    net.backbone_network.stage1.pipeline_stage = 1
+    pipe = nn.PipelineCell(net, 2)
+    set_context(mode=GRAPH_MODE)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            losses = train(pipe, pipe.trainable_params(), "mlp")
+    finally:
+        set_context(mode=PYNATIVE_MODE)
+    assert any("PYNATIVE" in str(w.message) for w in caught), [str(w.message) for w in caught]
+    np.testing.assert_allclose(losses, ref_losses, RTOL, 1e-5, err_msg="GRAPH_MODE losses")
+    print(f"rank {rank} graph_mode fallback ok", flush=True)
+
+
 def expect(exc: type, words: str, fn) -> None:
     try:
         fn()
@@ -215,6 +240,7 @@ def main() -> None:
         for schedule in ("gpipe", "1f1b"):
             check(kind, schedule, rank, size)
     if size == 2:
+        graph_mode(rank)
         errors()
     print(f"OK pipeline rank={rank}", flush=True)
 

@@ -13,8 +13,9 @@ only and the ranks run a real schedule over MPI point-to-point messages
 then all backwards) or ``"1f1b"``. Every rank returns the summed loss;
 :meth:`trainable_params` then lists only this rank's stage's parameters, so an optimizer
 built from it updates only them; ``last_order`` lists the last call's forwards and
-backwards on this rank (``["F0", "F1", "B0", ...]``). The schedule runs eagerly, also
-under GRAPH_MODE.
+backwards on this rank (``["F0", "F1", "B0", ...]``). The schedule runs eagerly: under
+GRAPH_MODE the outermost cell (``TrainOneStepCell``) falls back to PYNATIVE with a warning;
+higher-order gradients through the pipeline raise.
 """
 
 from __future__ import annotations
@@ -125,12 +126,27 @@ class PipelineCell(Cell):
         return self._pipeline(parts, *layout)
 
     def _pipeline(self, parts: list[tuple[Any, ...]], plan: Any, rank: int) -> Tensor:
+        from ..._eager import EagerInterpreter
+        from ..._primitive import current_interpreter
+        from ...autograd import functional
         from ...autograd.tape import GradMode
+        from ...compiler.graph import TracingError
         from ...parallel.pipeline import PipelineEngine, _Run, pipeline_p
 
+        if not isinstance(current_interpreter(), EagerInterpreter):
+            # GRAPH_MODE: the outermost cell catches this and runs eagerly (with a warning)
+            raise TracingError(
+                "PipelineCell: a pipeline over ranks runs eagerly (its stages exchange MPI "
+                "messages) and cannot be compiled"
+            )
+        if functional._DEPTH[0] > 1:
+            raise RuntimeError(
+                "PipelineCell: higher-order gradients (grad of grad) through a pipeline over "
+                "ranks are not supported; the schedule gives first-order gradients"
+            )
         train = bool(GradMode.enabled)
         mode = _context._SETTINGS["mode"]
-        _context._SETTINGS["mode"] = _context.PYNATIVE_MODE  # the schedule runs eagerly
+        _context._SETTINGS["mode"] = _context.PYNATIVE_MODE  # the stages' cells run eagerly
         try:
             engine = PipelineEngine(self.network, plan, rank, train)
             loss = engine.run(parts, self.schedule)
