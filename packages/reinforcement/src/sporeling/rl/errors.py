@@ -7,9 +7,5 @@ class ConfigError(ValueError):
     """An ``algorithm_config`` that cannot build an algorithm (missing key, wrong type)."""
 
 
-class EnvironmentError_(ValueError):  # noqa: N801  (``EnvironmentError`` is an OSError alias)
-    """An environment used against its contract (wrong action shape, stepping a finished game)."""
-
-
 def type_name(value: object) -> str:
     return type(value).__name__

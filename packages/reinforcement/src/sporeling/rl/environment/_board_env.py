@@ -15,6 +15,7 @@ from .environment import Environment
 from .space import Space
 
 _F2 = types.float32[:, ::1]
+_MAX_ACTIONS = 2048  # the legality check's scratch mask
 
 
 @nb.njit(
@@ -25,7 +26,7 @@ _F2 = types.float32[:, ::1]
 )
 def _batch_step(step, legal, states, actions, rewards, dones, active):  # pragma: no cover - jit
     """Step every active game; return the index of the first illegal action, or -1."""
-    mask = np.zeros(2048, np.bool_)
+    mask = np.zeros(_MAX_ACTIONS, np.bool_)
     for i in range(states.shape[0]):
         if not active[i]:
             continue
@@ -66,6 +67,8 @@ class BoardGameEnvironment(Environment):
         self.num_envs = int(params.get("num_envs", 1))
         if self.num_envs < 1:
             raise ValueError(f"{type(self).__name__}: num_envs expected >= 1, got {self.num_envs}")
+        if self.max_action > _MAX_ACTIONS:
+            raise ValueError(f"{type(self).__name__}: at most {_MAX_ACTIONS} actions are supported")
         n = self.num_envs
         self.states = np.zeros((n, self.state_size), np.float32)
         self.rewards = np.zeros((n, self.num_players), np.float32)
