@@ -25,6 +25,7 @@ import numpy as np
 from sporeling.core import GRAPH_MODE, PYNATIVE_MODE, Tensor, nn, ops, set_context, set_seed
 from sporeling.core.communication import get_group_size, get_rank, init
 from sporeling.core.parallel import reset_auto_parallel_context, set_auto_parallel_context
+from sporeling.core.train import ArrayDataset, Model
 
 RTOL, ATOL = 2e-5, 2e-6
 STEPS = 4
@@ -208,6 +209,30 @@ def graph_mode(rank: int) -> None:
     print(f"rank {rank} graph_mode fallback ok", flush=True)
 
 
+def with_model(rank: int) -> None:
+    """``Model(PipelineCell(...), optimizer=...).train`` trains like ``Model`` on one process."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((32, 6)).astype(np.float32)
+    y = rng.integers(0, 3, (32,)).astype(np.int32)
+    reset_auto_parallel_context()
+    ref = build("mlp")
+    Model(ref, optimizer=nn.Momentum(ref.trainable_params(), 0.05, 0.9)).train(
+        2, ArrayDataset(x, y, batch_size=8)
+    )
+    set_auto_parallel_context(pipeline_stages=2)
+    net = build("mlp")
+    net.backbone_network.stage0.pipeline_stage = 0
+    net.backbone_network.stage1.pipeline_stage = 1
+    pipe = nn.PipelineCell(net, 4)
+    Model(pipe, optimizer=nn.Momentum(pipe.trainable_params(), 0.05, 0.9)).train(
+        2, ArrayDataset(x, y, batch_size=8)
+    )
+    want = {p.name: p.asnumpy() for p in ref.trainable_params()}
+    for p in pipe.trainable_params():
+        np.testing.assert_allclose(p.asnumpy(), want[p.name], RTOL, ATOL, err_msg=f"Model {p.name}")
+    print(f"rank {rank} Model.train ok", flush=True)
+
+
 def expect(exc: type, words: str, fn) -> None:
     try:
         fn()
@@ -241,6 +266,7 @@ def main() -> None:
             check(kind, schedule, rank, size)
     if size == 2:
         graph_mode(rank)
+        with_model(rank)
         errors()
     print(f"OK pipeline rank={rank}", flush=True)
 
