@@ -146,8 +146,9 @@ def test_softmax_cross_entropy_errors():
 # ---- class-index losses -------------------------------------------------------------------
 
 
-def _ref_nll(logp, t, w=None, ignore=-100, reduction="mean", ls=0.0):
-    """MindSpore's nll_loss: the smoothing term is averaged over all samples."""
+def _ref_nll(logp, t, w=None, ignore=-100, reduction="mean", ls=0.0, torch=False):
+    """MindSpore's nll_loss: the smoothing term is averaged over all samples; with ``torch``,
+    PyTorch's cross_entropy: it is divided by the used targets' summed weights."""
     c = logp.shape[1]
     lp = np.moveaxis(logp, 1, -1)
     w = np.ones(c) if w is None else w
@@ -159,7 +160,8 @@ def _ref_nll(logp, t, w=None, ignore=-100, reduction="mean", ls=0.0):
     if reduction == "sum":
         loss, smooth = loss.sum(), smooth.sum()
     elif reduction == "mean":
-        loss, smooth = loss.sum() / (w[ts] * valid).sum(), smooth.mean()
+        used = (w[ts] * valid).sum()
+        loss, smooth = loss.sum() / used, smooth.sum() / used if torch else smooth.mean()
     return (1 - ls) * loss + ls / c * smooth
 
 
@@ -186,7 +188,7 @@ def test_cross_entropy_and_nll(case, reduction, shape):
         reduction=reduction,
     )
     ls = case.get("label_smoothing", 0.0)
-    ref = _ref_nll(_log_softmax(x, 1), t, w, kw["ignore_index"], reduction, ls)
+    ref = _ref_nll(_log_softmax(x, 1), t, w, kw["ignore_index"], reduction, ls, torch=True)
     ce = nn.CrossEntropyLoss(label_smoothing=ls, **kw)
     _close(ce(Tensor(x), Tensor(t)), ref, rtol=1e-10, atol=1e-12)
     check_grad(lambda a, b: ce(a, b), [x, t], [0])

@@ -29,8 +29,9 @@ def normal(rng, shape, dtype):
     return rng.standard_normal(shape).astype(dtype)
 
 
-def ref_nll(logp, t, w=None, ignore=-100, reduction="mean", ls=0.0, axis=1):
-    """MindSpore's nll_loss semantics (label smoothing: the mean of the smooth term)."""
+def ref_nll(logp, t, w=None, ignore=-100, reduction="mean", ls=0.0, axis=1, torch=False):
+    """MindSpore's nll_loss semantics (label smoothing: the mean of the smooth term); with
+    ``torch``, PyTorch's cross_entropy (the smooth term divided by the used weights' sum)."""
     c = logp.shape[axis]
     valid = t != ignore
     safe = np.where(valid, t, 0)
@@ -45,7 +46,7 @@ def ref_nll(logp, t, w=None, ignore=-100, reduction="mean", ls=0.0, axis=1):
     if reduction == "sum":
         loss, smooth = loss.sum(), smooth.sum()
     elif reduction == "mean":
-        loss, smooth = loss.sum() / wt.sum(), smooth.mean()
+        loss, smooth = loss.sum() / wt.sum(), smooth.sum() / wt.sum() if torch else smooth.mean()
     return (1 - ls) * loss + ls / c * smooth if ls else loss
 
 
@@ -93,7 +94,7 @@ RECORDS = [
     OpRecord(
         "cross_entropy_weight_mean_smooth",
         lambda x: ops.cross_entropy(x, on(T4_IGN, x), on(W5, x), label_smoothing=0.2),
-        lambda x: ref_nll(special.log_softmax(x, 1), T4_IGN, W5, ls=0.2),
+        lambda x: ref_nll(special.log_softmax(x, 1), T4_IGN, W5, ls=0.2, torch=True),
         [((4, 5),)],
         ("float32", "float64"),
         order=2,
@@ -334,6 +335,17 @@ def test_softmax_xent_kernel_matches_xp_and_large_inputs():
     loss, bp = loss_mod.softmax_xent_p.impls["cpu"](np, x, lab)
     np.testing.assert_allclose(loss, [np.log(3), 2e4], rtol=1e-6)
     np.testing.assert_allclose(bp, [[1 / 3 - 1, 1 / 3, 1 / 3], [1, -1, 0]], atol=1e-6)
+
+
+def test_cross_entropy_weight_and_smoothing_follow_pytorch():
+    # Uniform logits give a closed form of PyTorch's definition: the nll term is log C and
+    # the smooth term sum_c w_c log C per used sample, both over the used targets' weights.
+    c, ls = 5, 0.2
+    x = Tensor(np.zeros((4, c)))
+    got = float(ops.cross_entropy(x, Tensor(T4_IGN), Tensor(W5), label_smoothing=ls))
+    used = W5[T4_IGN[T4_IGN != -100]].sum()
+    smooth = 3 * W5.sum() * np.log(c) / used
+    assert got == pytest.approx((1 - ls) * np.log(c) + ls / c * smooth, rel=1e-12)
 
 
 def test_cross_entropy_gradient_with_class_weights():

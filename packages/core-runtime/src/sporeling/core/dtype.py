@@ -130,6 +130,10 @@ def to_dtype(value: Any, argname: str = "dtype") -> DType:
     """Accept a DType, a NumPy dtype, a name ('float32') or a Python type (float, int, bool)."""
     if isinstance(value, DType):
         return value
+    if value is None:  # np.dtype(None) is float64: a silent default nobody asked for
+        raise TypeError(
+            f"{argname} must be a sporeling dtype such as sporeling.core.float32, got None"
+        )
     if value is bool:
         return bool_
     if value is int:
@@ -140,7 +144,7 @@ def to_dtype(value: Any, argname: str = "dtype") -> DType:
         return _BY_NAME[value]
     try:
         return from_numpy(np.dtype(value))
-    except TypeError:
+    except (TypeError, ValueError):
         raise TypeError(
             f"{argname} must be a sporeling dtype such as sporeling.core.float32, got {value!r}"
         ) from None

@@ -121,7 +121,12 @@ def cast(input_x: Tensor, dtype: Any) -> Tensor:
     Float32
     """
     x = _tensor_input("cast", "input_x", input_x)
-    dt = _dt.to_dtype(dtype)
+    try:
+        dt = _dt.to_dtype(dtype)
+    except TypeError:
+        raise op_error(
+            "cast", "dtype", dtype, "a sporeling dtype (e.g. float32)", TypeError
+        ) from None
     if x.dtype == dt:
         return x
     return cast_p.bind(x, dtype=dt)
@@ -178,13 +183,18 @@ reshape_p = Primitive(
 
 def _resolve_shape(op: str, shape: Any, size: int) -> tuple[int, ...]:
     if isinstance(shape, Tensor):
+        if shape.dtype.category != 1:
+            raise op_error(op, "shape", shape, "a tuple of ints", TypeError)
         shape = shape.tolist()
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
-    try:
-        dims = [int(d) for d in shape]
-    except (TypeError, ValueError):
-        raise op_error(op, "shape", shape, "a tuple of ints", TypeError) from None
+    # Only real ints: a string ("32" -> (3, 2)) or floats (2.5 -> 2) would silently reshape
+    # to something nobody asked for.
+    if not isinstance(shape, (tuple, list)) or not all(
+        isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)) for d in shape
+    ):
+        raise op_error(op, "shape", shape, "a tuple of ints", TypeError)
+    dims = [int(d) for d in shape]
     if sum(d == -1 for d in dims) > 1 or any(d < -1 for d in dims):
         raise op_error(op, "shape", tuple(dims), "non-negative sizes and at most one -1")
     known = 1

@@ -228,8 +228,12 @@ def _nll(
         loss = reduce_sum(loss)
         smooth = reduce_sum(smooth) if smooth is not None else None
     else:
-        loss = reduce_sum(loss) / (reduce_sum(w_t) if w_t is not None else float(loss.size))
-        smooth = _mean(smooth) if smooth is not None else None
+        denom = reduce_sum(w_t) if w_t is not None else float(loss.size)
+        loss = reduce_sum(loss) / denom
+        if smooth is not None:
+            # cross_entropy: PyTorch's definition, both terms divided by the summed weights
+            # of the used targets; nll_loss: MindSpore's, the smooth term's plain mean
+            smooth = reduce_sum(smooth) / denom if op == "cross_entropy" else _mean(smooth)
     if smooth is None:
         return loss
     return loss * (1 - label_smoothing) + smooth * (label_smoothing / logp.shape[axis])

@@ -288,12 +288,16 @@ def mean(x: Tensor, axis: Any = (), keep_dims: bool = False) -> Tensor:
     keep = _check_bool("mean", "keep_dims", keep_dims)
     axes = normalize_axes("mean", axis, t.ndim)
     _numeric("mean", "x", t)
-    if t.dtype.category != 2:
+    low = t.dtype.category == 2 and t.dtype.bits < 32
+    if t.dtype.category != 2 or low:
+        # half floats accumulate in float32 (as NumPy and PyTorch do): a float16 sum of
+        # 4 x 60000 overflows to inf although the mean is representable
         t = cast(t, _dt.float32)
     n = 1
     for a in axes:
         n *= t.shape[a]
-    return reduce_sum(t, axes, keep) / float(n) if n else reduce_sum(t, axes, keep) * float("nan")
+    out = reduce_sum(t, axes, keep) / float(n) if n else reduce_sum(t, axes, keep) * float("nan")
+    return cast(out, x.dtype) if low else out
 
 
 def _exclusive_cumprod(t: Tensor, reverse: bool) -> Tensor:
