@@ -90,6 +90,12 @@ def np_resize(
             i, j, rh, rw = region
             img = img[i : i + rh, j : j + rw]
         return resize_nearest(img, h, w)
+    if filt == "box" and img.dtype == np.uint8 and (h != _hw(img)[0] or w != _hw(img)[1]):
+        # Inter.AREA: Pillow rounds the horizontal pass to uint8 before the vertical one, so
+        # an exact 2x downscale is off the block mean by up to 0.75 level; one rounding at
+        # the end gives the block mean (rounded half up, as Pillow's one-pass resize).
+        out = resize_array(img.astype(np.float32), h, w, filt, region=region)
+        return np.floor(out + np.float32(0.5)).clip(0, 255).astype(np.uint8)
     return resize_array(img, h, w, filt, region=region)
 
 
@@ -221,7 +227,10 @@ class Resize(Transform):
     """Resize to `size` ((h, w), or the smaller edge for an int) with `interpolation`.
 
     Both paths use Pillow's convolution resize (antialiasing when downscaling); MindSpore's
-    C++ path used OpenCV's resize, which does not antialias.
+    C++ path used OpenCV's resize, which does not antialias. ``Inter.AREA`` on a uint8
+    array rounds once, after both passes, so integer downscales give the block mean
+    exactly (Pillow rounds between its passes: up to 0.75 level off); L and RGB images
+    take the same arithmetic, so both paths agree.
     """
 
     def __init__(self, size: int | tuple[int, int], interpolation: Inter = Inter.BILINEAR) -> None:
@@ -241,6 +250,9 @@ class Resize(Transform):
 
     def _execute_pil(self, img: Image.Image) -> Image.Image:
         h, w = resize_shape(*_hw(img), self.size)
+        if self._filter == "box" and img.mode in ("L", "RGB"):
+            # the same single rounding as the array path, so both paths agree exactly
+            return Image.fromarray(np_resize(np.asarray(img), h, w, "box"))
         return pil_resize(img, h, w, self._filter)
 
 
