@@ -41,7 +41,9 @@ from ._validate import CASTS, DECLS, KernelInfo
 
 __all__ = ["normalize", "interpreted", "skeleton", "cpu_source", "cuda_source", "HINT_KEYS"]
 
-HINT_KEYS = frozenset({"unroll", "tile", "order", "parallel", "fastmath", "threads", "cache"})
+HINT_KEYS = frozenset(
+    {"unroll", "tile", "order", "parallel", "fastmath", "threads", "cache", "boundscheck"}
+)
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}  # as sporeling.core's kernels
 
 
@@ -511,6 +513,87 @@ def _header(info: KernelInfo, target: str) -> str:
     )
 
 
+_CPU_BOUNDS = """
+
+@numba.njit(inline="always")
+def _ck(i, n, flag):
+    # an index out of [-n, n) is recorded and replaced by 0 (a raise inside a prange loop
+    # would make Numba run it serially; its own boundscheck skips prange loops)
+    if i < -n or i >= n:
+        flag[0] = 1
+        return i - i  # 0 of i's type (a prange index is unsigned)
+    return i
+
+
+@numba.njit(inline="always")
+def _inb(i, n):
+    return -n <= i < n
+"""
+
+
+class _BoundsCheck(ast.NodeTransformer):
+    """Every tensor index checked: loads take ``_ck`` (recorded, replaced by 0), stores run
+    only when their indices are in range; the kernel raises IndexError before returning."""
+
+    def __init__(self, tensors: set[str]) -> None:
+        self.tensors = tensors
+
+    def _elts(self, node: ast.Subscript) -> list[ast.expr] | None:
+        if not (isinstance(node.value, ast.Name) and node.value.id in self.tensors):
+            return None
+        idx = node.slice
+        if isinstance(idx, ast.Name):  # a grid index tuple: in range of its grid
+            return None
+        return list(idx.elts) if isinstance(idx, ast.Tuple) else [idx]
+
+    def _dim(self, node: ast.Subscript, k: int) -> ast.expr:
+        shape = ast.Attribute(value=copy.deepcopy(node.value), attr="shape", ctx=ast.Load())
+        return ast.Subscript(value=shape, slice=ast.Constant(k), ctx=ast.Load())
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        elts = self._elts(node)
+        if elts is None or not isinstance(node.ctx, ast.Load):
+            return node
+        checked = [_call("_ck", [e, self._dim(node, k), _name("_oob")]) for k, e in enumerate(elts)]
+        node.slice = ast.Tuple(elts=checked, ctx=ast.Load()) if len(checked) > 1 else checked[0]
+        return node
+
+    def _guarded(self, node: ast.Assign | ast.AugAssign, target: ast.expr) -> ast.AST:
+        node.value = self.visit(node.value)
+        if not isinstance(target, ast.Subscript):
+            return node
+        elts = self._elts(target)
+        target.slice = self.visit(target.slice)
+        if elts is None:
+            return node
+        elts = list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
+        conds: list[ast.expr] = [
+            _call("_inb", [copy.deepcopy(e), self._dim(target, k)]) for k, e in enumerate(elts)
+        ]
+        test = conds[0] if len(conds) == 1 else ast.BoolOp(op=ast.And(), values=conds)
+        flag = ast.parse("_oob[0] = 1").body[0]
+        return ast.copy_location(ast.If(test=test, body=[node], orelse=[flag]), node)
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        return self._guarded(node, node.targets[0])
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        return self._guarded(node, node.target)
+
+    def visit_Return(self, node: ast.Return) -> Any:
+        check = ast.parse(
+            "if _oob[0]:\n    raise IndexError('an index is out of bounds in the compiled kernel')"
+        ).body[0]
+        return [check, node]
+
+
+def _add_bounds_checks(info: KernelInfo, f: ast.FunctionDef) -> None:
+    tensors = set(info.args) | set(info.declared_outputs) | set(info.temps)
+    f.body = [s for b in f.body for s in _as_list(_BoundsCheck(tensors).visit(b))]
+    f.body.insert(0, ast.parse("_oob = np.zeros(1, np.int64)").body[0])
+
+
 def cpu_source(info: KernelInfo, attrs: dict[str, Any]) -> tuple[str, bool]:
     """Source of a module defining the Numba CPU kernel ``info.name``; and whether it is
     parallel."""
@@ -520,10 +603,17 @@ def cpu_source(info: KernelInfo, attrs: dict[str, Any]) -> tuple[str, bool]:
     f.body = [s for b in f.body for s in _as_list(low.visit(b))]
     fast = "FASTMATH" if attrs.get("fastmath") else "False"
     cache = bool(attrs.get("cache", True))
+    # Bounds checks on unless turned off: an index past the end would read or write
+    # another array's memory silently, or kill the process.
+    check = bool(attrs.get("boundscheck", True))
+    if check:
+        _add_bounds_checks(info, f)
     deco = f"@numba.njit(cache={cache}, parallel={low.used_prange}, fastmath={fast}, nogil=True)"
     mod = ast.Module(body=[f], type_ignores=[])
     ast.fix_missing_locations(mod)
-    src = _header(info, "cpu") + f"\nFASTMATH = {sorted(FASTMATH)!r}\n\n\n{deco}\n"
+    # Numba takes fastmath flags as a set (a list fails at compile time)
+    src = _header(info, "cpu") + (_CPU_BOUNDS if check else "")
+    src += f"\nFASTMATH = set({sorted(FASTMATH)!r})\n\n\n{deco}\n"
     return src + ast.unparse(mod) + "\n", low.used_prange
 
 

@@ -230,19 +230,19 @@ class Custom:
     def _hybrid_cpu(self, xp: Any, *arrays: Any) -> Any:
         assert self.kernel is not None
         host = [_to_host(xp, a) for a in arrays]
-        out = self.kernel.compiled("cpu")(*self._inplace_copies(tuple(host)))
+        out = self.kernel.call("cpu", *self._inplace_copies(tuple(host)))
         return _from_host(xp, out)
 
     def _hybrid_gpu(self, xp: Any, *arrays: Any) -> Any:
         assert self.kernel is not None
-        outs = self.kernel.compiled("cuda")(*self._inplace_copies(arrays))
+        outs = self.kernel.call("cuda", *self._inplace_copies(arrays))
         res = [xp.asarray(o) for o in outs]
         return res[0] if len(res) == 1 else tuple(res)
 
     def _pyfunc(self, xp: Any, *arrays: Any) -> Any:
         host = [_to_host(xp, a) for a in arrays]
         if self.kernel is not None:
-            out = self.kernel.interpreted()(*self._inplace_copies(tuple(host)))
+            out = self.kernel.call("pyfunc", *self._inplace_copies(tuple(host)))
         else:
             out = self.func(*host)
         if isinstance(out, list):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import linecache
 import warnings
 from typing import Any
 
@@ -21,6 +22,7 @@ import numpy as np
 
 from . import _codegen
 from ._cache import load_module
+from ._speccheck import check_signature
 from ._validate import KernelInfo, parse_kernel
 
 __all__ = ["HybridKernel", "kernel", "ms_kernel", "ms_hybrid", "TARGETS"]
@@ -57,6 +59,7 @@ class HybridKernel:
         self._interp: Any = None
         self._skeleton: Any = None
         self._compiled: dict[str, Any] = {}
+        self._checked: set[tuple[tuple[int, str], ...]] = set()
         self._parallel = False
 
     def __repr__(self) -> str:
@@ -108,15 +111,64 @@ class HybridKernel:
                 f"({', '.join(self.info.args)}), got {len(arrays)}"
             )
         if target in ("pyfunc", "numpy"):
-            return self.interpreted()(*[_host_array(a) for a in arrays])
+            return self.call("pyfunc", *[_host_array(a) for a in arrays])
         if target == "cpu":
-            return self.compiled("cpu")(*[_host_array(a) for a in arrays])
+            return self.call("cpu", *[_host_array(a) for a in arrays])
         if target == "cuda":
-            outs = self.compiled("cuda")(*arrays)
+            outs = self.call("cuda", *arrays)
             return outs[0] if len(outs) == 1 else tuple(outs)
         raise ValueError(
             f"kernel '{self.name}': argument 'target' expected one of {TARGETS}, got {target!r}"
         )
+
+    def check(self, *arrays: Any) -> None:
+        """The checks that need the inputs' ranks and dtypes (once per signature): a tensor
+        indexed with the wrong number of indices, a float stored into an int tensor."""
+        sig = tuple((int(getattr(a, "ndim", 0)), str(getattr(a, "dtype", ""))) for a in arrays)
+        if sig not in self._checked:
+            check_signature(
+                self.info, [n for n, _ in sig], [getattr(a, "dtype", None) for a in arrays]
+            )
+            self._checked.add(sig)
+
+    def call(self, target: str, *arrays: Any) -> Any:
+        """Run the ``"pyfunc"``, ``"cpu"`` or ``"cuda"`` execution on ready arrays, after
+        :meth:`check`; an out-of-bounds index of the (bounds-checked) CPU kernel is
+        reported with the kernel line, found by rerunning the interpreted kernel."""
+        self.check(*arrays)
+        if target == "pyfunc":
+            try:
+                return self.interpreted()(*arrays)
+            except IndexError as exc:
+                raise self._with_line(exc) from None
+        if target != "cpu":
+            return self.compiled(target)(*arrays)
+        try:
+            return self.compiled("cpu")(*arrays)
+        except IndexError as exc:
+            raise self._locate_index_error(arrays, exc) from None
+
+    def _with_line(self, exc: IndexError) -> IndexError:
+        """``exc`` of the interpreted kernel, with the kernel line it came from."""
+        tb, lineno = exc.__traceback__, None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == self.info.filename:
+                lineno = tb.tb_lineno
+            tb = tb.tb_next
+        if lineno is None:
+            return IndexError(f"hybrid kernel '{self.name}': {exc}")
+        line = linecache.getline(self.info.filename, lineno).strip()
+        return IndexError(
+            f"hybrid kernel '{self.name}': {exc}\n  File \"{self.info.filename}\", "
+            f"line {lineno}\n    {line}"
+        )
+
+    def _locate_index_error(self, arrays: tuple[Any, ...], exc: IndexError) -> Exception:
+        try:
+            self.interpreted()(*[a.copy() for a in arrays])
+        except IndexError as inner:
+            return self._with_line(inner)
+        return IndexError(f"hybrid kernel '{self.name}': an index is out of bounds ({exc})")
 
     def infer(
         self, shapes: list[tuple[int, ...]], dtypes: list[Any]
@@ -151,7 +203,9 @@ def kernel(
     """Mark ``fn`` as a Hybrid DSL kernel (validated now; compiled on first use).
 
     ``compile_attrs`` holds scheduling hints: ``unroll={var: n}``, ``tile={var: n}``,
-    ``order=[vars]``, ``parallel=False``, ``fastmath=True``, ``threads=n``, ``cache=False``.
+    ``order=[vars]``, ``parallel=False``, ``fastmath=True``, ``threads=n``, ``cache=False``,
+    ``boundscheck=False`` (the compiled CPU kernel checks every index by default, raising
+    IndexError with the kernel line instead of reading or writing past an array).
     """
     if fn is None:
         return lambda f: HybridKernel(f, reg_info, compile_attrs)
