@@ -49,6 +49,7 @@ import math
 import os
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -330,11 +331,44 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
+def _remove_stale_temps(directory: str, base: str) -> None:
+    """Delete the temporary files of earlier saves to ``base`` that were killed midway
+    (their process is gone): without this each killed save leaves a full-size file behind.
+    Names carry the writer's pid; a name without one is removed once an hour old."""
+    prefix = f".{base}."
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(prefix) and n.endswith(".tmp")]
+    except OSError:
+        return
+    for name in names:
+        pid_text = name[len(prefix) :].split(".", 1)[0]
+        full = os.path.join(directory, name)
+        if pid_text.isdigit():
+            pid = int(pid_text)
+            if pid == os.getpid():
+                continue  # a save of this process (another thread) may be writing it
+            try:
+                os.kill(pid, 0)
+                continue  # its writer still runs
+            except ProcessLookupError:
+                pass
+            except OSError:  # e.g. another user's live process
+                continue
+        else:
+            with contextlib.suppress(OSError):
+                if time.time() - os.stat(full).st_mtime < 3600:
+                    continue
+        with contextlib.suppress(OSError):
+            os.unlink(full)
+
+
 def _atomic_write(
     path: str, arrays: Mapping[str, np.ndarray], metadata: dict[str, str], write: Any = None
 ) -> None:
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    base = os.path.basename(path)
+    _remove_stale_temps(directory, base)
+    fd, tmp = tempfile.mkstemp(prefix=f".{base}.{os.getpid()}.", suffix=".tmp", dir=directory)
     os.close(fd)
     try:
         (write or _write_payload)(tmp, arrays, metadata)
@@ -540,6 +574,8 @@ def _parse_header(path: str, data: bytes) -> tuple[int, dict[str, Any]]:
         header = json.loads(data[8 : 8 + n].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CheckpointError(path, f"the header is not valid UTF-8 JSON ({exc})") from None
+    except RecursionError:  # e.g. [[[[...]]]] thousands deep: no header of ours looks so
+        raise CheckpointError(path, "the header is JSON nested too deeply to be one") from None
     if not isinstance(header, dict):
         raise CheckpointError(path, "the header is not a JSON object")
     return n, header
@@ -610,7 +646,7 @@ def _parse_meta(path: str, raw: Any, table: dict[str, Any]) -> tuple[dict[str, A
     for key in _META_KEYS:
         try:
             meta[key] = json.loads(raw[key])
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             raise CheckpointError(path, f"the metadata entry '{key}' is not valid JSON") from None
     if meta["format"] != FORMAT_NAME:
         raise CheckpointError(path, f"the metadata names format {meta['format']!r}")
@@ -802,7 +838,11 @@ _FLOATS = {np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)}
 _INTS = {np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32), np.dtype(np.int64)}
 
 
-def _update_param(param: Parameter, new: Any, strict: bool) -> None:
+def _update_param(
+    param: Parameter, new: Any, strict: bool, plan: list[tuple[Parameter, np.ndarray]]
+) -> None:
+    """Validate ``new`` for ``param`` and add the (converted) value to ``plan``; nothing is
+    assigned here, so a later mismatch leaves the network untouched."""
     fn = "load_param_into_net"
     if not isinstance(new, Tensor):
         raise ParameterMismatchError(
@@ -832,7 +872,7 @@ def _update_param(param: Parameter, new: Any, strict: bool) -> None:
             np.dtype(want),
         )
         src = src.astype(want)
-    param.set_data(Tensor(src))
+    plan.append((param, src))
 
 
 def load_param_into_net(
@@ -865,14 +905,17 @@ def load_param_into_net(
     params = [p for _, p in net.parameters_and_names()]
     used: set[str] = set()
     param_not_load: list[str] = []
+    plan: list[tuple[Parameter, np.ndarray]] = []  # all validated before any is assigned
     for param in params:
         if param.name in parameter_dict:
-            _update_param(param, parameter_dict[param.name], strict)
+            _update_param(param, parameter_dict[param.name], strict, plan)
             used.add(param.name)
         else:
             param_not_load.append(param.name)
     if param_not_load and not strict:
-        _load_with_prefix(params, parameter_dict, param_not_load, used)
+        _load_with_prefix(params, parameter_dict, param_not_load, used, plan)
+    for param, src in plan:
+        param.set_data(Tensor(src))
     if param_not_load:
         logger.warning(
             "%s: %d parameters of the network were not loaded: %s",
@@ -889,6 +932,7 @@ def _load_with_prefix(
     parameter_dict: Mapping[str, Any],
     param_not_load: list[str],
     used: set[str],
+    plan: list[tuple[Parameter, np.ndarray]],
 ) -> None:
     """MindSpore's fallback: find a prefix P so that P + name is in the checkpoint."""
     params = list(params)
@@ -911,6 +955,6 @@ def _load_with_prefix(
         for param in params:
             key = prefix + param.name
             if param.name in param_not_load and key in parameter_dict:
-                _update_param(param, parameter_dict[key], False)
+                _update_param(param, parameter_dict[key], False, plan)
                 param_not_load.remove(param.name)
                 used.add(key)
