@@ -24,3 +24,20 @@ def test_resize_area_float_input_is_the_exact_block_mean():
     img = np.random.default_rng(1).random((8, 6)).astype(np.float32)
     out = vision.Resize((4, 3), Inter.AREA)(img)
     np.testing.assert_allclose(out, img.reshape(4, 2, 3, 2).mean((1, 3)), rtol=1e-6)
+
+
+def test_generator_function_that_raises_gives_a_pipeline_error_with_the_row():
+    from sporeling.data import GeneratorDataset, PipelineError
+
+    def gen():
+        yield (np.int64(1),)
+        yield (np.int64(2),)
+        raise RuntimeError("bad row")
+
+    got = []
+    with pytest.raises(PipelineError, match=r"GeneratorDataset: cannot read row 2: RuntimeError"):
+        for row in GeneratorDataset(gen, column_names=["a"]).create_tuple_iterator(
+            output_numpy=True
+        ):
+            got.append(int(row[0]))
+    assert got == [1, 2]

@@ -171,7 +171,7 @@ def test_source_errors_propagate():
         yield (np.int64(1),)
         raise ValueError("generator broke")
 
-    with pytest.raises(ValueError, match="generator broke"):
+    with pytest.raises(ds.PipelineError, match="cannot read row 1: ValueError: generator broke"):
         list(ds.GeneratorDataset(gen, ["x"]).create_tuple_iterator(num_epochs=1))
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.base import check_bool, check_columns, check_workers
+from ..engine.base import PipelineError, check_bool, check_columns, check_workers
 from ..engine.sources import MappableSource, StreamSource
 
 __all__ = ["GeneratorDataset", "NumpySlicesDataset"]
@@ -75,9 +75,26 @@ class _StreamGenerator(StreamSource):
         self._make = make
 
     def _rows(self) -> Iterator[tuple[Any, ...]]:
-        it = self._source() if callable(self._source) else iter(self._source)
-        for item in it:
+        row = 0
+        try:
+            it = self._source() if callable(self._source) else iter(self._source)
+        except Exception as exc:
+            raise _failed(row, exc) from exc
+        while True:
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            except Exception as exc:  # the user's generator failed: say which row (README)
+                raise _failed(row, exc) from exc
             yield self._make(item, None)
+            row += 1
+
+
+def _failed(row: int, exc: Exception) -> PipelineError:
+    return PipelineError(
+        f"GeneratorDataset: cannot read row {row}: {type(exc).__name__}: {exc}", row=row
+    )
 
 
 class GeneratorDataset(MappableSource):
