@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,43 @@ def test_launch_cli_runs_a_script(tmp_path, capfd):
     assert main(["launch", "-n", "2", "--threads-per-rank", "1", str(script)]) == 0
     out = capfd.readouterr().out
     assert "hello 0 2" in out and "hello 1 2" in out
+
+
+@needs_mpi
+@pytest.mark.parametrize("n", [2])
+def test_all_reduce_and_broadcast_of_0d_tensors_keep_their_shape(n):
+    ok(run(n, "dp_edge.py", "scalar", timeout=120), "scalar OK", n)
+
+
+@needs_mpi
+def test_shapes_differing_across_ranks_are_refused_on_every_rank_naming_them():
+    proc = run(2, "dp_edge.py", "mismatch", timeout=120)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    for rank in (0, 1):
+        assert f"refused on rank {rank}: all_reduce" in out, out[-4000:]
+    assert "rank 0: shape (3,)" in out and "rank 1: shape (4,)" in out, out[-4000:]
+
+
+EARLY = {
+    "raise": "rank 1 of 2 failed",
+    "exit0": "rank 1 of 2 exited with code 0 while rank 0 waits",
+    "exit3": "rank 1 exited with code 3",
+    "osexit": "rank 1 ended first",
+    "sigkill": "rank 1 ended first",
+}
+
+
+@needs_mpi
+@pytest.mark.parametrize("mode", list(EARLY))
+def test_launch_ends_the_job_when_a_rank_ends_early_naming_it(mode, tmp_path):
+    stamp = tmp_path / "stamp"
+    cmd = [sys.executable, "-m", "sporeling.core", "launch", "-n", "2"]
+    cmd += ["--threads-per-rank", "1", str(SCRIPTS / "early_exit.py"), mode, str(stamp)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=ENV, check=False)
+    ended = time.time()
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-4000:]
+    assert EARLY[mode] in out, out[-4000:]
+    assert "not reached" not in out
+    assert ended - float(stamp.read_text()) < 10, out[-4000:]

@@ -194,7 +194,7 @@ class Group:
             self.nccl.allReduce(a.data.ptr, out.data.ptr, a.size, self._nccl_dtype(a),
                                 self._nccl_op(op), stream)  # fmt: skip
             return out
-        a = np.ascontiguousarray(a)
+        a = np.ascontiguousarray(a).reshape(a.shape)  # keeps 0-d shapes
         out = np.empty_like(a)
         self.comm.Allreduce(a, out, op=self._mpi_op(op))
         return out
@@ -238,10 +238,10 @@ class Group:
         if _is_gpu(a):
             import cupy
 
-            a = cupy.ascontiguousarray(a)
+            a = cupy.ascontiguousarray(a).reshape(a.shape)
             return self._start("allReduce", a, cupy.empty_like(a), a.size,
                                self._nccl_dtype(a), self._nccl_op(op))  # fmt: skip
-        a = np.ascontiguousarray(a)
+        a = np.ascontiguousarray(a).reshape(a.shape)  # keeps 0-d shapes
         return self._start("Iallreduce", a, np.empty_like(a), op=self._mpi_op(op))
 
     def iallgather(self, a: Any) -> Pending:
@@ -252,10 +252,10 @@ class Group:
         if _is_gpu(a):
             import cupy
 
-            a = cupy.ascontiguousarray(a)
+            a = cupy.ascontiguousarray(a).reshape(a.shape)
             out = cupy.empty(shape, a.dtype)
             return self._start("allGather", a, out, a.size, self._nccl_dtype(a))
-        a = np.ascontiguousarray(a)
+        a = np.ascontiguousarray(a).reshape(a.shape)  # keeps 0-d shapes
         return self._start("Iallgather", a, np.empty(shape, a.dtype))
 
     def ireduce_scatter(self, a: Any, op: str = "sum") -> Pending:
@@ -266,11 +266,11 @@ class Group:
         if _is_gpu(a):
             import cupy
 
-            a = cupy.ascontiguousarray(a)
+            a = cupy.ascontiguousarray(a).reshape(a.shape)
             out = cupy.empty(block, a.dtype)
             return self._start("reduceScatter", a, out, out.size, self._nccl_dtype(a),
                                self._nccl_op(op))  # fmt: skip
-        a = np.ascontiguousarray(a)
+        a = np.ascontiguousarray(a).reshape(a.shape)  # keeps 0-d shapes
         out = np.empty(block, a.dtype)
         return self._start("Ireduce_scatter_block", a, out, op=self._mpi_op(op))
 
@@ -284,12 +284,12 @@ class Group:
                 return self._staged(self.allgather, a)
             import cupy
 
-            a = cupy.ascontiguousarray(a)
+            a = cupy.ascontiguousarray(a).reshape(a.shape)
             out = cupy.empty(shape, a.dtype)
             self.nccl.allGather(a.data.ptr, out.data.ptr, a.size, self._nccl_dtype(a),
                                 cupy.cuda.get_current_stream().ptr)  # fmt: skip
             return out
-        a = np.ascontiguousarray(a)
+        a = np.ascontiguousarray(a).reshape(a.shape)  # keeps 0-d shapes
         out = np.empty(shape, a.dtype)
         self.comm.Allgather(a, out)
         return out
@@ -304,13 +304,13 @@ class Group:
                 return self._staged(self.reduce_scatter, a, op)
             import cupy
 
-            a = cupy.ascontiguousarray(a)
+            a = cupy.ascontiguousarray(a).reshape(a.shape)
             out = cupy.empty(block, a.dtype)
             stream = cupy.cuda.get_current_stream().ptr
             self.nccl.reduceScatter(a.data.ptr, out.data.ptr, out.size, self._nccl_dtype(a),
                                     self._nccl_op(op), stream)  # fmt: skip
             return out
-        a = np.ascontiguousarray(a)
+        a = np.ascontiguousarray(a).reshape(a.shape)  # keeps 0-d shapes
         out = np.empty(block, a.dtype)
         self.comm.Reduce_scatter_block(a, out, op=self._mpi_op(op))
         return out
@@ -356,11 +356,11 @@ class Group:
                 return self._staged(self.broadcast, a, root)
             import cupy
 
-            out = cupy.ascontiguousarray(a).copy()
+            out = cupy.ascontiguousarray(a).reshape(a.shape).copy()
             self.nccl.bcast(out.data.ptr, out.size, self._nccl_dtype(out), root,
                             cupy.cuda.get_current_stream().ptr)  # fmt: skip
             return out
-        out = np.ascontiguousarray(a).copy()
+        out = np.ascontiguousarray(a).reshape(a.shape).copy()
         self.comm.Bcast(out, root=root)
         return out
 
@@ -370,7 +370,7 @@ class Group:
             return a.copy()
         if _is_gpu(a):
             return self._staged(self.alltoall, a)  # NCCL has no all-to-all: grouped p2p later
-        a = np.ascontiguousarray(a)
+        a = np.ascontiguousarray(a).reshape(a.shape)  # keeps 0-d shapes
         out = np.empty_like(a)
         self.comm.Alltoall(a, out)
         return out

@@ -120,12 +120,31 @@ def _all_reduce_vjp(g: Tensor, x: Tensor, *, out: Tensor, op: str, group: str) -
     return total * cast(equal(x, out), g.dtype)
 
 
+def _agreed(func: str, group: str, x: Any) -> Any:
+    """The group, after checking that every rank passes the same shape and dtype (MPI would
+    truncate a message on one rank and accept it silently on another); all ranks see the
+    same table, so all raise together, naming which rank had which shape."""
+    g = get_group(group, func)
+    if g.size > 1:
+        mine = (tuple(int(d) for d in x.shape), str(x.dtype))
+        everyone = g.allgather_object(mine)
+        if any(e != mine for e in everyone):
+            table = "; ".join(
+                f"rank {g.ranks[i]}: shape {s} dtype {d}" for i, (s, d) in enumerate(everyone)
+            )
+            raise ValueError(
+                f"{func}: argument 'tensor' must have the same shape and dtype on every rank "
+                f"of group '{g.name}'; got {table}"
+            )
+    return g
+
+
 all_reduce_p = Primitive(
     "comm_all_reduce",
     "opaque",
     _same,
     impl=lambda xp, x, *, op, group: collective(
-        get_group(group, "all_reduce"), "allreduce", x, op=op
+        _agreed("all_reduce", group, x), "allreduce", x, op=op
     ),
     vjp=_all_reduce_vjp,
 )
@@ -141,7 +160,7 @@ all_gather_p = Primitive(
     "comm_all_gather",
     "opaque",
     _gather_abstract,
-    impl=lambda xp, x, *, group: collective(get_group(group, "all_gather"), "allgather", x),
+    impl=lambda xp, x, *, group: collective(_agreed("all_gather", group, x), "allgather", x),
     vjp=lambda g, x, *, out, group: reduce_scatter_p.bind(g, op="sum", group=group),
 )
 
@@ -170,7 +189,7 @@ reduce_scatter_p: Primitive = Primitive(
     "opaque",
     _scatter_abstract,
     impl=lambda xp, x, *, op, group: collective(
-        get_group(group, "reduce_scatter"), "reduce_scatter", x, op=op
+        _agreed("reduce_scatter", group, x), "reduce_scatter", x, op=op
     ),
     vjp=_scatter_vjp,
 )
@@ -186,7 +205,7 @@ broadcast_p = Primitive(
     "opaque",
     _same,
     impl=lambda xp, x, *, root, group: collective(
-        get_group(group, "broadcast"), "broadcast", x, root=root
+        _agreed("broadcast", group, x), "broadcast", x, root=root
     ),
     vjp=_broadcast_vjp,
 )
@@ -206,7 +225,7 @@ def _a2a_abstract(x: ShapedArray, *, split_dim: int, concat_dim: int, group: str
 
 
 def _a2a_impl(xp: Any, x: Any, *, split_dim: int, concat_dim: int, group: str) -> Any:
-    g = get_group(group, "all_to_all")
+    g = _agreed("all_to_all", group, x)
     n = g.size
     blocks = xp.stack(xp.split(x, n, axis=split_dim))  # (n, ...) block i goes to rank i
     got = collective(g, "alltoall", blocks)

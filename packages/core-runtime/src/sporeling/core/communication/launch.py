@@ -10,12 +10,19 @@ The script calls :func:`sporeling.core.communication.init`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
+import select
 import shutil
+import socket
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 __all__ = ["main", "find_mpiexec", "mpiexec_command"]
 
@@ -87,5 +94,75 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"got {ns.threads_per_rank}"
             )
         env.update({v: str(ns.threads_per_rank) for v in _THREAD_VARS})
-    cmd = mpiexec_command(ns.n, [ns.script, *ns.args], ns.hostfile)
-    return subprocess.run(cmd, env=env, check=False).returncode
+    with tempfile.TemporaryDirectory(prefix="sporeling-launch-") as folder:
+        # every rank runs _launch_rank: its watchdog ends the job when a peer has ended while
+        # it waits in a collective (MPI alone would hang, or end silently with code 0)
+        env["SPORELING_LAUNCH_DIR"] = folder
+        argv = ["-m", "sporeling.core.communication._launch_rank", ns.script, *ns.args]
+        proc = subprocess.Popen(mpiexec_command(ns.n, argv, ns.hostfile), env=env)
+        order: list[int] = []
+        watcher = threading.Thread(
+            target=_exit_order, args=(Path(folder), ns.n, proc, order), daemon=True
+        )
+        watcher.start()
+        code = proc.wait()
+        watcher.join(timeout=2)
+        return _report(Path(folder), ns.n, code, order)
+
+
+def _exit_order(folder: Path, n: int, proc: subprocess.Popen, order: list[int]) -> None:
+    """Record the order in which this host's ranks end (pidfds turn readable at exit), so
+    that the rank that went first is named when mpiexec then ends the others."""
+    if not hasattr(os, "pidfd_open"):
+        return
+    host = socket.gethostname()
+    fds: dict[int, int] = {}
+    opened: set[int] = set()
+    try:
+        while proc.poll() is None or fds:
+            for r in range(n):
+                start = folder / f"start.{r}"
+                if r in opened or not start.exists():
+                    continue
+                opened.add(r)
+                with contextlib.suppress(ValueError, OSError):
+                    rank_host, pid = start.read_text().split()
+                    if rank_host == host:
+                        try:
+                            fds[os.pidfd_open(int(pid))] = r
+                        except ProcessLookupError:  # ended before we looked
+                            order.append(r)
+            if not fds:
+                time.sleep(0.05)
+                continue
+            for fd in select.select(list(fds), [], [], 0.05)[0]:
+                order.append(fds.pop(fd))
+                os.close(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _report(folder: Path, n: int, code: int, order: list[int]) -> int:
+    """Name the rank that ended the job; never report success when a rank did not finish."""
+    codes = {
+        r: (folder / f"exit.{r}").read_text().strip()
+        for r in range(n)
+        if (folder / f"exit.{r}").exists()
+    }
+    aborts = [
+        (folder / f"abort.{r}").read_text() for r in range(n) if (folder / f"abort.{r}").exists()
+    ]
+    unfinished = [r for r in range(n) if r not in codes]
+    if code == 0 and not unfinished and all(c == "0" for c in codes.values()):
+        return 0
+    parts = [f"rank {r} exited with code {c}" for r, c in codes.items() if c != "0"]
+    parts += aborts
+    first = next((r for r in order if r in unfinished), None)
+    if first is not None and not aborts:
+        parts.append(f"rank {first} ended first, without finishing its script (an exception, "
+                     "os._exit or a signal)")  # fmt: skip
+    elif unfinished and not parts:
+        parts.append(f"ranks {', '.join(map(str, unfinished))} did not finish their script")
+    sys.stderr.write(f"sporeling launch: the job ended with code {code}: {'; '.join(parts)}\n")
+    return code or 1
