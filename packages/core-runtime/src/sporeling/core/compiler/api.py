@@ -22,6 +22,7 @@ import logging
 import os
 import sys
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -190,7 +191,9 @@ class JitFunction:
     def __init__(self, fn: Callable[..., Any], cell: Any = None) -> None:
         self.fn = fn
         self.cell = cell
-        self._cache: dict[Any, _Compiled] = {}
+        # signature -> graph, least recently used first; bounded (SPORELING_JIT_CACHE_SIZE)
+        self._cache: OrderedDict[Any, _Compiled] = OrderedDict()
+        self._evict_warned = False
         self._last_key: Any = None
         self._backward: dict[Any, JitFunction] = {}
         self.compile_count = 0
@@ -287,10 +290,29 @@ class JitFunction:
         if compiled is None:
             compiled = self._compile(key, args, kwargs, leaves)
             self._cache[key] = compiled
+            self._evict()
         else:
+            self._cache.move_to_end(key)
             _STATS["cache_hits"] += 1
         self._last_key = key
         return key, compiled, leaves
+
+    def _evict(self) -> None:
+        """Drop the least recently used graphs beyond the cache size (each holds its plan and
+        buffers: an unbounded cache grows with every new shape), warning once."""
+        size = max(1, int(os.environ.get("SPORELING_JIT_CACHE_SIZE", "64")))
+        while len(self._cache) > size:
+            old, _ = self._cache.popitem(last=False)
+            self._backward.pop(old, None)
+            if not self._evict_warned:
+                self._evict_warned = True
+                warnings.warn(
+                    f"jit {getattr(self.fn, '__qualname__', 'fn')}: more than {size} compiled "
+                    "graphs (SPORELING_JIT_CACHE_SIZE); evicting the least recently used. "
+                    "Wrap changing Python values in mutable(...) or keep shapes fixed.",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
 
     # -- call ------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
