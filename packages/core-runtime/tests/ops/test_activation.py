@@ -150,7 +150,7 @@ RECORDS = [
     OpRecord(
         "hardshrink",
         lambda x: ops.hardshrink(x, 0.4),
-        lambda x: np.where(np.abs(x) > 0.4, x, 0),
+        lambda x: np.where(np.abs(x) <= 0.4, 0, x),  # PyTorch's form: NaN stays NaN
         S1,
         FLOATS,
         off(-0.4, 0.4),

@@ -43,3 +43,79 @@ def test_reshape_accepts_int_sequences_and_int_tensors():
     assert ops.reshape(x, [4, np.int64(8)]).shape == (4, 8)
     assert ops.reshape(x, Tensor(np.array([8, -1]))).shape == (8, 4)
     assert ops.reshape(x, 32).shape == (32,)
+
+
+# ---- errors that named no op, valid inputs that were refused -----------------------------
+
+S = Tensor(np.float32(2.0))
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "match"),
+    [
+        (lambda: ops.concat((S, S), 0), ValueError, "concat: input 0 is 0-d"),
+        (lambda: ops.amax(S, 1), ValueError, "amax: argument 'axis'"),
+        (lambda: ops.logsumexp(S, 1), ValueError, "logsumexp: argument 'axis'"),
+        (lambda: ops.zeros((2,), np.complex64), TypeError, "zeros: argument 'type'.*complex64"),
+        (lambda: ops.arange(0, float("nan"), 1), ValueError, "arange: argument 'stop'.*finite"),
+        (lambda: ops.arange(float("inf")), ValueError, "arange: argument 'stop'.*finite"),
+        (
+            lambda: ops.lerp(Tensor([1.0, 2.0]), Tensor([1.0, 2.0, 3.0]), 0.5),
+            ValueError,
+            "^lerp: shapes",
+        ),
+        (
+            lambda: ops.lerp(Tensor([1.0, 2.0]), Tensor([1.0, 2.0]), Tensor([1.0, 2.0, 3.0])),
+            ValueError,
+            "^lerp:",
+        ),
+        (
+            lambda: ops.where(Tensor([True, False]), Tensor([1.0, 2.0, 3.0]), Tensor([1.0])),
+            ValueError,
+            "^where: shapes",
+        ),
+        (lambda: ops.where(Tensor([1.0, 0.0]), S, S), TypeError, "^where:"),
+        (lambda: ops.zeros((10**6, 10**6)), ValueError, "^zeros: argument 'shape'.*GiB"),
+        (lambda: ops.ones((2**62, 4)), ValueError, "^ones: argument 'shape'"),
+        (lambda: ops.eye(2**31, 2**31, np.float32), ValueError, "^eye:"),
+        (lambda: ops.tile(Tensor([1.0]), (2**40,)), ValueError, "^tile: argument 'multiples'"),
+    ],
+)
+def test_errors_name_the_op_called(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+@pytest.mark.parametrize("index", [np.array([5]), np.array(7)])
+def test_setitem_out_of_range_tensor_index_names_setitem(index):
+    t = Tensor(np.zeros(3))
+    with pytest.raises(IndexError, match="^setitem: index"):
+        t[Tensor(index)] = 1.0
+
+
+def test_conv2d_on_an_empty_batch_gives_the_empty_result_and_gradients():
+    from sporeling.core import grad
+
+    x = Tensor(np.ones((0, 3, 8, 8), np.float32))
+    w = Tensor(np.ones((4, 3, 3, 3), np.float32))
+    assert ops.conv2d(x, w).shape == (0, 4, 6, 6)
+    gx, gw = grad(lambda a, b: ops.reduce_sum(ops.conv2d(a, b)), (0, 1))(x, w)
+    assert gx.shape == (0, 3, 8, 8)
+    np.testing.assert_array_equal(gw.asnumpy(), np.zeros((4, 3, 3, 3)))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_cumsum_on_an_empty_batch(axis):
+    out = ops.cumsum(Tensor(np.ones((0, 3), np.float32)), axis)
+    assert out.shape == (0, 3)
+
+
+def test_a_failed_allocation_names_the_op():
+    from sporeling.core._primitive import Primitive, ShapedArray
+
+    def impl(xp, x):
+        raise MemoryError("Unable to allocate 4 TiB")
+
+    prim = Primitive("huge_op", "opaque", lambda x: ShapedArray(x.shape, x.dtype), impl=impl)
+    with pytest.raises(MemoryError, match="^huge_op: not enough memory"):
+        prim.bind(Tensor([1.0]))

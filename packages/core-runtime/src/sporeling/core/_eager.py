@@ -71,7 +71,10 @@ class EagerInterpreter:
         if impl is None:
             impl = prim._impl_by_device[device] = prim.impl_for(device)
         xp = device.xp
-        out = impl(xp, *datas, **params)
+        try:
+            out = impl(xp, *datas, **params)
+        except MemoryError as exc:  # a huge shape: say which op, and what it asked for
+            raise MemoryError(f"{prim.name}: not enough memory for its result ({exc})") from None
         if prim.multiple_results:
             out_data = [_conform(o, av, xp) for o, av in zip(out, aval, strict=True)]
             floating = any(av.dtype.category == 2 for av in aval)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["op_error", "check_axis", "check_int", "describe"]
+__all__ = ["op_error", "check_axis", "check_int", "describe", "as_op"]
 
 
 def describe(value: Any) -> str:
     """A short description of a value for error messages (shape and dtype for tensors)."""
     shape = getattr(value, "shape", None)
     dtype = getattr(value, "dtype", None)
-    if shape is not None and dtype is not None:
+    if shape is not None and dtype is not None and not isinstance(value, type):
         return f"a tensor of shape {tuple(shape)} and dtype {dtype}"
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
@@ -43,3 +43,15 @@ def check_axis(op: str, axis: Any, ndim: int, arg: str = "axis") -> int:
     if not -bound <= axis < bound:
         raise op_error(op, arg, axis, f"an axis in [{-bound}, {bound - 1}] for a {ndim}-d input")
     return axis % bound
+
+
+def as_op(exc: Exception, op: str) -> Exception:
+    """``exc`` (a TypeError/ValueError of an op used inside ``op``) renamed to ``op``, so the
+    user reads the op they called, not an internal one (``select: ...`` -> ``where: ...``)."""
+    text = str(exc)
+    head, sep, rest = text.partition(": ")
+    if sep and " " not in head:
+        text = f"{op}: {rest}"
+    elif not text.startswith(f"{op}:"):
+        text = f"{op}: {text}"
+    return type(exc)(text)

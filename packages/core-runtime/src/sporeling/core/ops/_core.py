@@ -84,6 +84,8 @@ def normalize_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
     axes = tuple(sorted(check_axis(op, a, ndim) for a in items))
     if len(set(axes)) != len(axes):
         raise op_error(op, "axis", axis, "distinct axes")
+    if ndim == 0:  # axis 0 or -1 of a 0-d tensor (as PyTorch): nothing to reduce
+        return ()
     return axes
 
 

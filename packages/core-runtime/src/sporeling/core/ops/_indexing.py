@@ -45,7 +45,12 @@ def _split_index(x: Tensor, index: Any) -> tuple[Template, list[Tensor]]:
             template.append(("i", int(item)))
         else:
             t = item if isinstance(item, Tensor) else as_tensor(item, "getitem", "index", x)
-            if t.dtype.category == 0:  # boolean mask -> one integer index per masked axis
+            if t.dtype.category == 0 and t.ndim == 0:  # a 0-d mask acts as a Python bool
+                keep = bool(t.item())
+                tensors.append(Tensor(np.asarray([0] if keep else [], np.int64), device=x._device))
+                template.append(("n",))
+                template.append(("t", len(tensors) - 1))
+            elif t.dtype.category == 0:  # boolean mask -> one integer index per masked axis
                 nz = np.nonzero(t.asnumpy())
                 for axis_index in nz:
                     tensors.append(Tensor(axis_index.astype(np.int64), device=x._device))
@@ -221,8 +226,12 @@ def _setitem_abstract(
 
 def _setitem_impl(xp: Any, x: Any, v: Any, *idx: Any, template: Template) -> Any:
     out = x.copy()
-    out[_build(template, idx)] = v
-    return out
+
+    def assign() -> Any:
+        out[_build(template, idx)] = v
+        return out
+
+    return _run_index("setitem", assign)
 
 
 def _setitem_vjp(

@@ -93,6 +93,11 @@ def concat(input_x: Any, axis: int = 0) -> Tensor:
     [1.0, 2.0, 3.0]
     """
     ts = _tensors("concat", "input_x", input_x)
+    for i, t in enumerate(ts):
+        if t.ndim == 0:
+            raise ValueError(
+                f"concat: input {i} is 0-d; concat joins along an existing axis (use stack)"
+            )
     ax = check_axis("concat", axis, ts[0].ndim)
     if len(ts) == 1:
         return ts[0]

@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import dtype as _dt
 from .._primitive import Primitive, ShapedArray
-from ..errors import op_error
+from ..errors import as_op, op_error
 from ..kernels.gpu import special as _kgpu
 from ..tensor import Tensor
 from ._compare import not_equal, select
@@ -637,12 +637,17 @@ def lerp(start: Any, end: Any, weight: Any) -> Tensor:
     """Linear interpolation ``start + weight * (end - start)``; ``weight`` is a float or
     a tensor broadcastable with the others."""
     s, e = _float_pair("lerp", start, end, ("start", "end"))
-    if isinstance(weight, Tensor):
-        w, d = _float_pair("lerp", weight, e - s, ("weight", "end"))
-        return s + w * d
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+    if not isinstance(weight, Tensor) and (
+        isinstance(weight, bool) or not isinstance(weight, (int, float))
+    ):
         raise op_error("lerp", "weight", weight, "a float or a Tensor", TypeError)
-    return s + (e - s) * float(weight)
+    try:
+        if isinstance(weight, Tensor):
+            w, d = _float_pair("lerp", weight, e - s, ("weight", "end"))
+            return s + w * d
+        return s + (e - s) * float(weight)
+    except (TypeError, ValueError) as exc:  # named after lerp, not its sub/mul
+        raise as_op(exc, "lerp") from None
 
 
 def ldexp(x: Any, other: Any) -> Tensor:

@@ -32,7 +32,8 @@ def _rows(x: np.ndarray, axis: int) -> tuple[np.ndarray, tuple[int, ...]]:
     moved = np.moveaxis(x, axis, -1)
     shape = moved.shape
     n = shape[-1] if shape else 1
-    return np.ascontiguousarray(moved).reshape(-1, n), shape
+    lead = int(np.prod(shape[:-1], dtype=np.int64)) if shape else 1  # not -1: n may be 0
+    return np.ascontiguousarray(moved).reshape(lead, n), shape
 
 
 def _back(out: np.ndarray, shape: tuple[int, ...], axis: int) -> np.ndarray:

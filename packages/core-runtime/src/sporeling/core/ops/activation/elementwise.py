@@ -315,15 +315,17 @@ def fast_gelu(x: Any) -> Tensor:
 
 hardshrink_p = _param_op(
     "hardshrink",
-    lambda xp, x, *, lambd: xp.where(xp.abs(x) > lambd, x, 0),
+    lambda xp, x, *, lambd: xp.where(xp.abs(x) > lambd, x, x * 0),  # x * 0: NaN stays NaN
     lambda g, x, *, out, lambd: g * _mask(_abs(x) > lambd, g),
-    "where(abs(x) > lambd, x, 0)",
+    "where(abs(x) > lambd, x, x * 0)",
 )
 soft_shrink_p = _param_op(
     "soft_shrink",
-    lambda xp, x, *, lambd: xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, 0)),
+    lambda xp, x, *, lambd: xp.where(
+        x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, x * 0)
+    ),  # x * 0: a NaN input stays NaN (it compares False with both bounds)
     lambda g, x, *, out, lambd: g * _mask(_abs(x) > lambd, g),
-    "where(x > lambd, x - lambd, where(x < -lambd, x + lambd, 0))",
+    "where(x > lambd, x - lambd, where(x < -lambd, x + lambd, x * 0))",
 )
 softsign_p = unary_op(
     "softsign",

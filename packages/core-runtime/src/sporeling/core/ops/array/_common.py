@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import os
 from typing import Any
 
 import numpy as np
@@ -68,3 +69,21 @@ def _int_family(op: str, arg: str, t: Tensor) -> Tensor:
     if t.dtype.category != 1:
         raise op_error(op, arg, t, "an integer tensor", TypeError)
     return t
+
+
+def check_alloc(op: str, shape: tuple[int, ...], dtype: _dt.DType, arg: str = "shape") -> None:
+    """Refuse a result that could never fit in this machine's memory, naming the op (NumPy
+    would raise a bare MemoryError, or a ValueError about its own limits)."""
+    n = 1
+    for d in shape:
+        n *= int(d)
+    need = n * dtype.bits // 8
+    try:
+        have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        have = 1 << 50
+    if need > have:
+        raise ValueError(
+            f"{op}: argument '{arg}' {tuple(shape)} asks for {need / 2**30:.3g} GiB of "
+            f"{dtype}, more than this machine's {have / 2**30:.3g} GiB of memory"
+        )

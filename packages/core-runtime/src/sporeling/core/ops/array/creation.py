@@ -15,7 +15,7 @@ from .._core import (
     full,
 )
 from .._indexing import getitem
-from ._common import _bslice, _dtype_or, _ints, _scalar, _tensor
+from ._common import _bslice, _dtype_or, _ints, _scalar, _tensor, check_alloc
 
 # ---- creation -------------------------------------------------------------------------------
 
@@ -53,16 +53,22 @@ def eye(n: int, m: int, t: Any) -> Tensor:
     n = check_int("eye", "n", n, 0)
     m = check_int("eye", "m", m, 0)
     dt = _dtype_or(t, _dt.float32, "eye", "t")
+    check_alloc("eye", (n, m), dt, "n, m")
     return eye_p.bind(n=n, m=m, dtype=dt, device=None)
 
 
 def fill(type: Any, shape: Any, value: Any) -> Tensor:  # noqa: A002 - MindSpore's name
     """A tensor of ``shape`` and dtype ``type`` filled with ``value``."""
-    dt = _dtype_or(type, _dt.float32, "fill", "type")
-    dims = _ints("fill", "shape", shape)
+    return _fill("fill", type, shape, value)
+
+
+def _fill(op: str, type: Any, shape: Any, value: Any) -> Tensor:  # noqa: A002
+    dt = _dtype_or(type, _dt.float32, op, "type")
+    dims = _ints(op, "shape", shape)
     if any(d < 0 for d in dims):
-        raise op_error("fill", "shape", shape, "non-negative sizes")
-    return full(dims, _scalar("fill", "value", value), dt)
+        raise op_error(op, "shape", shape, "non-negative sizes")
+    check_alloc(op, dims, dt)
+    return full(dims, _scalar(op, "value", value), dt)
 
 
 def fills(x: Tensor, value: Any) -> Tensor:
@@ -73,12 +79,12 @@ def fills(x: Tensor, value: Any) -> Tensor:
 
 def ones(shape: Any, type: Any = None) -> Tensor:  # noqa: A002
     """Ones of ``shape`` (dtype ``type``, float32 by default)."""
-    return fill(_dtype_or(type, _dt.float32, "ones", "type"), shape, 1)
+    return _fill("ones", type, shape, 1)
 
 
 def zeros(shape: Any, type: Any = None) -> Tensor:  # noqa: A002
     """Zeros of ``shape`` (dtype ``type``, float32 by default)."""
-    return fill(_dtype_or(type, _dt.float32, "zeros", "type"), shape, 0)
+    return _fill("zeros", type, shape, 0)
 
 
 def linspace(start: Any, stop: Any, num: int) -> Tensor:
@@ -101,6 +107,9 @@ def _arange(op: str, start: Any, stop: Any, step: Any, dt: _dt.DType | None, nam
         if isinstance(v, (bool, np.bool_)):
             raise op_error(op, name, v, "an int or a float", TypeError)
     a, b, s = vals
+    for v, name in zip(vals, names, strict=True):
+        if not math.isfinite(float(v)):
+            raise op_error(op, name, v, "a finite number")
     if s == 0:
         raise op_error(op, names[2], s, "a non-zero step")
     if (b - a) * s <= 0 and a != b:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ... import dtype as _dt
-from ...errors import check_axis, check_int, op_error
+from ...errors import as_op, check_axis, check_int, op_error
 from ...tensor import Tensor
 from .._compare import equal, less, select
 from .._core import (
@@ -100,7 +100,10 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
         raise op_error(
             "where", "y" if y is None else "x", None, "both x and y, or neither", TypeError
         )
-    return select(condition, x, y)
+    try:
+        return select(condition, x, y)
+    except (TypeError, ValueError) as exc:  # named after where, not its select
+        raise as_op(exc, "where") from None
 
 
 def one_hot(indices: Any, depth: int, on_value: Any, off_value: Any, axis: int = -1) -> Tensor:

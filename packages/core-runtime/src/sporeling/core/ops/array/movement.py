@@ -19,7 +19,7 @@ from .._core import (
 )
 from .._indexing import getitem, setitem
 from .._join import concat, split_p
-from ._common import _brange, _bslice, _int_family, _ints, _tensor
+from ._common import _brange, _bslice, _int_family, _ints, _tensor, check_alloc
 
 # ---- reshaping and movement -------------------------------------------------------------------
 
@@ -84,6 +84,9 @@ def tile(input_x: Tensor, multiples: Any) -> Tensor:
             "tile", "multiples", multiples, f"at least {x.ndim} entries (one per dimension)"
         )
     shape = (1,) * (len(reps) - x.ndim) + x.shape
+    check_alloc(
+        "tile", tuple(r * s for r, s in zip(reps, shape, strict=True)), x.dtype, "multiples"
+    )
     inter = tuple(v for pair in zip((1,) * len(shape), shape, strict=True) for v in pair)
     big = tuple(v for pair in zip(reps, shape, strict=True) for v in pair)
     out = broadcast_to(reshape(x, inter), big)
@@ -106,6 +109,8 @@ def swapaxes(x: Tensor, axis0: int, axis1: int) -> Tensor:
     x = _tensor("swapaxes", "x", x)
     a = check_axis("swapaxes", axis0, x.ndim, "axis0")
     b = check_axis("swapaxes", axis1, x.ndim, "axis1")
+    if x.ndim == 0:  # axes 0/-1 of a 0-d tensor: nothing to swap
+        return x
     perm = list(_brange(x.ndim))
     perm[a], perm[b] = perm[b], perm[a]
     return transpose(x, tuple(perm))

@@ -176,6 +176,8 @@ def _conv_impl(
     cout, kernel = w.shape[0], tuple(w.shape[2:])
     out_sp = _out_spatial(tuple(x.shape[2:]), kernel, stride, pads, dilation)
     length = math.prod(out_sp)
+    if n * length == 0 or x.size == 0 or w.size == 0:  # empty batch/output: an empty result
+        return xp.zeros((n, cout) + out_sp, xp.result_type(x.dtype, w.dtype))
     cols = _im2col(xp, x, kernel, stride, pads, dilation, out_sp, fast)
     _remember_cols(x, _memo_key(x, kernel, stride, pads, dilation, out_sp, fast), cols)
     cols = cols.reshape(groups, -1, n * length)
@@ -243,6 +245,8 @@ def _conv_transpose_impl(
 ) -> Any:
     n = g.shape[0]
     cout, cin_g, kernel = w.shape[0], w.shape[1], tuple(w.shape[2:])
+    if g.size == 0:  # an empty batch
+        return xp.zeros((n, cin_g * groups) + tuple(in_shape), g.dtype)
     wm = w.reshape(groups, cout // groups, -1)
     dcols = _gemm(xp, wm.transpose(0, 2, 1), _flat_grad(xp, g, groups))
     dcols = dcols.reshape((cin_g * groups,) + kernel + (n,) + tuple(g.shape[2:]))
@@ -280,6 +284,8 @@ def _weight_grad_impl(
 ) -> Any:
     n, c = x.shape[:2]
     out_sp = tuple(g.shape[2:])
+    if g.size == 0 or x.size == 0:  # an empty batch: no contribution
+        return xp.zeros((g.shape[1], c // groups) + kernel, x.dtype)
     cols = _recall_cols(x, _memo_key(x, kernel, stride, pads, dilation, out_sp, fast))
     if cols is None:
         cols = _im2col(xp, x, kernel, stride, pads, dilation, out_sp, fast)

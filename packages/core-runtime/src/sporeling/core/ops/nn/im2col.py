@@ -40,6 +40,8 @@ def _im2col_impl(
 ) -> Any:
     n, c = x.shape[:2]
     out_sp = _out_spatial(tuple(x.shape[2:]), kernel, stride, pads, dilation)
+    if x.size == 0:  # an empty batch (or no channels): the empty result
+        return xp.zeros((n, c * math.prod(kernel), math.prod(out_sp)), x.dtype)
     cols = _im2col(xp, x, kernel, stride, pads, dilation, out_sp, fast)
     cols = cols.reshape(c * math.prod(kernel), n, -1).transpose(1, 0, 2)
     return xp.ascontiguousarray(cols)

@@ -478,6 +478,8 @@ def _adaptive_max_impl(xp: Any, x: Any, *, out_hw: tuple[int, int]) -> Any:
     n, c, h, w = x.shape
     out = xp.empty((n, c) + tuple(out_hw), x.dtype)
     arg = xp.empty((n, c) + tuple(out_hw), np.int64)
+    if x.size == 0:  # an empty batch: the empty result
+        return out, arg
     for i, (y0, y1) in enumerate(_adaptive_bounds(h, out_hw[0])):
         for j, (x0, x1) in enumerate(_adaptive_bounds(w, out_hw[1])):
             win = x[:, :, y0:y1, x0:x1].reshape(n, c, -1)
