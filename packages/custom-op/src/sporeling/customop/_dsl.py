@@ -183,7 +183,13 @@ class HybridKernel:
             np.broadcast_to(np.zeros((), _codegen._np_dtype(d)), tuple(s))
             for s, d in zip(shapes, dtypes)
         ]
-        outs = self._skeleton(*fakes)
+        try:
+            outs = self._skeleton(*fakes)
+        except IndexError as exc:  # e.g. x.shape[1] of a 1-d input
+            raise ValueError(
+                f"hybrid kernel '{self.name}': its declarations do not fit inputs of shapes "
+                f"{[tuple(s) for s in shapes]} ({exc})"
+            ) from None
         if self.n_outputs == 1:
             outs = (outs,)
         return [tuple(int(x) for x in o.shape) for o in outs], [o.dtype for o in outs]
