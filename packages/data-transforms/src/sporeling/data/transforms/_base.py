@@ -22,6 +22,7 @@ Contract (shared by `vision`, `transforms`, the pipeline and the batch ops):
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Self
@@ -122,6 +123,18 @@ def _to_pil_if_possible(x: Any) -> Any:
     return to_pil(x) if pil_compatible(x) else x
 
 
+_NAMED = re.compile(r"^[A-Z][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(\(\))?: ")
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
+    if is_pil(value):
+        return f"a PIL image of mode {value.mode} and size {value.size}"
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
+
+
 class Transform:
     """Base of every unified transform. Subclasses set the class attributes below."""
 
@@ -176,6 +189,22 @@ class Transform:
 
     # -- running ------------------------------------------------------------------------
     def _run(self, impl: str | None, args: tuple[Any, ...]) -> Any:
+        """Run with the path `impl` ("C"/"PY"); an error that does not name an op (one from
+        NumPy, Numba or Pillow, or a bare ZeroDivisionError) is re-raised naming this op and
+        its input, as TypeError (wrong kind of input) or ValueError."""
+        try:
+            return self._run_path(impl, args)
+        except (TypeError, ValueError, IndexError, ZeroDivisionError, AttributeError) as exc:
+            if _NAMED.match(str(exc)):
+                raise
+            name = type(self).__name__
+            kind = TypeError if isinstance(exc, (TypeError, AttributeError)) else ValueError
+            if isinstance(exc, IndexError):
+                kind = IndexError
+            got = ", ".join(_describe(a) for a in args)
+            raise kind(f"{name}: cannot process {got} ({type(exc).__name__}: {exc})") from exc
+
+    def _run_path(self, impl: str | None, args: tuple[Any, ...]) -> Any:
         """Run with the path `impl` ("C"/"PY"), converting inputs to what that path takes."""
         use_pil = impl == "PY" and self._has_pil()
         if use_pil and self._py_input == "pil":
