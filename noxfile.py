@@ -219,12 +219,14 @@ def pins(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def build(session: nox.Session) -> None:
-    """Build each package's sdist and wheel, install the wheels in a fresh venv, import each.
+    """Build each package's sdist and wheel into dist/, install the wheels in a fresh venv,
+    import each; then check the READMEs' install line from a clone with plain pip
+    (`pip install --find-links dist sporeling-<package>`, dependencies from the index).
 
     uv builds the wheel from the sdist, so a file missing from the sdist shows up here too.
     """
     tmp = Path(session.create_tmp()).resolve()
-    dist_dir, venv_dir = tmp / "dist", tmp / "clean-venv"
+    dist_dir, venv_dir = ROOT / "dist", tmp / "clean-venv"
     shutil.rmtree(dist_dir, ignore_errors=True)
     for pkg in PACKAGES.values():
         session.run("uv", "build", "--out-dir", str(dist_dir), str(pkg.path))
@@ -239,6 +241,14 @@ def build(session: nox.Session) -> None:
         session.run(python, "-c", code, env=NUMBA_ENV, external=True)
     if (venv_dir / "bin" / "sporeling").exists():
         session.run(str(venv_dir / "bin" / "sporeling"), "--help", external=True)
+    pip_venv = tmp / "pip-venv"  # the README line, with the stdlib venv and plain pip
+    shutil.rmtree(pip_venv, ignore_errors=True)
+    session.run(sys.executable, "-m", "venv", str(pip_venv), external=True)
+    pip = [str(pip_venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    dists = [p.dist for p in PACKAGES.values()]
+    session.run(*pip, "--find-links", str(dist_dir), *dists, external=True)
+    code = "; ".join(f"import {p.module}" for p in PACKAGES.values())
+    session.run(str(pip_venv / "bin" / "python"), "-c", code, env=NUMBA_ENV, external=True)
 
 
 def check_wheel(session: nox.Session, wheel: Path) -> None:

@@ -2,6 +2,8 @@
 
 import csv
 
+import pytest
+
 from sporeling.core import __version__
 from sporeling.core.cli import main
 
@@ -23,18 +25,40 @@ def test_demo_trains(capsys, tmp_path):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert out.strip().splitlines()[-1].startswith("validation accuracy"), out
-    accuracy = float(out.strip().split()[-1])
+    accuracy = float(out.strip().splitlines()[-1].split()[2])
     assert accuracy > 0.75, out
+    # the reported accuracy is the saved best checkpoint's, and the best epoch's
+    best = float(out.split("best validation accuracy ")[1].split()[0])
+    assert accuracy == best, out
+    from sporeling.core import load_checkpoint, nn, train
+    from sporeling.core.demo import LeNet5, load_data
+
+    net = LeNet5()
+    load_checkpoint(str(tmp_path / "checkpoints" / "lenet5-best.ckpt"), net=net)
+    val = train.ArrayDataset(*load_data(None, 1600)[0]["val"], batch_size=500)
+    loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    model = train.Model(net, loss, metrics={"accuracy": train.Accuracy()})
+    assert model.eval(val, dataset_sink_mode=False)["accuracy"] == pytest.approx(accuracy, abs=1e-4)
+    assert "the weights of epoch" in out
     assert "61,684 parameters" in out and "1,600 training and 1,000 validation" in out
     with (tmp_path / "history.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert [int(float(r["epoch"])) for r in rows] == [1, 2]
     assert float(rows[1]["train_loss"]) < float(rows[0]["train_loss"])
-    assert sorted(p.suffix for p in (tmp_path / "checkpoints").iterdir()) == [".ckpt", ".ckpt"]
+    names = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
+    assert len(names) == 3 and "lenet5-best.ckpt" in names, names
     png = tmp_path / "learning_curve.png"
     assert png.exists() or "matplotlib is not installed" in out
     if png.exists():
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_help_texts_show_no_markup(capsys):
+    from sporeling.core.demo import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    assert "`" not in capsys.readouterr().out
 
 
 def test_demo_bad_arguments(capsys, tmp_path):

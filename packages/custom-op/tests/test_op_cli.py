@@ -74,3 +74,10 @@ def test_module_entry_point():
     proc = subprocess.run([sys.executable, "-m", "sporeling.customop", "--version"],
                           capture_output=True, text=True)  # fmt: skip
     assert proc.returncode == 0 and "sporeling-op" in proc.stdout
+
+
+@pytest.mark.parametrize("args", [["--help"], ["check", "--help"], ["bench", "--help"]])
+def test_help_texts_show_no_markup(args, capsys):
+    with pytest.raises(SystemExit):
+        main(args)
+    assert "`" not in capsys.readouterr().out

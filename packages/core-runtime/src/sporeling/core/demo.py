@@ -8,7 +8,8 @@ images, see ``data/mnist-sample/NOTICE.md``), so it runs offline; ``--data DIR``
 the full MNIST idx files instead (the last 10,000 training images validate; the ``t10k``
 test set, when present, is scored once at the end). It prints a summary and writes
 ``learning_curve.png`` (with the ``[demo]`` extra, i.e. matplotlib), ``history.csv`` and
-the checkpoints to ``--out``.
+the checkpoints to ``--out``: ``lenet5-best.ckpt`` holds the epoch with the best
+validation accuracy, restored into the network before the final score.
 """
 
 from __future__ import annotations
@@ -189,6 +190,28 @@ class EpochLog(train.Callback):
         )
 
 
+class BestWeights(train.Callback):
+    """A copy of the weights of the epoch with the best validation accuracy, so the demo can
+    restore and save the model it reports (the last epoch's is often not the best)."""
+
+    def __init__(self, net: nn.Cell) -> None:
+        self.net = net
+        self.accuracy = -1.0
+        self.epoch = 0
+        self.weights: dict[str, np.ndarray] = {}
+
+    def on_train_epoch_end(self, run_context: Any) -> None:
+        cb = run_context.original_args()
+        accuracy = float((cb.get("eval_results") or {}).get("accuracy", float("nan")))
+        if accuracy > self.accuracy:
+            self.accuracy, self.epoch = accuracy, int(cb.cur_epoch_num)
+            self.weights = {p.name: p.asnumpy().copy() for p in self.net.get_parameters()}
+
+    def restore(self) -> None:
+        for p in self.net.get_parameters():
+            p.set_data(Tensor(self.weights[p.name]))
+
+
 def write_history(rows: list[dict[str, float]], path: Path) -> None:
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -247,7 +270,9 @@ def load_data(
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="sporeling demo", description=__doc__.splitlines()[0])
+    # the docstring's first line without its reStructuredText markup
+    summary = __doc__.splitlines()[0].replace("``", "")
+    p = argparse.ArgumentParser(prog="sporeling demo", description=summary)
     p.add_argument("--data", metavar="DIR", help="folder with the full MNIST idx files")
     p.add_argument("--epochs", type=int, default=20, help="most epochs (default 20)")
     p.add_argument("--batch-size", type=int, default=32)
@@ -304,9 +329,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps = train_ds.get_dataset_size()
     log = EpochLog(opt)
     history = train.History()
+    keeper = BestWeights(net)
     callbacks = [
         log,
         history,
+        keeper,
         train.ReduceLROnPlateau(monitor="eval_loss", factor=0.3, patience=1, min_lr=1e-5),
         train.EarlyStopping(monitor="accuracy", patience=args.patience, restore_best_weights=True),
         train.ModelCheckpoint(
@@ -326,8 +353,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.epochs, train_ds, valid_dataset=val_ds, callbacks=callbacks, dataset_sink_mode=False
     )
     elapsed = time.perf_counter() - start
-    # EarlyStopping restores the best weights only when it stops training early; score the
-    # network as it is now, which is what the last checkpoint holds.
+    # EarlyStopping restores the best weights only when it stops training early, and the
+    # periodic checkpoints hold the last epochs: restore the best epoch's weights, save them
+    # and score them, so the accuracy reported is the saved model's.
+    keeper.restore()
+    best_file = out / "checkpoints" / "lenet5-best.ckpt"
+    train.save_checkpoint(net, str(best_file))
     final = model.eval(val_ds, dataset_sink_mode=False)
     rows = log.rows
     best = max(rows, key=lambda r: r["val_accuracy"])
@@ -345,6 +376,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         test = model.eval(test_ds, dataset_sink_mode=False)
         print(f"  test accuracy (t10k) {test['accuracy']:.4f}")
     print(f"  history: {out / 'history.csv'}; checkpoints: {out / 'checkpoints'}")
+    print(
+        f"  saved {best_file}: the weights of epoch {keeper.epoch} (the best validation "
+        "accuracy); the other checkpoints hold the last epochs"
+    )
     print(f"  learning curve: {why_no_plot or out / 'learning_curve.png'}")
-    print(f"validation accuracy {final['accuracy']:.4f}")
+    print(f"validation accuracy {final['accuracy']:.4f} (of the saved best weights)")
     return 0

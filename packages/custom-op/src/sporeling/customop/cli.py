@@ -147,7 +147,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sporeling-op", description=__doc__.split("\n\n")[0])
+    # the docstring's first paragraph without its reStructuredText markup
+    summary = __doc__.split("\n\n")[0].replace("``", "")
+    p = argparse.ArgumentParser(prog="sporeling-op", description=summary)
     p.add_argument("--version", action="version", version=f"sporeling-op {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("check", help="validate a DSL file and show the generated source")
