@@ -31,5 +31,5 @@ def test_custom_ops_refuse_bad_inputs_by_name_or_match_the_interpreted_kernel():
     )
     assert proc.returncode == 0, f"the sweep crashed ({proc.returncode}):\n{proc.stderr[-4000:]}"
     report = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert report["calls"] > 150
+    assert report["calls"] > 120
     assert not report["failures"], "\n".join(report["failures"])
