@@ -36,7 +36,7 @@ from .._primitive import Primitive, ShapedArray
 from ..errors import describe
 from ..tensor import Tensor
 from .management import GlobalComm, get_group
-from .overlap import collective
+from .overlap import collective, current_copy
 
 __all__ = [
     "ReduceOp",
@@ -125,7 +125,9 @@ def _agreed(func: str, group: str, x: Any) -> Any:
     truncate a message on one rank and accept it silently on another); all ranks see the
     same table, so all raise together, naming which rank had which shape."""
     g = get_group(group, func)
-    if g.size > 1:
+    # Not inside micro-batch copies: their collectives are started non-blocking in turns,
+    # and an extra blocking exchange there would serialise the overlap they exist for.
+    if g.size > 1 and current_copy() is None:
         mine = (tuple(int(d) for d in x.shape), str(x.dtype))
         everyone = g.allgather_object(mine)
         if any(e != mine for e in everyone):
