@@ -68,6 +68,8 @@ class DType:
     def __eq__(self, other: object) -> bool:
         if isinstance(other, DType):
             return self.np == other.np
+        if other is None:  # np.dtype(None) is float64: float64 == None must stay False
+            return False
         try:
             return self.np == np.dtype(cast("DTypeLike", other))
         except TypeError:

@@ -261,7 +261,10 @@ class Cell(CellFlagsMixin, PipelineStageMixin):
         float32 — with float32 master weights, as MindSpore does (see ``nn/_amp.py``)."""
         from .. import dtype as _dt
 
-        dt = _dt.to_dtype(dst_type)
+        try:
+            dt = _dt.to_dtype(dst_type)
+        except TypeError:  # None (bfloat16 without ml_dtypes), names, ...
+            dt = _dt.bool_
         if dt.category != 2:
             raise TypeError(
                 f"{type(self).__name__}.to_float: argument 'dst_type' expected float16, "
