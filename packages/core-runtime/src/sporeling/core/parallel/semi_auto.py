@@ -43,6 +43,8 @@ def auto_data_parallel_active() -> bool:
         return False
     if not GlobalComm.INITED or _world_size() == 1:
         return False
+    if _ctx._SETTINGS["pipeline_stages"] > 1:  # one stage per rank: no data-parallel group
+        return False
     if mode == "auto_parallel" and not _WARNED["auto"]:
         _WARNED["auto"] = True
         warnings.warn(

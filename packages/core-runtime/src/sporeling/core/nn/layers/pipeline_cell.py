@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from ... import context as _context
+from ...parallel.context import get_auto_parallel_context
 from ...tensor import Tensor
 from ..cell import Cell
 from ._utils import arg_error, check_int
@@ -31,8 +32,6 @@ __all__ = ["PipelineCell"]
 
 
 def _stages() -> int:
-    from ...parallel.context import get_auto_parallel_context
-
     return get_auto_parallel_context("pipeline_stages")
 
 
@@ -62,6 +61,13 @@ class PipelineCell(Cell):
             raise RuntimeError(
                 f"PipelineCell: pipeline_stages={stages} needs {stages} processes: start the "
                 "script with `sporeling launch -n N` and call communication.init() first"
+            )
+        mode = get_auto_parallel_context("parallel_mode")
+        if mode in ("data_parallel", "hybrid_parallel"):
+            raise ValueError(
+                f"PipelineCell: parallel_mode={mode!r} with pipeline_stages={stages}: expected "
+                "'semi_auto_parallel', 'auto_parallel' or 'stand_alone' (one stage per rank; "
+                "data parallelism inside a stage is not supported)"
             )
         size = get_group_size()
         if size != stages:
