@@ -97,7 +97,10 @@ def test_pipeline_stages_must_match_the_job():
     net = _net()
     net.backbone_network.first.pipeline_stage = 0
     net.backbone_network.second.pipeline_stage = 1
-    with pytest.raises(ValueError, match=r"pipeline_stages=2\) expected the number of processes"):
+    with pytest.raises(
+        ValueError,
+        match=r"pipeline_stages=2\) expected a divisor of the number of processes in the job \(1\)",
+    ):
         nn.PipelineCell(net, 2)(*_batch())
 
 
@@ -146,6 +149,15 @@ def test_pipeline_schedules_train_like_one_process_under_mpi():
         assert f"mlp/1f1b rank {rank} semi_auto_parallel: losses" in out, out
         assert f"rank {rank} graph_mode fallback ok" in out, out
         assert f"rank {rank} Model.train ok" in out, out
+
+
+def test_two_stages_times_two_data_parallel_ranks_under_mpi():
+    """4 ranks, pipeline_stages=2: each stage on 2 ranks fed different halves of the batch,
+    its gradients summed over them, equals one process on the whole batch."""
+    out = run_mpi("mp_pipeline.py", 4)
+    assert out.count("OK pipeline") == 4, out
+    for schedule in ("gpipe", "1f1b"):
+        assert out.count(f"mlp/{schedule} dp=2 rank") == 4, out
 
 
 def test_three_stages_under_mpi():

@@ -1,5 +1,7 @@
-"""Run under ``mpiexec -n 2`` or ``-n 3``: ``nn.PipelineCell`` trains like one process on
-the full batch.
+"""Run under ``mpiexec -n 2``, ``-n 3`` or ``-n 4``: ``nn.PipelineCell`` trains like one
+process on the full batch.
+
+With 4 ranks, 2 stages each run data parallel on 2 ranks (halves of the batch).
 
 With 3 ranks the MLP has 3 stages and a ``skip`` network sends stage 0's output to stages
 1 and 2 (its gradient comes back from both).
@@ -209,6 +211,46 @@ def graph_mode(rank: int) -> None:
     print(f"rank {rank} graph_mode fallback ok", flush=True)
 
 
+def check_dp(schedule: str, rank: int, size: int) -> None:
+    """``pipeline_stages=2`` on 4 ranks: ranks 0-1 run stage 0, 2-3 stage 1 (MindSpore's
+    layout); column ``rank % 2`` is fed half ``rank % 2`` of the batch."""
+
+    def global_batch(step: int) -> tuple[np.ndarray, np.ndarray]:
+        rng = np.random.default_rng(200 + step)
+        return rng.standard_normal((16, 6)).astype(np.float32), rng.integers(0, 3, (16,))
+
+    def run(net: nn.Cell, params: list, part: slice) -> list[float]:
+        step = nn.TrainOneStepCell(net, nn.Momentum(params, learning_rate=0.05, momentum=0.9))
+        losses = []
+        for s in range(STEPS):
+            x, y = global_batch(s)
+            losses.append(float(step(Tensor(x[part]), Tensor(y[part].astype(np.int32))).asnumpy()))
+        return losses
+
+    reset_auto_parallel_context()
+    ref = build("mlp")
+    ref_losses = run(ref, ref.trainable_params(), slice(0, 16))
+    set_auto_parallel_context(pipeline_stages=2, parallel_mode="semi_auto_parallel")
+    net = build("mlp")
+    net.backbone_network.stage0.pipeline_stage = 0
+    net.backbone_network.stage1.pipeline_stage = 1
+    pipe = nn.PipelineCell(net, 4)
+    pipe.schedule = schedule
+    column = rank % 2
+    losses = run(pipe, pipe.trainable_params(), slice(8 * column, 8 * column + 8))
+    what = f"mlp/{schedule} dp=2 rank {rank}"
+    np.testing.assert_allclose(losses, ref_losses, RTOL, 1e-5, err_msg=f"{what}: losses")
+    own = f"stage{rank // 2}."
+    want = {p.name: p.asnumpy() for p in ref.trainable_params()}
+    mine = pipe.trainable_params()
+    assert mine and all(p.name.startswith(own) for p in mine), [p.name for p in mine]
+    for p in mine:
+        np.testing.assert_allclose(
+            p.asnumpy(), want[p.name], RTOL, ATOL, err_msg=f"{what} {p.name}"
+        )
+    print(f"{what}: losses {[round(v, 5) for v in losses]}", flush=True)
+
+
 def with_model(rank: int) -> None:
     """``Model(PipelineCell(...), optimizer=...).train`` trains like ``Model`` on one process."""
     rng = np.random.default_rng(5)
@@ -262,7 +304,12 @@ def errors() -> None:
 def main() -> None:
     init()
     rank, size = get_rank(), get_group_size()
-    assert size in (2, 3), size
+    assert size in (2, 3, 4), size
+    if size == 4:
+        for schedule in ("gpipe", "1f1b"):
+            check_dp(schedule, rank, size)
+        print(f"OK pipeline rank={rank}", flush=True)
+        return
     for kind in ("mlp", "stack") if size == 2 else ("mlp", "skip"):
         for schedule in ("gpipe", "1f1b"):
             check(kind, schedule, rank, size)

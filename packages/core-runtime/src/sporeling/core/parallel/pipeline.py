@@ -171,11 +171,16 @@ class _Micro:
 class PipelineEngine:
     """Runs the schedule for one call (see the module docstring)."""
 
-    def __init__(self, network: Any, plan: StagePlan, rank: int, train: bool) -> None:
+    def __init__(
+        self, network: Any, plan: StagePlan, rank: int, train: bool, peers: list[int] | None = None
+    ) -> None:
         from ..communication import p2p
 
         self.p2p = p2p
+        # ``rank`` is this rank's stage; ``peers[s]``: the world rank running stage s for this
+        # rank's share of the data (the stage itself without data parallelism)
         self.network, self.plan, self.rank, self.train = network, plan, rank, train
+        self.peers = list(range(plan.stages)) if peers is None else peers
         self.params = [p for p in plan.params_of(rank) if p.requires_grad] if train else []
         self.grads: dict[int, Any] = {}
         self.handles: list[Any] = []
@@ -227,13 +232,13 @@ class PipelineEngine:
             for x, p in zip(leaves, prods, strict=True):
                 if p == self.rank:
                     st.sent.append((x, stage))
-                    self.handles.append(self.p2p.isend(x, stage, tag=FWD_TAG))
+                    self.handles.append(self.p2p.isend(x, self.peers[stage], tag=FWD_TAG))
             return Remote(stage)
 
         return construct
 
     def _recv(self, src: int) -> Tensor:
-        t = self.p2p.irecv(src, tag=FWD_TAG).wait()
+        t = self.p2p.irecv(self.peers[src], tag=FWD_TAG).wait()
         if self.train and _floating(t):
             t.requires_grad = True
         self.cur.received[id(t)] = (t, src)
@@ -270,7 +275,7 @@ class PipelineEngine:
             cts[id(st.loss)] = Tensor(np.ones(st.loss.shape, st.loss.asnumpy().dtype))
         for t, dst in st.sent:
             if _floating(t):
-                g = self.p2p.irecv(dst, tag=BWD_TAG).wait()
+                g = self.p2p.irecv(self.peers[dst], tag=BWD_TAG).wait()
                 roots[id(t)] = t
                 cts[id(t)] = g if id(t) not in cts else cts[id(t)] + g
         tracked = [i for i, t in roots.items() if t._node is not None or t._requires_grad]
@@ -284,7 +289,7 @@ class PipelineEngine:
             if _floating(leaf):
                 hit = found.get(id(leaf))
                 g = hit[1] if hit is not None else Tensor(np.zeros_like(leaf.asnumpy()))
-                self.handles.append(self.p2p.isend(g, src, tag=BWD_TAG))
+                self.handles.append(self.p2p.isend(g, self.peers[src], tag=BWD_TAG))
         self.micro[m] = _Micro()  # free the activations
 
     # ---- the schedule -----------------------------------------------------------------
@@ -326,19 +331,17 @@ class PipelineEngine:
 
     def _loss(self, n: int) -> Tensor:
         """The micro-batches' losses summed, from the loss stage to every rank."""
-        from ..communication import get_group_size
-
         loss_rank = self.loss_rank
         if loss_rank == self.rank:
             total = self.losses[0]
             for v in self.losses[1:]:
                 total = total + v
-            for r in range(get_group_size()):
-                if r != self.rank:
-                    self.handles.append(self.p2p.isend(Tensor(total), r, tag=LOSS_TAG))
+            for s in range(self.plan.stages):
+                if s != self.rank:
+                    self.handles.append(self.p2p.isend(Tensor(total), self.peers[s], tag=LOSS_TAG))
             loss = Tensor(total)
         else:
-            loss = self.p2p.irecv(loss_rank, tag=LOSS_TAG).wait()
+            loss = self.p2p.irecv(self.peers[loss_rank], tag=LOSS_TAG).wait()
         self.loss_data = loss.asnumpy()
         for h in self.handles:
             h.wait()

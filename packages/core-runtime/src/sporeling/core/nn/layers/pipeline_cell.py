@@ -7,15 +7,17 @@ equal the full batch's; with a mean-reduced loss they are ``micro_size`` times t
 batch's mean.
 
 With ``set_auto_parallel_context(pipeline_stages=N)`` (N > 1, N processes under
-``sporeling launch -n N``), the cells marked ``cell.pipeline_stage = k`` run on rank ``k``
+``sporeling launch -n N``), the cells marked ``cell.pipeline_stage = k`` run on stage ``k``
 only and the ranks run a real schedule over MPI point-to-point messages
 (:mod:`sporeling.core.parallel.pipeline`): ``schedule = "gpipe"`` (default; all forwards,
 then all backwards) or ``"1f1b"``. Every rank returns the summed loss;
 :meth:`trainable_params` then lists only this rank's stage's parameters, so an optimizer
-built from it updates only them; ``last_order`` lists the last call's forwards and
-backwards on this rank (``["F0", "F1", "B0", ...]``). The schedule runs eagerly: under
-GRAPH_MODE the outermost cell (``TrainOneStepCell``) falls back to PYNATIVE with a warning;
-higher-order gradients through the pipeline raise.
+built from it updates only them. With ``k * N`` processes each stage runs data parallel on
+``k`` ranks (ranks ``s*k .. s*k+k-1`` run stage ``s``, as in MindSpore): its gradients and
+the loss are summed over them (averaged with ``gradients_mean``). ``last_order`` lists
+the last call's forwards and backwards on this rank (``["F0", "F1", "B0", ...]``). The
+schedule runs eagerly: under GRAPH_MODE the outermost cell (``TrainOneStepCell``) falls
+back to PYNATIVE with a warning; higher-order gradients through the pipeline raise.
 """
 
 from __future__ import annotations
@@ -48,13 +50,15 @@ class PipelineCell(Cell):
         self.last_order: list[str] = []  # the last call's schedule on this rank ("F0", "B0", ...)
 
     # ---- the stage layout ----------------------------------------------------------------
-    def _layout(self) -> tuple[Any, int] | None:
-        """``(plan, rank)`` when a pipeline over ranks is configured, else ``None``."""
+    def _layout(self) -> tuple[Any, int, list[int], str | None] | None:
+        """``(plan, stage, peers, dp_group)`` when a pipeline over ranks is configured
+        (``peers[s]``: the rank running stage ``s`` on this rank's data; ``dp_group``: the
+        ranks of this stage, when several share it), else ``None``."""
         stages = _stages()
         if stages == 1:
             return None
-        from ...communication import get_group_size, get_rank
-        from ...communication.management import GlobalComm
+        from ...communication import create_group, get_group_size, get_rank
+        from ...communication.management import GlobalComm, _State
         from ...parallel.pipeline import StagePlan
 
         if not GlobalComm.INITED:
@@ -66,29 +70,38 @@ class PipelineCell(Cell):
         if mode in ("data_parallel", "hybrid_parallel"):
             raise ValueError(
                 f"PipelineCell: parallel_mode={mode!r} with pipeline_stages={stages}: expected "
-                "'semi_auto_parallel', 'auto_parallel' or 'stand_alone' (one stage per rank; "
-                "data parallelism inside a stage is not supported)"
+                "'semi_auto_parallel', 'auto_parallel' or 'stand_alone' (data parallelism "
+                "inside a stage comes from running more processes than stages)"
             )
         size = get_group_size()
-        if size != stages:
+        if size % stages:
             raise ValueError(
-                f"PipelineCell: set_auto_parallel_context(pipeline_stages={stages}) expected "
-                f"the number of processes in the job ({size}); one stage runs per rank"
+                f"PipelineCell: set_auto_parallel_context(pipeline_stages={stages}) expected a "
+                f"divisor of the number of processes in the job ({size}); each stage runs on "
+                "processes / pipeline_stages ranks"
             )
         key = (stages, id(self.network))
         cached = self.__dict__.get("_plan")
         if cached is None or cached[0] != key:
             cached = (key, StagePlan(self.network, stages))
             object.__setattr__(self, "_plan", cached)
-        return cached[1], get_rank()
+        per, rank = size // stages, get_rank()
+        stage, column = rank // per, rank % per  # MindSpore's layout: stage-major ranks
+        peers = [s * per + column for s in range(stages)]
+        group = None
+        if per > 1:
+            group = f"pipeline_stage{stage}_of_{stages}x{per}"
+            if group not in _State.groups:
+                create_group(group, [stage * per + c for c in range(per)])
+        return cached[1], stage, peers, group
 
     def trainable_params(self, recurse: bool = True) -> list[Any]:
         """This rank's stage's trainable parameters under a pipeline, else all of them."""
         layout = self._layout()
         if layout is None:
             return super().trainable_params(recurse)
-        plan, rank = layout
-        return [p for p in plan.params_of(rank) if p.requires_grad]
+        plan, stage = layout[0], layout[1]
+        return [p for p in plan.params_of(stage) if p.requires_grad]
 
     # ---- the call ------------------------------------------------------------------------
     def _split(self, inputs: tuple[Any, ...]) -> list[tuple[Any, ...]]:
@@ -131,7 +144,9 @@ class PipelineCell(Cell):
             return total
         return self._pipeline(parts, *layout)
 
-    def _pipeline(self, parts: list[tuple[Any, ...]], plan: Any, rank: int) -> Tensor:
+    def _pipeline(
+        self, parts: list[tuple[Any, ...]], plan: Any, rank: int, peers: list[int], group: Any
+    ) -> Tensor:
         from ..._eager import EagerInterpreter
         from ..._primitive import current_interpreter
         from ...autograd import functional
@@ -154,12 +169,35 @@ class PipelineCell(Cell):
         mode = _context._SETTINGS["mode"]
         _context._SETTINGS["mode"] = _context.PYNATIVE_MODE  # the stages' cells run eagerly
         try:
-            engine = PipelineEngine(self.network, plan, rank, train)
+            engine = PipelineEngine(self.network, plan, rank, train, peers)
             loss = engine.run(parts, self.schedule)
         finally:
             _context._SETTINGS["mode"] = mode
         self.last_order = engine.order
+        loss_data, grads = engine.loss_data, engine.param_grads()
+        if group is not None:  # data parallel inside the stage: sum (or average) over its ranks
+            loss_data, grads = _reduce_over(group, loss_data, grads, engine.params)
+            loss = Tensor(loss_data)
         if not engine.params:
             return loss
-        run = _Run(engine.loss_data, engine.param_grads())
+        run = _Run(loss_data, grads)
         return pipeline_p.bind(*engine.params, run=run)
+
+
+def _reduce_over(
+    group: str, loss: Any, grads: list[Any], params: list[Any]
+) -> tuple[Any, list[Any]]:
+    """The loss and gradients summed over the stage's data-parallel ranks (averaged with
+    ``gradients_mean``); a parameter without a gradient here takes part with zeros."""
+    import numpy as np
+
+    from ...communication.management import get_group
+
+    g = get_group(group, "PipelineCell")
+    scale = 1.0 / g.size if get_auto_parallel_context("gradients_mean") else 1.0
+    loss = np.asarray(g.allreduce(np.asarray(loss)) * scale, np.asarray(loss).dtype)
+    out = []
+    for t, p in zip(grads, params, strict=True):
+        data = np.zeros(p.shape, p.asnumpy().dtype) if t is None else t.asnumpy()
+        out.append(Tensor(np.asarray(g.allreduce(data) * scale, data.dtype)))
+    return loss, out
