@@ -6,6 +6,6 @@ set -euo pipefail
 steps=${STEPS:-100000}
 sporeling-rl train --algo ppo --policy single --actors 1 --steps "$steps"
 for n in 2 4; do
-  sporeling launch -n "$n" "$(command -v sporeling-rl)" train --algo ppo --policy multi-actor --actors "$n" \
+  sporeling launch -n "$n" sporeling-rl train --algo ppo --policy multi-actor --actors "$n" \
     --steps "$steps" --eval-episodes 100
 done

@@ -1,7 +1,7 @@
 """``sporeling-rl``: train and evaluate agents, play board games against MCTS.
 
 sporeling-rl train --algo dqn [--env CartPole-v1] [--steps 50000] [--seed 0] [--ckpt DIR]
-sporeling launch -n 2 "$(command -v sporeling-rl)" train --algo ppo --policy multi-actor --actors 2
+sporeling launch -n 2 sporeling-rl train --algo ppo --policy multi-actor --actors 2
 sporeling-rl eval --algo dqn --ckpt DIR [--env CartPole-v1] [--episodes 100]
 sporeling-rl play [--game tictactoe|connectfour] [--opponent human|minimax|random|mcts]
                   [--sims 3000] [--mcts-plays first|second|both] [--games 1] [--seed 0]
@@ -134,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["single", "multi-actor"],
         default=None,
         help="distribution policy (multi-actor: one actor per MPI rank, "
-        "`sporeling launch -n N $(command -v sporeling-rl) train ...`)",
+        "`sporeling launch -n N sporeling-rl train ...`)",
     )
     train.add_argument("--actors", type=int, default=1, help="actors under --policy")
     train.set_defaults(fn=cmd_train)

@@ -64,6 +64,19 @@ def mpiexec_command(n: int, argv: Sequence[str], hostfile: str | None = None) ->
     return [*cmd, "-n", str(n), sys.executable, "-m", "mpi4py", *argv]
 
 
+def resolve_script(name: str) -> str:
+    """The file every rank runs: ``name`` itself, or a command on PATH such as a suite's
+    console script (``sporeling launch -n 2 sporeling-rl train ...``), which pip writes as
+    a Python file."""
+    if os.path.isfile(name):
+        return name
+    if os.sep not in name:
+        found = shutil.which(name)
+        if found is not None:
+            return found
+    raise OSError(f"launch: the script {name!r} is neither a file nor a command on PATH")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="sporeling launch",
@@ -77,15 +90,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="set OMP/OPENBLAS/MKL/NUMBA thread counts for every rank",
     )
-    parser.add_argument("script", help="the Python script every rank runs")
+    parser.add_argument(
+        "script", help="the Python script every rank runs, or a Python command on PATH"
+    )
     parser.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     ns = parser.parse_args(list(argv) if argv is not None else None)
     if ns.n < 1:
         raise ValueError(f"launch: argument '-n' expected a positive number of ranks, got {ns.n}")
     if ns.hostfile is not None and not os.path.isfile(ns.hostfile):
         raise OSError(f"launch: argument '--hostfile' names no file: {ns.hostfile!r}")
-    if not os.path.isfile(ns.script):
-        raise OSError(f"launch: the script {ns.script!r} does not exist")
+    script = resolve_script(ns.script)
     env = dict(os.environ)
     if ns.threads_per_rank is not None:
         if ns.threads_per_rank < 1:
@@ -98,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # every rank runs _launch_rank: its watchdog ends the job when a peer has ended while
         # it waits in a collective (MPI alone would hang, or end silently with code 0)
         env["SPORELING_LAUNCH_DIR"] = folder
-        argv = ["-m", "sporeling.core.communication._launch_rank", ns.script, *ns.args]
+        argv = ["-m", "sporeling.core.communication._launch_rank", script, *ns.args]
         proc = subprocess.Popen(mpiexec_command(ns.n, argv, ns.hostfile), env=env)
         order: list[int] = []
         watcher = threading.Thread(
