@@ -15,7 +15,7 @@ PACKAGES = {
         [],
         ["activation", "attention", "basic", "conv", "embedding"]
         + ["micro_batch", "normalization", "pooling", "rnn", "activation_more", "combined"]
-        + ["image", "pipeline_cell"],
+        + ["image", "pipeline_cell", "sync_batch_norm"],
     ),
     "sporeling.core.train": ([], ["callback", "dataset", "metrics", "model", "serialization"]),
     "sporeling.core.train.callback": ([], ["_callback", "_monitors", "_plateau", "checkpoint"]),

@@ -277,6 +277,7 @@ from .layers import (  # noqa: E402
     ResizeBilinear,
     RReLU,
     Softmax2d,
+    SyncBatchNorm,
     Tanhshrink,
     Unfold,
 )
@@ -300,4 +301,5 @@ __all__ += [
     "MultiClassDiceLoss",
     "CosineEmbeddingLoss",
     "ForwardValueAndGrad",
+    "SyncBatchNorm",
 ]

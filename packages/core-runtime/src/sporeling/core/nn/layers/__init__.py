@@ -160,9 +160,11 @@ __all__ = [
 from . import activation_more as activation_more  # noqa: E402
 from . import combined as combined  # noqa: E402
 from . import image as image  # noqa: E402
+from . import sync_batch_norm as sync_batch_norm  # noqa: E402
 from .activation_more import L1Regularizer, RReLU, Softmax2d, Tanhshrink  # noqa: E402
 from .combined import Conv2dBnAct, DenseBnAct  # noqa: E402
 from .image import InstanceNorm1d, InstanceNorm2d, Pad, ResizeBilinear, Unfold  # noqa: E402
+from .sync_batch_norm import SyncBatchNorm  # noqa: E402
 
 __all__ += [
     # .activation_more
@@ -179,4 +181,6 @@ __all__ += [
     "Unfold",
     "InstanceNorm1d",
     "InstanceNorm2d",
+    # .sync_batch_norm
+    "SyncBatchNorm",
 ]
