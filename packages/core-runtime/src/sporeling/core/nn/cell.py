@@ -20,6 +20,7 @@ from ..tensor import Parameter
 from ._amp import mark_dtype, run_in_dtype
 from ._bprop import call_with_bprop, has_bprop
 from ._cell_compat import CellFlagsMixin, graph_fallback
+from ._flatten_weights import FlattenWeightsMixin
 from ._pipeline_stage import PipelineStageMixin
 
 __all__ = ["Cell"]
@@ -27,7 +28,7 @@ __all__ = ["Cell"]
 _DEFAULT_PARAM_NAME = "Parameter"
 
 
-class Cell(CellFlagsMixin, PipelineStageMixin):
+class Cell(CellFlagsMixin, FlattenWeightsMixin, PipelineStageMixin):
     """Base class of every network (``construct`` defines the forward computation)."""
 
     def __init__(self, auto_prefix: bool = True, flags: dict[str, Any] | None = None) -> None:

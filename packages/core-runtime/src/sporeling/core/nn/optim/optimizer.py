@@ -34,6 +34,7 @@ from ..._primitive import Primitive
 from ...errors import describe
 from ...parameter_tuple import ParameterTuple
 from ...tensor import Parameter, Tensor
+from .._flatten_weights import flat_buffer_of
 from ..cell import Cell
 from ..containers import CellList
 from ..learning_rate_schedule import LearningRateSchedule
@@ -99,8 +100,12 @@ class _Bank:
         self.off = np.zeros(len(params) + 1, dtype=np.uint64)
         np.cumsum(self.sizes.astype(np.uint64), out=self.off[1:])
         total = int(self.off[-1])
-        self.flat = xp.empty(total, self.dtype)
-        self.views = self._adopt(self.flat, params)
+        shared = flat_buffer_of(params, self.dtype, total)  # Cell.flatten_weights made it
+        if shared is not None:
+            self.flat, self.views = shared, [p._data for p in params]
+        else:
+            self.flat = xp.empty(total, self.dtype)
+            self.views = self._adopt(self.flat, params)
         self.grad = xp.zeros(total, self.dtype)
         self.states: dict[str, tuple[Any, list[Parameter], list[Any]]] = {}
         self.lr = np.zeros(len(params))
