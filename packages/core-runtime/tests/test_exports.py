@@ -18,7 +18,10 @@ PACKAGES = {
         + ["image", "pipeline_cell", "sync_batch_norm"],
     ),
     "sporeling.core.train": ([], ["callback", "dataset", "metrics", "model", "serialization"]),
-    "sporeling.core.train.callback": ([], ["_callback", "_monitors", "_plateau", "checkpoint"]),
+    "sporeling.core.train.callback": (
+        [],
+        ["_callback", "_monitors", "_plateau", "checkpoint", "learning_curve"],
+    ),
 }
 
 

@@ -219,35 +219,6 @@ def write_history(rows: list[dict[str, float]], path: Path) -> None:
         writer.writerows(rows)
 
 
-def plot_curves(rows: list[dict[str, float]], path: Path, title: str) -> str | None:
-    """Write the learning curve (loss and accuracy per epoch) as a PNG; returns why not."""
-    try:
-        import matplotlib  # type: ignore[import-not-found, unused-ignore]
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        return (
-            "matplotlib is not installed, so no learning_curve.png; install the demo extra: "
-            "pip install 'sporeling-core-runtime[demo]' (or run `nox -s demo`)"
-        )
-    epochs = [int(r["epoch"]) for r in rows]
-    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
-    ax_loss.plot(epochs, [r["train_loss"] for r in rows], "o-", label="training (epoch mean)")
-    ax_loss.plot(epochs, [r["val_loss"] for r in rows], "s-", label="validation")
-    ax_loss.set(xlabel="epoch", ylabel="cross-entropy loss", title="loss")
-    ax_loss.legend()
-    ax_acc.plot(epochs, [100 * r["val_accuracy"] for r in rows], "s-", color="C1")
-    ax_acc.set(xlabel="epoch", ylabel="accuracy (%)", title="validation accuracy")
-    for ax in (ax_loss, ax_acc):
-        ax.grid(alpha=0.3)
-        ax.xaxis.get_major_locator().set_params(integer=True)
-    fig.suptitle(title)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return None
-
-
 def load_data(
     data: str | None, limit: int | None
 ) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], str]:
@@ -330,7 +301,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     log = EpochLog(opt)
     history = train.History()
     keeper = BestWeights(net)
-    callbacks = [
+    callbacks: list[Any] = []
+    try:  # the loss and accuracy per epoch, redrawn at each epoch's end
+        title = f"LeNet-5 on {where} ({len(y_train):,} images)"
+        callbacks.append(train.LearningCurve(out / "learning_curve.png", title=title))
+        why_no_plot = None
+    except ImportError:
+        why_no_plot = (
+            "matplotlib is not installed, so no learning_curve.png; install the demo extra: "
+            "pip install 'sporeling-core-runtime[demo]' (or run `nox -s demo`)"
+        )
+    callbacks += [
         log,
         history,
         keeper,
@@ -363,9 +344,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = log.rows
     best = max(rows, key=lambda r: r["val_accuracy"])
     write_history(rows, out / "history.csv")
-    why_no_plot = plot_curves(
-        rows, out / "learning_curve.png", f"LeNet-5 on {where} ({len(y_train):,} images)"
-    )
     print(
         f"\nsummary: {len(rows)} epoch(s) in {elapsed:.1f}s ({elapsed / len(rows):.1f}s per "
         f"epoch), {n_params:,} parameters\n"

@@ -11,6 +11,7 @@ from .callback import (
     EarlyStopping,
     History,
     LambdaCallback,
+    LearningCurve,
     LossMonitor,
     ModelCheckpoint,
     ProgressBar,
@@ -58,6 +59,7 @@ from .serialization import (
 __all__ = [
     # .callback
     "Callback",
+    "LearningCurve",
     "RunContext",
     "LossMonitor",
     "TimeMonitor",

@@ -25,6 +25,7 @@ from .checkpoint import (
     CheckpointConfig,
     ModelCheckpoint,
 )
+from .learning_curve import LearningCurve
 
 __all__ = [
     # ._callback
@@ -42,4 +43,6 @@ __all__ = [
     # .checkpoint
     "CheckpointConfig",
     "ModelCheckpoint",
+    # .learning_curve
+    "LearningCurve",
 ]

@@ -232,7 +232,11 @@ class ProgressBar(Callback):
             return
         cb_params = run_context.original_args()
         total = cb_params.get("batch_num")
-        desc = f"epoch {cb_params.cur_epoch_num}/{cb_params.get('epoch_num', '?')}"
+        # epoch_num counts this run's epochs only (MindSpore's cb_params); when resuming
+        # at initial_epoch the bar shows the absolute epoch out of the run's last one.
+        num = cb_params.get("epoch_num")
+        last = num + (cb_params.get("initial_epoch") or 0) if num is not None else "?"
+        desc = f"epoch {cb_params.cur_epoch_num}/{last}"
         self._start = time.time()
         try:
             from tqdm import tqdm
