@@ -33,12 +33,6 @@ KNOWN_NONFINITE = {
     "stft-hop_length=2": "not investigated",
     "stft-pad_mode=CONSTANT-onesided=False": "not investigated",
     "stft-hop_length=4-win_length=6": "not investigated",
-    "adaptive_avg_pool2d": "defect: averaging matrices spread a NaN/inf to other windows",
-    "interpolate_linear": "defect: interpolation matrices spread a NaN/inf to other outputs",
-    "interpolate_bilinear_half_pixel": "defect: interpolation matrices spread NaN/inf",
-    "interpolate_bilinear_scales": "defect: interpolation matrices spread NaN/inf",
-    "interpolate_nearest": "defect: selection matrices spread NaN/inf (0 * inf)",
-    "deformable_conv2d": "defect: sampling matrices spread NaN/inf",
 }
 
 

@@ -14,12 +14,10 @@ from ..._primitive import Primitive, ShapedArray
 from ...errors import op_error
 from ...tensor import Tensor
 from .._core import reshape, transpose
-from .._matmul import matmul
 from ._common import (
     _LAYOUT,
     Pads,
     _check_ndim,
-    _const,
     _float,
     _ints,
     _out_spatial,
@@ -27,6 +25,7 @@ from ._common import (
     _tensor,
 )
 from .conv import _slices
+from .resize import _apply_taps
 
 # ---- pooling ------------------------------------------------------------------------
 
@@ -452,21 +451,28 @@ def _adaptive_bounds(n: int, o: int) -> list[tuple[int, int]]:
 def adaptive_avg_pool2d(input_x: Any, output_size: Any) -> Tensor:
     """Adaptive 2-d average pooling: window i spans [floor(i*H/oh), ceil((i+1)*H/oh)).
 
-    Written as A_h @ x @ A_w^T with constant averaging matrices, so gradients of any order
-    come from ``matmul``.
+    Each window is a weighted gather of its rows (then of its columns), so a NaN/inf reaches
+    only the windows that hold it and gradients of any order come from ``getitem``.
     """
     op = "adaptive_avg_pool2d"
     x = _float(op, "input_x", input_x)
     _check_ndim(op, "input_x", x, (3, 4), "C, H, W or N, C, H, W")
     h, w = x.shape[-2:]
     oh, ow = _adaptive_size(op, output_size, (h, w))
-    mats = []
-    for n, o in ((h, oh), (w, ow)):
-        m = np.zeros((o, n))
-        for i, (a, b) in enumerate(_adaptive_bounds(n, o)):
-            m[i, a:b] = 1.0 / (b - a)
-        mats.append(_const(x, m))
-    return matmul(matmul(mats[0], x), transpose(mats[1], (1, 0)))
+    out = x
+    for axis, n, o in ((-2, h, oh), (-1, w, ow)):
+        bounds = _adaptive_bounds(n, o)
+        width = max(b - a for a, b in bounds)
+        idx = np.zeros((o, width), np.int64)
+        wts = np.zeros((o, width))
+        for i, (a, b) in enumerate(bounds):
+            # a shorter window repeats its last row, that row's 1/len split over the
+            # repeats: no tap weighs 0 (0 * inf would be NaN)
+            idx[i] = np.minimum(np.arange(a, a + width), b - 1)
+            wts[i] = 1.0 / (b - a)
+            wts[i, b - a - 1 :] /= width - (b - a) + 1
+        out = _apply_taps(out, axis, idx, wts)
+    return out
 
 
 def _adaptive_max_abstract(x: ShapedArray, *, out_hw: tuple[int, int]) -> Any:

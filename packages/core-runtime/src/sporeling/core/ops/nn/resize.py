@@ -7,19 +7,21 @@ from typing import Any
 
 import numpy as np
 
+from ... import dtype as _dt
 from ..._primitive import Primitive, ShapedArray
 from ...errors import check_int, op_error
 from ...tensor import Tensor
 from .._elementwise import pow, square
 from .._indexing import getitem
-from .._matmul import matmul
+from ..scatter.gathers import gather
 from ._common import _LAYOUT, Pads, _check_ndim, _const, _float, _ints, _tensor
 
 # ---- resizing ---------------------------------------------------------------------------
 
 
-def _resize_matrix(n: int, o: int, mode: str, ctm: str) -> np.ndarray:
-    """(o, n) matrix mapping an axis of length n to length o (linear or nearest)."""
+def _resize_taps(n: int, o: int, mode: str, ctm: str) -> tuple[np.ndarray, np.ndarray]:
+    """(o, K) source indices and weights mapping an axis of length n to length o: one tap
+    (nearest) or the two linear taps floor(src) and floor(src) + 1 (clamped), as PyTorch."""
     i = np.arange(o, dtype=np.float64)
     if ctm == "align_corners":
         src = i * (n - 1) / (o - 1) if o > 1 else np.zeros(o)
@@ -27,19 +29,29 @@ def _resize_matrix(n: int, o: int, mode: str, ctm: str) -> np.ndarray:
         src = (i + 0.5) * n / o - 0.5 if o > 1 else np.zeros(o)
     else:  # asymmetric
         src = i * n / o
-    m = np.zeros((o, n))
-    rows = np.arange(o)
     if mode == "nearest":
         idx = np.floor(src) if ctm == "asymmetric" else np.floor(src + 0.5)
-        m[rows, np.clip(idx, 0, n - 1).astype(np.int64)] = 1.0
-        return m
+        return np.clip(idx, 0, n - 1).astype(np.int64)[:, None], np.ones((o, 1))
     src = np.clip(src, 0, n - 1)
     i0 = np.floor(src).astype(np.int64)
     i1 = np.minimum(i0 + 1, n - 1)
     lam = src - i0
-    np.add.at(m, (rows, i0), 1 - lam)
-    np.add.at(m, (rows, i1), lam)
-    return m
+    return np.stack([i0, i1], 1), np.stack([1 - lam, lam], 1)
+
+
+def _apply_taps(x: Tensor, axis: int, idx: np.ndarray, w: np.ndarray) -> Tensor:
+    """out[.., i, ..] = sum_k w[i, k] * x[.., idx[i, k], ..] along ``axis``: a gather per tap
+    rather than a product with a dense (o, n) matrix, so a NaN/inf reaches only the outputs
+    whose taps read it (0 * NaN from the matrix's zeros spread it to every output)."""
+    ax = axis % x.ndim
+    wshape = (-1,) + (1,) * (x.ndim - 1 - ax)
+    out = None
+    for k in range(idx.shape[1]):
+        term = gather(x, _const(x, idx[:, k], _dt.int64), ax)
+        if not np.all(w[:, k] == 1.0):
+            term = term * _const(x, w[:, k].reshape(wshape))
+        out = term if out is None else out + term
+    return out
 
 
 def interpolate(
@@ -54,7 +66,7 @@ def interpolate(
     takes either. Give ``sizes`` (new lengths of the resized axes) or ``scales`` (one per
     axis of x). ``coordinate_transformation_mode``: "align_corners", "half_pixel" or
     "asymmetric" map output index i to input coordinate i*(n-1)/(o-1), (i+0.5)*n/o-0.5 or
-    i*n/o. Each axis is a constant interpolation matrix applied with ``matmul``.
+    i*n/o. Each axis is a gather of its one or two source taps, weighted.
     """
     op = "interpolate"
     t = _float(op, "x", x)
@@ -92,11 +104,9 @@ def interpolate(
             raise op_error(op, "scales", scales, "scales giving output sizes >= 1")
     kind = "nearest" if mode == "nearest" else "linear"
     ctm = coordinate_transformation_mode
-    mw = _const(t, _resize_matrix(t.shape[-1], new[-1], kind, ctm).T)
-    out = matmul(t, mw)
+    out = _apply_taps(t, -1, *_resize_taps(t.shape[-1], new[-1], kind, ctm))
     if naxes == 2:
-        mh = _const(t, _resize_matrix(t.shape[-2], new[0], kind, ctm))
-        out = matmul(mh, out)
+        out = _apply_taps(out, -2, *_resize_taps(t.shape[-2], new[0], kind, ctm))
     return out
 
 

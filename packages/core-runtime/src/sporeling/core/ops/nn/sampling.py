@@ -57,8 +57,11 @@ def _gather_cols(xp: Any, x: Any, idx: Any) -> Any:
 def _sample_impl(xp: Any, x: Any, py: Any, px: Any, *, mode: str) -> Any:
     h, w = x.shape[2:]
     out = xp.zeros((x.shape[0], x.shape[1], py.shape[1]), x.dtype)
-    for idx, wt, _, _, _ in _corners(xp, py, px, h, w, mode):
-        out += _gather_cols(xp, x, idx) * wt[:, None, :].astype(x.dtype)
+    for idx, wt, valid, _, _ in _corners(xp, py, px, h, w, mode):
+        # an outside corner reads index 0 with weight 0: mask it, or 0 * a NaN/inf at
+        # x[..., 0, 0] would spread to every sample that leaves the image
+        term = _gather_cols(xp, x, idx) * wt[:, None, :].astype(x.dtype)
+        out += xp.where(valid[:, None, :], term, 0)
     return out
 
 
