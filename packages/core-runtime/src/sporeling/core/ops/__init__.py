@@ -7,6 +7,7 @@ the rest are built on.
 
 from .._tensor_methods import install as _install_tensor_methods
 from ..autograd import grad, jvp, stop_gradient, value_and_grad, vjp, vmap  # noqa: F401
+from ..autograd.taylor import derivative, jet  # noqa: F401
 from ._compare import *  # noqa: F403
 from ._core import *  # noqa: F403
 from ._elementwise import *  # noqa: F403
