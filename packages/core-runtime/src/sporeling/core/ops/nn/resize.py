@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import numpy as np
 
-from ... import dtype as _dt
 from ..._primitive import Primitive, ShapedArray
 from ...errors import check_int, op_error
 from ...tensor import Tensor
 from .._elementwise import pow, square
 from .._indexing import getitem
-from ..scatter.gathers import gather
-from ._common import _LAYOUT, Pads, _check_ndim, _const, _float, _ints, _tensor
+from ._common import _LAYOUT, Pads, _check_ndim, _float, _ints, _tensor
 
 # ---- resizing ---------------------------------------------------------------------------
 
@@ -39,19 +38,80 @@ def _resize_taps(n: int, o: int, mode: str, ctm: str) -> tuple[np.ndarray, np.nd
     return np.stack([i0, i1], 1), np.stack([1 - lam, lam], 1)
 
 
-def _apply_taps(x: Tensor, axis: int, idx: np.ndarray, w: np.ndarray) -> Tensor:
-    """out[.., i, ..] = sum_k w[i, k] * x[.., idx[i, k], ..] along ``axis``: a gather per tap
-    rather than a product with a dense (o, n) matrix, so a NaN/inf reaches only the outputs
-    whose taps read it (0 * NaN from the matrix's zeros spread it to every output)."""
-    ax = axis % x.ndim
-    wshape = (-1,) + (1,) * (x.ndim - 1 - ax)
+Taps = tuple[tuple[int, ...], ...]
+
+
+@functools.lru_cache(maxsize=64)
+def _dense(idx: Taps, w: tuple[tuple[float, ...], ...], n: int) -> np.ndarray:
+    m = np.zeros((len(idx), n))
+    for r, (ii, ww) in enumerate(zip(idx, w)):
+        np.add.at(m[r], list(ii), list(ww))
+    return m
+
+
+def _taps_abstract(x: ShapedArray, *, axis: int, idx: Taps, w: Any, n: int) -> ShapedArray:
+    return ShapedArray(x.shape[:axis] + (len(idx),) + x.shape[axis + 1 :], x.dtype)
+
+
+def _taps_impl(xp: Any, x: Any, *, axis: int, idx: Taps, w: Any, n: int) -> Any:
+    """A product with the dense (o, n) matrix when x is finite (fast: one BLAS call); else a
+    gather per tap, so a NaN/inf reaches only the outputs whose taps read it (the matrix's
+    zeros would spread it everywhere: 0 * NaN = NaN)."""
+    last = axis == x.ndim - 1
+    single = all(len(r) == 1 for r in idx) and all(v == 1.0 for r in w for v in r)
+    if not single and bool(xp.isfinite(x).all()):
+        m = xp.asarray(_dense(idx, w, n), dtype=x.dtype)
+        return x @ m.T if last else m @ x
+    ia, wa = np.asarray(idx), np.asarray(w)
+    wshape = (-1,) + (1,) * (x.ndim - 1 - axis)
     out = None
-    for k in range(idx.shape[1]):
-        term = gather(x, _const(x, idx[:, k], _dt.int64), ax)
-        if not np.all(w[:, k] == 1.0):
-            term = term * _const(x, w[:, k].reshape(wshape))
+    for k in range(ia.shape[1]):
+        term = xp.take(x, xp.asarray(ia[:, k]), axis=axis)
+        if not np.all(wa[:, k] == 1.0):
+            term = term * xp.asarray(wa[:, k].reshape(wshape), dtype=x.dtype)
         out = term if out is None else out + term
     return out
+
+
+def _transpose_taps(idx: Taps, w: Any, n: int) -> tuple[Taps, Any]:
+    """The taps of the transposed map (input j gathers from the outputs that read it); a
+    row with fewer taps repeats its last one with the weight split, one with none reads 0."""
+    rows: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+    for i, (ii, ww) in enumerate(zip(idx, w)):
+        for j, v in zip(ii, ww):
+            rows[j].append((i, v))
+    width = max(1, max(len(r) for r in rows))
+    t_idx, t_w = [], []
+    for r in rows:
+        if not r:
+            r = [(0, 0.0)]
+        extra = width - len(r)
+        last = (r[-1][0], r[-1][1] / (extra + 1))
+        r = r[:-1] + [last] * (extra + 1)
+        t_idx.append(tuple(int(a) for a, _ in r))
+        t_w.append(tuple(float(b) for _, b in r))
+    return tuple(t_idx), tuple(t_w)
+
+
+def _taps_vjp(g: Tensor, x: Tensor, *, out: Tensor, axis: int, idx: Taps, w: Any, n: int) -> Any:
+    t_idx, t_w = _transpose_taps(idx, w, n)
+    return taps_p.bind(g, axis=axis, idx=t_idx, w=t_w, n=len(idx))
+
+
+taps_p = Primitive("resample_taps", "opaque", _taps_abstract, impl=_taps_impl, vjp=_taps_vjp)
+
+
+def _apply_taps(x: Tensor, axis: int, idx: np.ndarray, w: np.ndarray) -> Tensor:
+    """out[.., i, ..] = sum_k w[i, k] * x[.., idx[i, k], ..] along ``axis`` (one of the last
+    two): see ``_taps_impl``."""
+    ax = axis % x.ndim
+    return taps_p.bind(
+        x,
+        axis=ax,
+        idx=tuple(tuple(int(v) for v in r) for r in idx),
+        w=tuple(tuple(float(v) for v in r) for r in w),
+        n=int(x.shape[ax]),
+    )
 
 
 def interpolate(
