@@ -115,3 +115,19 @@ def test_deformable_conv2d_outside_samples_read_zero_not_a_nan_at_the_origin():
     want = ops.conv2d(Tensor(x), Tensor(w)).asnumpy()
     np.testing.assert_array_equal(np.isnan(got[:, :, :2]), np.isnan(want[:, :, :2]))
     np.testing.assert_allclose(got[:, :, :2], want[:, :, :2], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+@pytest.mark.parametrize("pos", [0, 9, 19])
+def test_stft_a_bad_sample_makes_only_its_frames_nonfinite(pos, value):
+    x = _bad((20,), pos, value)
+    with np.errstate(invalid="ignore"):
+        got = ops.stft(Tensor(x), 8, hop_length=2).asnumpy()
+        padded = np.pad(x.astype(np.float64), 4, mode="reflect")
+        frames = np.stack([padded[t * 2 : t * 2 + 8] for t in range(11)])
+        ref = np.fft.rfft(frames, axis=-1)  # (frames, freq)
+    bad_ref = ~np.isfinite(ref).all(-1)
+    assert bad_ref.any() and not bad_ref.all()
+    np.testing.assert_array_equal(~np.isfinite(got).all((0, 2)), bad_ref)
+    # within a bad frame every bin is non-finite (the DFT's sum); np.fft leaves some finite
+    assert not np.isfinite(got[:, bad_ref]).any()
