@@ -106,7 +106,6 @@ def test_sparse_update_writes_only_touched_rows():
         _DATA_SLOT.__get__(g, RowTensor)  # no dense gradient was ever built
 
 
-@pytest.mark.skipif(not hasattr(nn, "LazyAdam"), reason="nn.LazyAdam not available yet")
 def test_lazy_adam_updates_only_touched_rows():
     rng = np.random.default_rng(2)
     el = nn.EmbeddingLookup(50, 4)

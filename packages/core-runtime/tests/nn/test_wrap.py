@@ -162,9 +162,7 @@ def test_train_one_step_errors():
         nn.TrainOneStepCell(lambda v: v, RecordingSGD([]))
 
 
-def test_with_real_sgd_when_available():
-    if not hasattr(nn, "SGD"):
-        pytest.skip("nn.SGD not available yet")
+def test_with_real_sgd():
     x, y, w0, b0 = _problem(np.float32)
     net = Linear(w0, b0)
     opt = nn.SGD(net.trainable_params(), learning_rate=0.1)
