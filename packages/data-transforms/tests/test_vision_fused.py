@@ -157,8 +157,8 @@ def test_fused_map_draft_scaling_within_tolerance(jpeg_folder, fusion, monkeypat
 
     monkeypatch.setattr(_decode_crop, "decode_jpeg", spy)
     on = run_map(jpeg_folder, ops(size=32))
-    # 32 px outputs of 240-320 px crops: most decode at 1/2-1/8
-    assert len(calls) == 10 and sum(f > 1 for f in calls) >= 5
+    # 32 px outputs of 240-320 px crops: each decodes at 1/2 or 1/4 (draws seeded by run_map)
+    assert calls == [2, 4, 4, 4, 2, 4, 4, 4, 4, 4]
     config.set_map_fusion(False)
     calls.clear()
     off = run_map(jpeg_folder, ops(size=32))

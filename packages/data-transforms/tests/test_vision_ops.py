@@ -175,8 +175,18 @@ def test_bbox_ops():
     out, b = vision.ResizeWithBBox((40, 60))(img, boxes)
     assert out.shape == (40, 60, 3)
     np.testing.assert_allclose(b, boxes * 2)
-    out, b = vision.RandomCropWithBBox((20, 15))(img, boxes)
-    assert out.shape == (20, 15, 3) and b.shape[1] == 4 and len(b) >= 1
+    crop = vision.RandomCropWithBBox((20, 15))
+    offsets = set()
+    for _ in range(12):
+        out, b = crop(img, boxes)
+        # the crop's left edge is where it came from (every column of _img differs)
+        (j,) = [j for j in range(16) if np.array_equal(out, img[:, j : j + 15])]
+        offsets.add(j)
+        x0, x1 = np.clip(boxes[:, 0] - j, 0, 15), np.clip(boxes[:, 0] + boxes[:, 2] - j, 0, 15)
+        keep = x1 > x0  # boxes left with no width are dropped, the rest clipped to the crop
+        want = np.stack([x0, boxes[:, 1], x1 - x0, boxes[:, 3]], 1)[keep]
+        np.testing.assert_array_equal(b, want)
+    assert len(offsets) > 1  # statistical: 12 draws of 16 offsets all alike has odds 16**-11
     out, b = vision.RandomResizedCropWithBBox(16, scale=(1.0, 1.0), ratio=(1.5, 1.5))(img, boxes)
     assert out.shape == (16, 16, 3)
     np.testing.assert_allclose(b[:, [0, 2]], boxes[:, [0, 2]] * 16 / 30, rtol=1e-5)
