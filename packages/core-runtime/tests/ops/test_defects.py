@@ -119,3 +119,10 @@ def test_a_failed_allocation_names_the_op():
     prim = Primitive("huge_op", "opaque", lambda x: ShapedArray(x.shape, x.dtype), impl=impl)
     with pytest.raises(MemoryError, match="^huge_op: not enough memory"):
         prim.bind(Tensor([1.0]))
+
+
+def test_col2im_refuses_bool_blocks():
+    # overlapping blocks are summed; on bool that was a logical or (True + True = True)
+    blocks = Tensor(np.ones((1, 1, 4, 4), bool))
+    with pytest.raises(TypeError, match="col2im.*input_x"):
+        ops.col2im(blocks, (3, 3), 2, 1, 0, 1)

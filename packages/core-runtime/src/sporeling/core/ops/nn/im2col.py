@@ -6,6 +6,7 @@ import math
 from functools import partial
 from typing import Any
 
+from ... import dtype as _dt
 from ..._primitive import Primitive, ShapedArray
 from ...errors import op_error
 from ...tensor import Tensor
@@ -125,6 +126,8 @@ def col2im(
     """Sum sliding blocks (N, C, KH * KW, L) back into images (N, C, *output_size)."""
     op = "col2im"
     x = _tensor(op, "input_x", input_x)
+    if x.dtype == _dt.bool_:  # the sum of overlapping blocks would be a logical or
+        raise op_error(op, "input_x", x, "a numeric tensor (not bool)", TypeError)
     _check_ndim(op, "input_x", x, (4,), "N, C, KH * KW, L")
     size = _ints(op, "output_size", output_size, 2)
     k = _ints(op, "kernel_size", kernel_size, 2)
