@@ -1,4 +1,5 @@
-"""Parallel layouts: micro-batch copies in process, dp/optimizer-shard/mp under mpiexec -n 2."""
+"""Parallel layouts: micro-batch copies in process, dp/optimizer-shard/mp and pipeline stages
+under mpiexec -n 2."""
 
 import os
 import shutil
@@ -12,6 +13,7 @@ import pytest
 from sporeling.core import Tensor, ops, set_seed
 from sporeling.transformer.models.gpt import GPT, GPTConfig, GPTWithLoss
 from sporeling.transformer.parallel import MeanOfCopies, apply_parallel
+from sporeling.transformer.pipeline import pipeline_gpt_with_loss
 
 CFG = dict(
     seq_length=8,
@@ -42,12 +44,33 @@ def test_micro_batch_copies_give_the_full_batch_loss_and_gradients():
 
 
 def test_layout_errors():
-    with pytest.raises(ValueError, match="nn.PipelineCell"):
-        apply_parallel({"parallel_config": {"pipeline_stage": 2, "micro_batch_num": 2}})
+    pp = {"pipeline_stage": 2, "micro_batch_num": 2}
+    with pytest.raises(ValueError, match="pipeline_stage 2 with model_parallel 2.*nn.PipelineCell"):
+        apply_parallel({"parallel_config": {**pp, "model_parallel": 2}})
+    with pytest.raises(ValueError, match="optimizer_shard True is not supported"):
+        apply_parallel({"parallel_config": {**pp, "optimizer_shard": True}})
+    with pytest.raises(ValueError, match="data_parallel 2 is not supported"):
+        apply_parallel({"parallel_config": {**pp, "data_parallel": 2}})
     assert apply_parallel({}).world == 1
 
 
-def _mpiexec(script: str, n: int) -> str:
+def test_pipeline_wrapper_errors():
+    gpt = GPT(GPTConfig.from_dict({**CFG, "num_layers": 1}, {"pipeline_stage": 2}))
+    with pytest.raises(ValueError, match="micro_batch_num 1 must be at least pipeline_stage 2"):
+        pipeline_gpt_with_loss(GPTWithLoss(gpt), 2, 1)
+    with pytest.raises(ValueError, match=r"layers give stages \[0\]; num_layers must be"):
+        pipeline_gpt_with_loss(GPTWithLoss(gpt), 2, 2)
+
+
+def test_pipeline_stage_2_under_mpiexec(tmp_path):
+    """gpt_pipeline.py: GPipe and 1F1B over 2 ranks equal one process (losses, own-stage
+    parameters), and runner.train with pipeline_stage=2 equals its single-process run."""
+    out = _mpiexec("gpt_pipeline.py", 2, str(tmp_path))
+    for what in ("pipeline gpipe:", "pipeline 1f1b:", "runner:"):
+        assert out.count(f" {what}") == 2, out
+
+
+def _mpiexec(script: str, n: int, *args: str) -> str:
     try:
         import mpi4py  # noqa: F401
     except ImportError:
@@ -58,7 +81,7 @@ def _mpiexec(script: str, n: int) -> str:
     env = dict(os.environ, OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     path = Path(__file__).parent / "distributed" / script
     proc = subprocess.run(
-        [mpiexec, "-n", str(n), sys.executable, str(path)],
+        [mpiexec, "-n", str(n), sys.executable, str(path), *args],
         capture_output=True,
         text=True,
         timeout=300,

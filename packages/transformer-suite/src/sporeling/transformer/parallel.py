@@ -16,8 +16,8 @@ Checkpoints are written unsharded (:func:`full_state` gathers the shards), so a 
 layout loads into any other (:func:`load_full_state` slices them again).
 
 With dp and mp both > 1 the ranks form mp groups of consecutive ranks and dp groups across
-them; gradients are averaged over the dp group. Pipeline stages are not applied
-(``apply_parallel`` says so).
+them; gradients are averaged over the dp group. ``pipeline_stage`` N > 1 runs one stage per
+process (the core's ``pipeline_stages``; see :mod:`sporeling.transformer.pipeline`).
 """
 
 from __future__ import annotations
@@ -135,13 +135,17 @@ class ParallelInfo:
         world: int = 1,
         mp_group: str | None = None,
         dp_group: str | None = None,
+        pp: int = 1,
+        micro: int = 1,
     ) -> None:
         self.dp, self.mp, self.rank, self.world = dp, mp, rank, world
         self.mp_group, self.dp_group = mp_group, dp_group
+        self.pp, self.micro = pp, micro  # pipeline stages (this rank's stage = rank) and
+        # the micro-batches the pipeline splits each batch into
 
     @property
     def dp_rank(self) -> int:
-        return self.rank // self.mp
+        return 0 if self.pp > 1 else self.rank // self.mp  # a pipeline's stages share batches
 
 
 def apply_parallel(cfg: dict[str, Any]) -> ParallelInfo:
@@ -150,10 +154,7 @@ def apply_parallel(cfg: dict[str, Any]) -> ParallelInfo:
     pc = TransformerOpParallelConfig.from_dict(cfg.get("parallel_config", {}) or {})
     dp, mp = pc.data_parallel, pc.model_parallel
     if pc.pipeline_stage > 1:
-        raise ValueError(
-            "parallel_config.pipeline_stage > 1 needs the core's nn.PipelineCell, which does not "
-            "exist yet; use pipeline_stage: 1"
-        )
+        return _apply_pipeline(pc)
     if dp * mp == 1 and not pc.optimizer_shard:
         return ParallelInfo(1, 1)
     comm.init()
@@ -182,6 +183,33 @@ def apply_parallel(cfg: dict[str, Any]) -> ParallelInfo:
             enable_parallel_optimizer=pc.optimizer_shard,
         )
     return ParallelInfo(dp, mp, rank, world)
+
+
+def _apply_pipeline(pc: TransformerOpParallelConfig) -> ParallelInfo:
+    """One process per stage (the core's ``pipeline_stages``); what the core's pipeline does
+    not combine with is refused here."""
+    pp = pc.pipeline_stage
+    if pc.model_parallel > 1 or pc.optimizer_shard:
+        raise ValueError(
+            f"parallel_config: pipeline_stage {pp} with model_parallel {pc.model_parallel} / "
+            f"optimizer_shard {pc.optimizer_shard} is not supported (the core's nn.PipelineCell "
+            "has no tensor parallelism or optimizer shard inside a stage); use model_parallel 1 "
+            "and optimizer_shard false"
+        )
+    if pc.data_parallel > 1:
+        raise ValueError(
+            f"parallel_config: pipeline_stage {pp} with data_parallel {pc.data_parallel} is not "
+            "supported by the suite yet; use data_parallel 1"
+        )
+    comm.init()
+    rank, world = comm.get_rank(), comm.get_group_size()
+    if world != pp:
+        raise ValueError(
+            f"parallel_config: pipeline_stage {pp} needs one process per stage, got {world} "
+            f"processes; launch with `sporeling launch -n {pp}`"
+        )
+    set_auto_parallel_context(pipeline_stages=pp)
+    return ParallelInfo(1, 1, rank, world, pp=pp, micro=pc.micro_batch_num)
 
 
 def full_state(net: nn.Cell) -> dict[str, np.ndarray]:

@@ -34,6 +34,7 @@ from sporeling.core.train import Callback, EarlyStopping, Loss, ProgressBar
 from .data import WindowDataset, encode_corpus
 from .models.gpt import GPT, GPTConfig, GPTWithLoss
 from .parallel import MeanOfCopies, apply_parallel, data_parallel_reducer, full_state, shard_model
+from .pipeline import gather_stages, pipeline_gpt_with_loss
 
 __all__ = [
     "Throughput",
@@ -80,8 +81,11 @@ def lr_schedule(opt: dict[str, Any], steps: int) -> list[float]:
     return out
 
 
-def make_optimizer(net: nn.Cell, opt: dict[str, Any], steps: int) -> nn.Optimizer:
-    params = net.trainable_params()
+def make_optimizer(
+    net: nn.Cell, opt: dict[str, Any], steps: int, params: list[Any] | None = None
+) -> nn.Optimizer:
+    """AdamW over ``params`` (default: all of ``net``'s), weight decay on matrices only."""
+    params = net.trainable_params() if params is None else params
     decay = [p for p in params if len(p.shape) >= 2]
     rest = [p for p in params if len(p.shape) < 2]
     groups = [
@@ -174,12 +178,15 @@ class KeepBest(Callback):
     def __init__(self, net: nn.Cell, path: Path, write: bool = True, sharded: bool = False) -> None:
         self.net, self.path, self.best = net, path, float("inf")
         self.write, self.sharded = write, sharded
+        self.before_save: Any = None  # e.g. gather the pipeline stages' parameters
 
     def on_train_epoch_end(self, run_context: Any) -> None:
         res = getattr(run_context.original_args(), "eval_results", None) or {}
         val = float(res.get("loss", float("inf")))
         if val < self.best:
             self.best = val
+            if self.before_save is not None:
+                self.before_save()
             state = (
                 {k: Tensor(v) for k, v in full_state(self.net).items()}
                 if self.sharded
@@ -240,19 +247,40 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     )
     with_loss = GPTWithLoss(net)
     k = int(cfg.get("speed_up", {}).get("micro_batch_num", 1) or 1)
-    train_net = MeanOfCopies(with_loss, k) if k > 1 else with_loss
-    opt = make_optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps)
+    eval_net: nn.Cell = with_loss
+    if info.pp > 1:
+        if k > 1:
+            raise ValueError(
+                f"speed_up.micro_batch_num {k} with parallel_config.pipeline_stage {info.pp} is "
+                "not supported: the pipeline splits batches by parallel_config.micro_batch_num"
+            )
+        # this rank trains (and evaluates through the pipeline) only its stage's parameters
+        train_net = eval_net = pipeline_gpt_with_loss(with_loss, info.pp, info.micro)
+        own = train_net.pipe.trainable_params()
+    else:
+        train_net = MeanOfCopies(with_loss, k) if k > 1 else with_loss
+        own = None
+    opt = make_optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps, own)
     clip = float(cfg.get("optimizer", {}).get("grad_clip", 0.0))
+    if clip > 0 and info.pp > 1:
+        raise ValueError(
+            f"optimizer.grad_clip {clip} with parallel_config.pipeline_stage {info.pp} is not "
+            "supported yet (each rank holds only its stage's gradients, so their norm is not "
+            "the model's); use optimizer.grad_clip=0"
+        )
     step = (
         nn.TrainOneStepWithClipCell(train_net, opt, clip_norm=clip)
         if clip > 0
         else nn.TrainOneStepCell(train_net, opt)
     )
     data_parallel_reducer(step, info)
-    model = Model(step, eval_network=with_loss, metrics={"loss": Loss()})
+    model = Model(step, eval_network=eval_net, metrics={"loss": Loss()})
     peak = measure_peak_flops()
     meter = Throughput(bs * c.seq_length, model_flops_per_token(c), peak * info.world, log)
-    callbacks: list[Any] = [meter, KeepBest(net, out / "model.safetensors", main_rank, info.mp > 1)]
+    keep = KeepBest(net, out / "model.safetensors", main_rank, info.mp > 1)
+    if info.pp > 1:
+        keep.before_save = lambda: gather_stages(train_net)  # the whole model on rank 0
+    callbacks: list[Any] = [meter, keep]
     if t.get("progress_bar"):
         callbacks.append(ProgressBar())  # the core's (tqdm if installed, else plain text)
     if t.get("early_stopping_patience"):
@@ -276,7 +304,12 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         "parameters": sum(p.size for p in net.trainable_params()),
     }
     results["rank"] = info.rank
-    results["layout"] = {"data_parallel": info.dp, "model_parallel": info.mp, "micro_batch_num": k}
+    results["layout"] = {
+        "data_parallel": info.dp,
+        "model_parallel": info.mp,
+        "pipeline_stage": info.pp,
+        "micro_batch_num": info.micro if info.pp > 1 else k,
+    }
     if main_rank:
         (out / "results.json").write_text(json.dumps(results, indent=1))
     return results

@@ -1,0 +1,139 @@
+"""GPT training over pipeline stages (``parallel_config.pipeline_stage > 1``) on the core's
+``nn.PipelineCell``.
+
+The GPT's blocks already carry their stage from 1.8's per-layer rule (``lambda_func``:
+``layer_id // (layers // pipeline_stage)``); :func:`pipeline_gpt_with_loss` puts the
+embeddings on stage 0 and the final layernorm + tied head on the last stage, and regroups
+the computation between them into cells (the core runs a cell whole on its stage and
+refuses plain ops on another stage's output). The word-embedding table travels from stage
+0 to the head as an activation, so the head's gradient of the tied table comes back to
+stage 0 and adds to the embedding's. The same GPT cells (and parameter names) are used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sporeling.core import Tensor, nn, ops
+from sporeling.core import dtype as mstype
+
+from .models.gpt import GPT, GPTWithLoss
+
+__all__ = ["pipeline_gpt_with_loss", "PipelineGPTWithLoss", "MeanOfMicroBatches", "gather_stages"]
+
+
+class _Embeddings(nn.Cell):
+    """Stage 0: word + position embeddings (and dropout); also hands on the word table."""
+
+    def __init__(self, gpt: GPT) -> None:
+        super().__init__(auto_prefix=False)
+        bb = gpt.backbone
+        self.word_embedding = bb.word_embedding
+        self.position_embedding = bb.position_embedding
+        self.dropout = bb.dropout
+        self.positions = bb.positions
+
+    def construct(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
+        tok, table = self.word_embedding(tokens)
+        pos, _ = self.position_embedding(ops.tile(self.positions, (tokens.shape[0], 1)))
+        # a new tensor (not the parameter itself), so the head's gradient returns through it
+        return self.dropout(tok + pos), table * 1.0
+
+
+class _Head(nn.Cell):
+    """Last stage: the final layernorm and the tied head (logits against the word table)."""
+
+    def __init__(self, gpt: GPT) -> None:
+        super().__init__(auto_prefix=False)
+        self.layernorm = gpt.backbone.layernorm
+        self.embedding_size = gpt.config.embedding_size
+
+    def construct(self, hidden: Tensor, table: Tensor) -> Tensor:
+        h = ops.reshape(self.layernorm(hidden), (-1, self.embedding_size))
+        return ops.matmul(ops.cast(h, table.dtype), ops.transpose(table, (1, 0)))
+
+
+class PipelineGPTWithLoss(nn.Cell):
+    """``GPTWithLoss`` regrouped into stage cells: same inputs, loss and parameters."""
+
+    def __init__(self, with_loss: GPTWithLoss) -> None:
+        super().__init__(auto_prefix=False)
+        gpt = with_loss.network
+        self.embeddings = _Embeddings(gpt)
+        self.get_attention_mask = gpt.backbone.get_attention_mask  # no parameters: every rank
+        self.transformer = gpt.backbone.transformer
+        self.head = _Head(gpt)
+        self.loss = with_loss.loss
+        self.eos_token = with_loss.eos_token
+
+    def construct(self, input_ids: Tensor) -> Tensor:
+        tokens = input_ids[:, :-1]
+        labels = ops.reshape(input_ids[:, 1:], (-1,))
+        if self.eos_token >= 0:
+            input_mask = ops.cast(ops.not_equal(tokens, self.eos_token), mstype.float32)
+        else:
+            input_mask = ops.ones(tokens.shape, mstype.float32)
+        emb = self.embeddings(tokens)  # (a Remote on other stages: index, never unpack)
+        res = self.transformer(emb[0], self.get_attention_mask(input_mask))
+        logits = self.head(res[0], emb[1])
+        return self.loss(logits, labels, ops.reshape(input_mask, (-1,)))
+
+
+class MeanOfMicroBatches(nn.Cell):
+    """``PipelineCell`` sums the micro-batches' losses; this divides by their number so the
+    loss (and gradients) equal the full batch's mean, as ``MeanOfCopies`` does."""
+
+    def __init__(self, pipe: nn.PipelineCell, micro_size: int, stages: int) -> None:
+        super().__init__(auto_prefix=False)
+        self.pipe = pipe
+        self.k = float(micro_size)
+        self.pipe_stages = stages
+
+    def construct(self, *inputs: Any) -> Tensor:
+        return ops.div(self.pipe(*inputs), self.k)
+
+
+def pipeline_gpt_with_loss(
+    with_loss: GPTWithLoss, stages: int, micro_batch_num: int, schedule: str = "1f1b"
+) -> MeanOfMicroBatches:
+    """``with_loss`` as a ``PipelineCell`` over ``stages`` stages and ``micro_batch_num``
+    micro-batches (divided back to the batch mean). Optimise only
+    ``result.pipe.trainable_params()``: this rank's stage's parameters."""
+    cfg = with_loss.network.config
+    if cfg.moe_config.expert_num > 1:
+        raise ValueError(
+            "parallel_config.pipeline_stage > 1 with an MoE GPT (moe_config.expert_num "
+            f"{cfg.moe_config.expert_num}) is not supported: use expert_num 1 or pipeline_stage 1"
+        )
+    if micro_batch_num < stages:
+        raise ValueError(
+            f"parallel_config: micro_batch_num {micro_batch_num} must be at least "
+            f"pipeline_stage {stages}"
+        )
+    net = PipelineGPTWithLoss(with_loss)
+    net.embeddings.pipeline_stage = 0
+    net.head.pipeline_stage = stages - 1
+    used = {blk.pipeline_stage for blk in net.transformer.encoder.blocks}
+    if used != set(range(stages)):
+        raise ValueError(
+            f"parallel_config.pipeline_stage {stages}: the {cfg.num_layers} layers give stages "
+            f"{sorted(used)}; num_layers must be at least pipeline_stage"
+        )
+    pipe = nn.PipelineCell(net, micro_batch_num)
+    pipe.schedule = schedule
+    return MeanOfMicroBatches(pipe, micro_batch_num, stages)
+
+
+def gather_stages(train_net: MeanOfMicroBatches) -> None:
+    """Give every rank every stage's current parameters (each broadcast from the rank of its
+    stage; all ranks must call it), so a checkpoint written by one rank is the whole model."""
+    from sporeling.core import communication as comm
+
+    net = train_net.pipe.network
+    stages = train_net.pipe_stages
+    owned: list[tuple[Any, int]] = [(p, 0) for p in net.embeddings.trainable_params()]
+    for blk in net.transformer.encoder.blocks:
+        owned += [(p, blk.pipeline_stage) for p in blk.trainable_params()]
+    owned += [(p, stages - 1) for p in net.head.trainable_params()]
+    for p, stage in owned:
+        p.set_data(comm.broadcast(Tensor(p.asnumpy()), src=stage))
