@@ -129,7 +129,7 @@ def test_rotate_and_gaussian_blur():
 def test_cutout_and_random_resize_and_decode_crop():
     img = _img()
     out = vision.CutOut(8, 2)(img)
-    assert (out == 0).all(axis=-1).sum() >= 64
+    assert (out == 0).all(axis=-1).sum() >= 64  # a floor on purpose: the 2 random 8x8 may overlap
     assert vision.RandomResize((10, 12))(img).shape == (10, 12, 3)
     buf = io.BytesIO()
     Image.fromarray(img).save(buf, format="PNG")
