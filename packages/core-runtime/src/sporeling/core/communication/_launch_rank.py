@@ -8,7 +8,9 @@ Each rank writes ``start.<rank>`` (host and pid) into the launch folder
 its script ends; the watchdog thread polls the folder, and if a peer has ended (its
 ``exit`` file, or its process gone without one) while the main thread sits in a
 collective of :mod:`sporeling.core.communication`, it names that rank and aborts the job.
-Run as ``python -m mpi4py -m sporeling.core.communication._launch_rank script.py args``.
+The launcher runs this file by path (``python -m mpi4py -c "runpy.run_path(...)" script.py
+args``), so a rank writes its ``start`` file before anything imports ``sporeling.core``:
+keep its imports to the standard library and mpi4py.
 """
 
 from __future__ import annotations
@@ -87,7 +89,9 @@ def main(argv: list[str]) -> None:
     folder = Path(os.environ.get("SPORELING_LAUNCH_DIR", ""))
     watching = bool(os.environ.get("SPORELING_LAUNCH_DIR")) and folder.is_dir() and size > 1
     if watching:
-        (folder / f"start.{rank}").write_text(f"{socket.gethostname()} {os.getpid()}")
+        partial = folder / f"start.{rank}.partial"
+        partial.write_text(f"{socket.gethostname()} {os.getpid()}")
+        os.replace(partial, folder / f"start.{rank}")  # the launcher never reads half a file
         ident = threading.main_thread().ident
         assert ident is not None
         threading.Thread(

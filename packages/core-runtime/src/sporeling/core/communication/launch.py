@@ -64,6 +64,9 @@ def mpiexec_command(n: int, argv: Sequence[str], hostfile: str | None = None) ->
     return [*cmd, "-n", str(n), sys.executable, "-m", "mpi4py", *argv]
 
 
+_RANK_BOOT = str(Path(__file__).resolve().with_name("_launch_rank.py"))
+
+
 def resolve_script(name: str) -> str:
     """The file every rank runs: ``name`` itself, or a command on PATH such as a suite's
     console script (``sporeling launch -n 2 sporeling-rl train ...``), which pip writes as
@@ -112,7 +115,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # every rank runs _launch_rank: its watchdog ends the job when a peer has ended while
         # it waits in a collective (MPI alone would hang, or end silently with code 0)
         env["SPORELING_LAUNCH_DIR"] = folder
-        argv = ["-m", "sporeling.core.communication._launch_rank", script, *ns.args]
+        # the rank bootstrap runs as a file, not with -m: importing it as a module would
+        # import sporeling.core first (seconds), and a rank that ends as soon as its script
+        # starts would be gone before the launcher ever saw its pid (the early-exit tests
+        # named the wrong rank, or none, in 1 run of 3)
+        boot = f"import runpy; runpy.run_path({_RANK_BOOT!r}, run_name='__main__')"
+        argv = ["-c", boot, script, *ns.args]
         proc = subprocess.Popen(mpiexec_command(ns.n, argv, ns.hostfile), env=env)
         order: list[int] = []
         watcher = threading.Thread(
@@ -138,9 +146,9 @@ def _exit_order(folder: Path, n: int, proc: subprocess.Popen, order: list[int]) 
                 start = folder / f"start.{r}"
                 if r in opened or not start.exists():
                     continue
-                opened.add(r)
                 with contextlib.suppress(ValueError, OSError):
                     rank_host, pid = start.read_text().split()
+                    opened.add(r)  # only once read whole (else: look again next round)
                     if rank_host == host:
                         try:
                             fds[os.pidfd_open(int(pid))] = r
