@@ -75,7 +75,7 @@ def expression_inputs(expr: str) -> tuple[str, ...]:
     tree = _check(expr)
     calls = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)}  # type: ignore[attr-defined]
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - calls
-    bad = [n for n in names if len(n) != 1]
+    bad = sorted(n for n in names if len(n) != 1)  # sorted: the same message in every process
     if bad:
         raise UnsupportedExpression(f"{expr!r}: inputs must be single letters, got {bad}")
     return tuple(sorted(names, key=_ORDER.index))
