@@ -6,15 +6,11 @@ See _bad_input_sweep.py for what is called and what counts as a pass.
 
 from __future__ import annotations
 
-import json
-import os
-import resource
-import subprocess
-import sys
 from pathlib import Path
 
+from sporeling_testing.sweep import run_capped_sweep
+
 SWEEP = Path(__file__).with_name("_bad_input_sweep.py")
-CAP = 6 << 30  # address space of the child: far below a huge allocation's demand
 
 # Non-finite inputs where ours differs from the float64 reference, and why. Marked "defect"
 # where ours is wrong (reported in the package README as not fixed yet).
@@ -40,23 +36,8 @@ KNOWN_NONFINITE = {
 }
 
 
-def _cap() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (CAP, CAP))
-
-
 def test_every_op_refuses_bad_inputs_by_name_or_gives_the_reference():
-    env = {**os.environ, "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(
-        [sys.executable, str(SWEEP), "14"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        preexec_fn=_cap,
-        env=env,
-        check=False,
-    )
-    assert proc.returncode == 0, f"the sweep crashed ({proc.returncode}):\n{proc.stderr[-4000:]}"
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    report = run_capped_sweep(SWEEP, "14", timeout=600)
     assert report["calls"] > 1000
     unexpected = [
         f
