@@ -7,13 +7,13 @@ import pytest
 
 from sporeling.core import Tensor, nn, ops, value_and_grad
 from sporeling.goldenstick import CompAlgo, QuantDtype, SimulatedQuantizationAwareTraining
+from sporeling.goldenstick.deploy_runtime import qgemm
 from sporeling.goldenstick.quantization import (
     BnFoldQuant,
     BnWithoutFoldQuant,
     Int8Linear,
     QuantizeWrapperCell,
 )
-from sporeling.goldenstick.quantization.int8_kernels import qgemm
 
 RNG = np.random.default_rng(0)
 
@@ -167,7 +167,9 @@ def test_convert_needs_calibration():
 
 def test_int8_linear_rejects_bad_kind():
     with pytest.raises(ValueError, match="'kind'"):
-        Int8Linear("conv3d", np.zeros((1, 1), np.int8), np.ones(1), None, (1, 0, 0, 255), None)
+        Int8Linear("conv3d", (1, 1))
+    with pytest.raises(ValueError, match="'conv'"):
+        Int8Linear("conv2d", (1, 1, 3, 3))
     assert isinstance(nn.Dense(2, 2), nn.Cell)
 
 

@@ -13,14 +13,19 @@ from __future__ import annotations
 import ast
 import builtins
 import os
+import shutil
 import types
+from typing import Any
 
 from sporeling.core import Tensor, nn, save_checkpoint
-from sporeling.core.rewrite import NodeType, SymbolTree, TreeNodeHelper
+from sporeling.core.rewrite import SymbolTree, TreeNodeHelper
 
+from . import deploy_runtime
 from .layer_spec import UnsupportedLayer, layer_source
 
 __all__ = ["export_network", "network_source", "UnsupportedLayer"]
+
+RUNTIME_FILE = "sporeling_gs_runtime.py"
 
 _HEADER = '''"""{name}: exported by sporeling-golden-stick; needs only sporeling-core-runtime.
 
@@ -34,6 +39,28 @@ import numpy as np
 from sporeling.core import Parameter, load_checkpoint, load_param_into_net, nn
 '''
 
+# the deploy layers (int8, bit-packed), loaded from the copy of deploy_runtime.py beside
+# the model, under a name of its own: no golden stick import
+_RUNTIME_LOADER = """
+def _load_runtime():
+    import hashlib
+    import importlib.util
+    import sys
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), {file!r})
+    with open(path, "rb") as fh:  # one module per content: exports of a version share it
+        name = "sporeling_gs_runtime_" + hashlib.sha256(fh.read()).hexdigest()[:16]
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+gsrt = _load_runtime()
+"""
+
 
 class _Writer:
     def __init__(self) -> None:
@@ -41,6 +68,7 @@ class _Writer:
         self.imports: dict[str, str] = {}
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
+        self.runtime = False
 
     def class_name(self, base: str) -> str:
         base = base.replace("Opt", "") or "Net"
@@ -52,24 +80,37 @@ class _Writer:
         return name
 
     def cell_expr(self, cell: nn.Cell, stree: SymbolTree | None) -> str:
-        if isinstance(cell, nn.SequentialCell):
-            items = [self.cell_expr(c, _sub(stree, i)) for i, c in enumerate(cell.cells())]
+        if isinstance(cell, nn.SequentialCell) and (
+            type(cell) is nn.SequentialCell or stree is None
+        ):  # (a rewritten one, SequentialCellOpt, has its own construct: a class below)
+            subs = _subs(stree)
+            items = [self.cell_expr(c, subs.get(id(c))) for c in cell.cells()]
             return f"nn.SequentialCell([{', '.join(items)}])"
         if isinstance(cell, nn.CellList):
             return f"nn.CellList([{', '.join(self.cell_expr(c, None) for c in cell.cells())}])"
+        if type(cell).__module__ == deploy_runtime.__name__:
+            self.runtime = True
+            args = ", ".join(f"{k}={self.value_expr(v)}" for k, v in cell.export_args().items())
+            return f"gsrt.{type(cell).__name__}({args})"
         if stree is not None:
             return f"{self.network_class(stree)}()"
         return layer_source(cell)
+
+    def value_expr(self, value: Any) -> str:
+        if isinstance(value, nn.Cell):
+            return self.cell_expr(value, None)
+        if isinstance(value, dict):
+            items = ", ".join(f"{k!r}: {self.value_expr(v)}" for k, v in value.items())
+            return "{" + items + "}"
+        if ast.literal_eval(repr(value)) != value:
+            raise UnsupportedLayer(f"export: argument {value!r} is not a literal")
+        return repr(value)
 
     def network_class(self, stree: SymbolTree) -> str:
         owner = stree.get_origin_network()
         if id(owner) in self.names:
             return self.names[id(owner)]
-        subs = {}
-        for node in stree.nodes():
-            sub = TreeNodeHelper.get_sub_tree(node)
-            if sub is not None:
-                subs[id(node.get_instance())] = sub
+        subs = _subs(stree)
         lines = ["    def __init__(self):", "        super().__init__()"]
         for pname, param in owner.parameters_and_names(expand=False):
             arr = param.asnumpy()
@@ -146,11 +187,14 @@ class _Writer:
                 raise UnsupportedLayer(f"export: cannot describe global '{node.id}'")
 
 
-def _sub(stree: SymbolTree | None, index: int) -> SymbolTree | None:
-    if stree is None:
-        return None
-    calls = [n for n in stree.nodes() if n.get_node_type() in (NodeType.Tree, NodeType.CallCell)]
-    return TreeNodeHelper.get_sub_tree(calls[index]) if index < len(calls) else None
+def _subs(stree: SymbolTree | None) -> dict[int, SymbolTree]:
+    """The sub-trees of ``stree``'s cell calls, by the id of the called cell."""
+    out: dict[int, SymbolTree] = {}
+    for node in stree.nodes() if stree is not None else ():
+        sub = TreeNodeHelper.get_sub_tree(node)
+        if sub is not None:
+            out[id(node.get_instance())] = sub
+    return out
 
 
 def network_source(network: nn.Cell, name: str = "model") -> str:
@@ -159,6 +203,8 @@ def network_source(network: nn.Cell, name: str = "model") -> str:
     root = writer.network_class(SymbolTree.create(network))
     imports = "\n".join(sorted(set(writer.imports.values())))
     parts = [_HEADER.format(name=name)]
+    if writer.runtime:
+        parts.append(_RUNTIME_LOADER.format(file=RUNTIME_FILE))
     if imports:
         parts.append(imports + "\n")
     parts += ["\n" + c for c in writer.classes]
@@ -186,7 +232,8 @@ def load(ckpt_file=None):
 
 
 def export_network(network: nn.Cell, directory: str, name: str = "model") -> dict[str, str]:
-    """Write ``<name>.py`` and ``<name>.safetensors`` into ``directory``; returns the paths."""
+    """Write ``<name>.py`` and ``<name>.safetensors`` into ``directory`` (and, for int8 or
+    bit-packed layers, ``sporeling_gs_runtime.py``); returns the paths."""
     if not name.isidentifier():
         raise ValueError(f"export_network: argument 'name' expected an identifier, got {name!r}")
     os.makedirs(directory, exist_ok=True)
@@ -196,6 +243,13 @@ def export_network(network: nn.Cell, directory: str, name: str = "model") -> dic
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(source)
     os.replace(tmp, py)
+    paths = {"description": py}
+    if "gsrt = _load_runtime()" in source:
+        runtime = os.path.join(directory, RUNTIME_FILE)
+        shutil.copyfile(deploy_runtime.__file__, runtime + ".tmp")
+        os.replace(runtime + ".tmp", runtime)
+        paths["runtime"] = runtime
     ckpt = os.path.join(directory, f"{name}.safetensors")
     save_checkpoint(network, ckpt)
-    return {"description": py, "checkpoint": ckpt}
+    paths["checkpoint"] = ckpt
+    return paths

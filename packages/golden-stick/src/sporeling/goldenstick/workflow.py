@@ -51,8 +51,16 @@ def param_count(net: nn.Cell) -> int:
 
 
 def count_flops(net: nn.Cell, input_shape: tuple[int, ...]) -> int:
-    """Multiply-accumulates of Conv2d/Dense-like layers for one sample (hooks on a run)."""
-    from .quantization import Int8Linear, PackedConv2d
+    """Multiply-accumulates of Conv2d/Dense-like layers for one sample (hooks on a run).
+
+    Deploy layers are recognised by their weights, since a reloaded export has its own copy
+    of their classes (``sporeling_gs_runtime.py``)."""
+
+    def deploy_weight(cell: Any) -> Any:
+        for attr in ("weight_int8", "packed"):
+            if type(cell).__name__ in ("Int8Linear", "PackedConv2d") and hasattr(cell, attr):
+                return cell.weight_int8.shape if attr == "weight_int8" else cell.shape
+        return None
 
     total = [0]
     handles = []
@@ -63,18 +71,15 @@ def count_flops(net: nn.Cell, input_shape: tuple[int, ...]) -> int:
             k = cell.in_channels // cell.group * int(np.prod(cell.kernel_size))
         elif isinstance(cell, nn.Dense):
             k = cell.in_channels
-        elif isinstance(cell, Int8Linear):
-            k = int(np.prod(cell.weight_int8.shape[1:]))
         else:
-            k = int(np.prod(cell.shape[1:]))
+            k = int(np.prod(deploy_weight(cell)[1:]))
         total[0] += int(o.size // o.shape[0]) * k
 
     seen: set[int] = set()
     for _, cell in net.cells_and_names():
-        if (
-            isinstance(cell, (nn.Conv2d, nn.Dense, Int8Linear, PackedConv2d))
-            and id(cell) not in seen
-        ):
+        if (isinstance(cell, (nn.Conv2d, nn.Dense)) or deploy_weight(cell) is not None) and id(
+            cell
+        ) not in seen:
             seen.add(id(cell))
             handles.append(cell.register_forward_hook(hook))
     net.set_train(False)

@@ -15,6 +15,8 @@ import numpy as np
 
 from sporeling.core import Parameter, Tensor, nn, ops
 
+from ..deploy_runtime import fake_quant_array
+
 __all__ = [
     "nudge",
     "fake_quant_array",
@@ -46,12 +48,6 @@ def nudge(
     else:
         zp = np.round(np.clip(qmin - lo / scale, qmin, qmax))
     return (qmin - zp) * scale, (qmax - zp) * scale, scale, zp
-
-
-def fake_quant_array(x: np.ndarray, nmin: Any, nmax: Any, scale: Any) -> np.ndarray:
-    """The fake-quantized values (NumPy), for references and exports."""
-    clipped = np.clip(x, nmin, nmax)
-    return np.round((clipped - nmin) / scale) * scale + nmin
 
 
 def fake_quant(x: Tensor, nmin: np.ndarray, nmax: np.ndarray, scale: np.ndarray) -> Tensor:

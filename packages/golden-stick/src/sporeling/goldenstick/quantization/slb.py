@@ -20,6 +20,14 @@ from sporeling.core.rewrite import Node, NodeType, SymbolTree, TreeNodeHelper
 from sporeling.core.train import Callback
 
 from ..comp_algo import CompAlgo
+from ..deploy_runtime import (
+    FixedFakeQuant,
+    PackedConv2d,
+    QuantizedLayer,
+    pack_bits,
+    slb_values,
+    unpack_bits,
+)
 from .fake_quant import SimulatedFakeQuantizerPerLayer
 from .quant_cells import QuantizeWrapperCell, linear_forward
 from .quant_dtype import QuantDtype
@@ -36,13 +44,6 @@ __all__ = [
 ]
 
 _BITS = {QuantDtype.INT1: 1, QuantDtype.INT2: 2, QuantDtype.INT4: 4}
-
-
-def slb_values(num_bits: int) -> np.ndarray:
-    """The value set of a ``num_bits`` weight: {-1, +1} for 1 bit, else linspace(-1, 1)."""
-    if num_bits == 1:
-        return np.array([-1.0, 1.0], np.float32)
-    return np.linspace(-1.0, 1.0, 2**num_bits).astype(np.float32)
 
 
 class SlbFakeQuantizerPerLayer(nn.Cell):
@@ -106,50 +107,30 @@ class Conv2dSlbQuant(nn.Cell):
         return np.argmax(self.weight.asnumpy(), axis=-1)
 
 
-def pack_bits(indices: np.ndarray, num_bits: int) -> np.ndarray:
-    """``num_bits``-bit indices packed into uint8, little end first (8 / num_bits a byte)."""
-    flat = np.asarray(indices, np.uint8).reshape(-1)
-    per = 8 // num_bits
-    pad = (-flat.size) % per
-    flat = np.concatenate([flat, np.zeros(pad, np.uint8)]).reshape(-1, per)
-    shifts = (np.arange(per) * num_bits).astype(np.uint8)
-    return np.bitwise_or.reduce(flat << shifts, axis=1).astype(np.uint8)
+def _packed_conv(conv: nn.Conv2d, indices: np.ndarray, num_bits: int) -> PackedConv2d:
+    """The deploy form of an SLB conv: its chosen indices packed, its bias copied."""
+    layer = PackedConv2d(
+        tuple(conv.weight.shape),
+        num_bits,
+        tuple(conv.stride),
+        conv.pad_mode,
+        tuple(conv.padding) if isinstance(conv.padding, (list, tuple)) else conv.padding,
+        tuple(conv.dilation),
+        conv.group,
+        conv.bias is not None,
+    )
+    layer.packed.set_data(Tensor(pack_bits(indices, num_bits)))
+    if conv.bias is not None:
+        layer.bias.set_data(Tensor(conv.bias.asnumpy().copy()))
+    return layer
 
 
-def unpack_bits(packed: np.ndarray, num_bits: int, count: int) -> np.ndarray:
-    """Inverse of :func:`pack_bits` (the first ``count`` indices)."""
-    per = 8 // num_bits
-    shifts = (np.arange(per) * num_bits).astype(np.uint8)
-    mask = np.uint8(2**num_bits - 1)
-    return ((np.asarray(packed, np.uint8)[:, None] >> shifts) & mask).reshape(-1)[:count]
-
-
-class PackedConv2d(nn.Cell):
-    """Deploy form of an SLB conv: packed value indices (uint8) and the value set; the
-    float weight is unpacked once per call."""
-
-    def __init__(self, conv: nn.Conv2d, indices: np.ndarray, num_bits: int) -> None:
-        super().__init__()
-        self.num_bits = num_bits
-        self.shape = tuple(conv.weight.shape)
-        self.packed = Parameter(pack_bits(indices, num_bits), name="packed", requires_grad=False)
-        self.values = slb_values(num_bits)
-        self.bias = None
-        if conv.bias is not None:
-            self.bias = Parameter(conv.bias.asnumpy().copy(), name="bias", requires_grad=False)
-        self.stride, self.pad_mode, self.padding = conv.stride, conv.pad_mode, conv.padding
-        self.dilation, self.group = conv.dilation, conv.group
-
-    def weight(self) -> Tensor:
-        count = int(np.prod(self.shape))
-        idx = unpack_bits(self.packed.asnumpy(), self.num_bits, count)
-        return Tensor(self.values[idx].reshape(self.shape))
-
-    def construct(self, x: Tensor) -> Tensor:
-        pad = self.padding if self.pad_mode == "pad" else 0
-        return ops.conv2d(
-            x, self.weight(), self.bias, self.stride, self.pad_mode, pad, self.dilation, self.group
-        )
+def _fix_grid(fixed: FixedFakeQuant | None, quantizer: Any) -> None:
+    """Copy a calibrated fake quantizer's grid into its deploy form (NaN: not calibrated)."""
+    if fixed is None or quantizer is None or not quantizer.calibrated:
+        return
+    nmin, nmax, scale, _ = quantizer.quant_params()
+    fixed.grid.set_data(Tensor(np.array([nmin[0], nmax[0], scale[0]], np.float64)))
 
 
 def _param(params: Any, key: str) -> Any:
@@ -312,23 +293,22 @@ class SlbQuantAwareTraining(CompAlgo):
                     child._handler, Conv2dSlbQuant
                 ):
                     h = child._handler
-                    packed = PackedConv2d(h.conv, h.indices(), self._weight_bits)
-                    if child._input_quantizer is None and child._output_quantizer is None:
+                    packed = _packed_conv(h.conv, h.indices(), self._weight_bits)
+                    inq, outq = child._input_quantizer, child._output_quantizer
+                    if inq is None and outq is None:
                         cell.insert_child_to_cell(name, packed)
                     else:
-                        cell.insert_child_to_cell(
-                            name,
-                            QuantizeWrapperCell(
-                                packed, child._input_quantizer, child._output_quantizer
-                            ),
-                        )
+                        layer = QuantizedLayer(packed, inq is not None, outq is not None)
+                        _fix_grid(layer.in_quant, inq)
+                        _fix_grid(layer.out_quant, outq)
+                        cell.insert_child_to_cell(name, layer)
         from ..pruner.physical import drop_unused_cells
 
         drop_unused_cells(net_opt)  # the float convs the packed ones replaced
         fresh = {
             id(p)
             for _, c in net_opt.cells_and_names()
-            if isinstance(c, PackedConv2d)
+            if isinstance(c, (PackedConv2d, FixedFakeQuant))
             for p in c.get_parameters()
         }
         for path, param in net_opt.parameters_and_names():
