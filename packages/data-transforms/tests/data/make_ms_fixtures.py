@@ -564,10 +564,53 @@ def make_vision():
     print("wrote ms_vision.npz")
 
 
+def make_errors():
+    """The exception class MindSpore raises for each case of ../ms_error_cases.py, and the
+    rows its FileWriter writes out of ``skip_rows()`` -> ms_errors.json."""
+    import importlib.util
+
+    import mindspore.dataset as ds
+    import mindspore.mindrecord as mr
+
+    spec = importlib.util.spec_from_file_location(
+        "ms_error_cases", os.path.join(HERE, "..", "ms_error_cases.py")
+    )
+    cases = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cases)
+    out = {"mindspore": ds.__name__, "cases": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (fn, _) in cases.CASES.items():
+            try:
+                fn(ds, mr, tmp, HERE)
+                got = {"class": None}
+            except Exception as exc:  # noqa: BLE001 - recording what MindSpore raises
+                message = " ".join(str(exc).split())
+                got = {"class": type(exc).__name__, "message": message[:400]}
+            out["cases"][name] = got
+            print(name, got["class"])
+        path = os.path.join(tmp, "skip.mindrecord")
+        writer = mr.FileWriter(path, overwrite=True)
+        writer.add_schema(cases.SKIP_SCHEMA, "skip")
+        rows = cases.skip_rows()
+        writer.write_raw_data(rows)
+        writer.commit()
+        read = ds.MindDataset(path, shuffle=False).create_dict_iterator(output_numpy=True)
+        out["skip_rows"] = {
+            "written_ids": [int(r["id"]) for r in read],
+            "rows_left_in_list": [int(r["id"]) for r in rows],
+        }
+    import mindspore
+
+    out["mindspore"] = mindspore.__version__
+    with open(os.path.join(HERE, "ms_errors.json"), "w") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+    print("skip_rows:", out["skip_rows"])
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "what", choices=["mindrecord", "text", "tfrecord", "sources", "vision", "all"]
+        "what", choices=["mindrecord", "text", "tfrecord", "sources", "vision", "errors", "all"]
     )
     parser.add_argument("--sporeling-python", help="a Python with sporeling-data-transforms")
     args = parser.parse_args()
@@ -583,3 +626,5 @@ if __name__ == "__main__":
         make_sources()
     if args.what in ("vision", "all"):
         make_vision()
+    if args.what in ("errors", "all"):
+        make_errors()

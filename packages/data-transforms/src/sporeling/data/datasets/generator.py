@@ -87,7 +87,11 @@ class _StreamGenerator(StreamSource):
                 return
             except Exception as exc:  # the user's generator failed: say which row (README)
                 raise _failed(row, exc) from exc
-            yield self._make(item, None)
+            try:
+                made = self._make(item, None)
+            except Exception as exc:  # a row that does not fit the columns: RuntimeError too
+                raise _failed(row, exc) from exc
+            yield made
             row += 1
 
 

@@ -58,16 +58,23 @@ class MindDataset(MappableSource):
         mode = shuffle if shuffle in (Shuffle.FILES, Shuffle.INFILE) else None
         if isinstance(shuffle, Shuffle):
             shuffle = True
+        if columns_list is not None and not isinstance(columns_list, list):
+            raise TypeError(  # checked before the files are opened, as MindSpore does
+                f"{where}: argument 'columns_list' expected a list of column names, got "
+                f"{type(columns_list).__name__} {columns_list!r}"
+            )
+        if num_padded and padded_sample is None:
+            raise RuntimeError(
+                f"{where}: num_padded is specified but padded_sample is not (got "
+                f"num_padded={num_padded!r}); give padded_sample too"
+            )
         self._shards = open_shards(dataset_files, where)
         schema = self._shards[0].schema
         if columns_list is None:
             columns = list(schema.names)
         else:
-            if not isinstance(columns_list, list) or not columns_list:
-                raise TypeError(
-                    f"{where}: argument 'columns_list' expected a non-empty list of column "
-                    f"names, got {columns_list!r}"
-                )
+            if not columns_list:
+                raise ValueError(f"{where}: argument 'columns_list' should not be empty, got []")
             unknown = [c for c in columns_list if c not in schema.fields]
             if unknown:
                 raise ValueError(

@@ -21,8 +21,7 @@ __all__ = ["FashionMnistDataset", "KMnistDataset", "EMnistDataset", "QMnistDatas
 class FashionMnistDataset(MnistDataset):
     """Fashion-MNIST idx files (MNIST's names); columns ``image``, ``label``.
 
-    ``usage='all'`` reads train then test, as ``MnistDataset`` does here (MindSpore 2.10
-    reads the test files first).
+    ``usage='all'`` reads test then train, as ``MnistDataset`` and MindSpore do.
     """
 
 

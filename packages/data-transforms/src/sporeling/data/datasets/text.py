@@ -128,9 +128,9 @@ def _check_shuffle(where: str, shuffle: Any) -> Shuffle | None:
         return None
     if isinstance(shuffle, Shuffle):
         return shuffle
-    raise ValueError(
-        f"{where}: argument 'shuffle' expected a bool or Shuffle.GLOBAL/FILES/INFILE, got "
-        f"{shuffle!r}"
+    raise TypeError(  # MindSpore's type
+        f"{where}: argument 'shuffle' must be of boolean or enum of 'Shuffle' values "
+        f"(Shuffle.GLOBAL/FILES/INFILE), got {shuffle!r}"
     )
 
 

@@ -33,6 +33,11 @@ def _check_dir(where: str, dataset_dir: Any) -> Path:
 
 def _check_usage(where: str, usage: Any) -> str:
     usage = "all" if usage is None else usage
+    if not isinstance(usage, str):
+        raise TypeError(
+            f"{where}: argument 'usage' expected 'train', 'test', 'all' or None, got "
+            f"{type(usage).__name__} {usage!r}"
+        )
     if usage not in ("train", "test", "all"):
         raise ValueError(
             f"{where}: argument 'usage' expected 'train', 'test', 'all' or None, got {usage!r}"
@@ -215,7 +220,8 @@ class MnistDataset(MappableSource):
     """MNIST idx files in ``dataset_dir``; columns ``image`` (28x28x1 uint8), ``label`` (uint32).
 
     ``usage``: 'train' (train-images-idx3-ubyte, train-labels-idx1-ubyte), 'test' (t10k-*),
-    'all' or None (train then test).
+    'all' or None: test then train, as MindSpore orders them (it sorts the file names, and
+    ``t10k-*`` comes before ``train-*``; checked against MindSpore 2.10).
     """
 
     _FILES = {
@@ -238,7 +244,7 @@ class MnistDataset(MappableSource):
         where = type(self).__name__
         root = _check_dir(where, dataset_dir)
         usage = _check_usage(where, usage)
-        parts = ["train", "test"] if usage == "all" else [usage]
+        parts = ["test", "train"] if usage == "all" else [usage]  # MindSpore's sorted file names
         images, labels = [], []
         for part in parts:
             img_name, lbl_name = self._FILES[part]

@@ -48,13 +48,28 @@ class PipelineError(RuntimeError):
 
 
 # ---- argument checks ---------------------------------------------------------------------
-def check_int(where: str, name: str, value: Any, low: int | None = None, none: bool = False):
+INT32_MAX = 2**31 - 1
+
+
+def check_int(
+    where: str,
+    name: str,
+    value: Any,
+    low: int | None = None,
+    none: bool = False,
+    high: int | None = None,
+):
     if value is None and none:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{where}: argument '{name}' expected an int, got {value!r}")
     if low is not None and value < low:
         raise ValueError(f"{where}: argument '{name}' expected an int >= {low}, got {value}")
+    if high is not None and value > high:  # MindSpore's C++ layer takes int32 counts
+        raise ValueError(
+            f"{where}: argument '{name}' is not within the required interval of "
+            f"[{low}, {high}], got {value}"
+        )
     return int(value)
 
 
@@ -71,7 +86,9 @@ def check_columns(where: str, name: str, value: Any, none: bool = True) -> list[
         return None
     if isinstance(value, str):
         value = [value]
-    if not isinstance(value, (list, tuple)) or not value:
+    if isinstance(value, (list, tuple)) and not value:  # ValueError, as MindSpore
+        raise ValueError(f"{where}: argument '{name}' should not be empty, got {value!r}")
+    if not isinstance(value, (list, tuple)):
         raise TypeError(
             f"{where}: argument '{name}' expected a column name or a non-empty list of names, "
             f"got {value!r}"
@@ -86,9 +103,10 @@ def check_columns(where: str, name: str, value: Any, none: bool = True) -> list[
 
 def check_known(where: str, name: str, cols: list[str], known: list[str]) -> None:
     unknown = [c for c in cols if c not in known]
-    if unknown:
-        raise ValueError(
-            f"{where}: argument '{name}' names unknown column(s) {unknown}; the columns are {known}"
+    if unknown:  # RuntimeError, as MindSpore's pipeline raises (its tests check the type)
+        raise RuntimeError(
+            f"{where}: Invalid column, argument '{name}' names column(s) {unknown} that do not "
+            f"exist; the columns are {known}"
         )
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from .base import (
     INFINITE,
+    INT32_MAX,
     BatchInfo,
     Dataset,
     Item,
@@ -112,9 +113,10 @@ class MapDataset(Dataset):
         if not ops:
             raise ValueError("map: argument 'operations' expected at least one operation")
         for op in ops:
-            if not callable(op):
-                raise TypeError(
-                    f"map: argument 'operations' expected callables, got {type(op).__name__}"
+            if not callable(op):  # ValueError, as MindSpore raises
+                raise ValueError(
+                    f"map: argument 'operations' expected callables (a python function, class "
+                    f"method or transform object), got {type(op).__name__} {op!r}"
                 )
         self.operations = ops
         self.python_multiprocessing = check_bool(
@@ -344,7 +346,7 @@ class BatchDataset(Dataset):
         if callable(batch_size):
             self.batch_size: Any = batch_size
         else:
-            self.batch_size = check_int(where, "batch_size", batch_size, 1)
+            self.batch_size = check_int(where, "batch_size", batch_size, 1, high=INT32_MAX)
         self.drop_remainder = check_bool(where, "drop_remainder", drop_remainder)
         if per_batch_map is not None and not callable(per_batch_map):
             raise TypeError(

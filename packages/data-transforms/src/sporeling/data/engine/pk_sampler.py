@@ -20,7 +20,13 @@ __all__ = ["PKSampler", "bind_source"]
 
 
 class PKSampler(Sampler):
-    """``num_val`` samples for each class, class after class."""
+    """``num_val`` samples for each class, class after class, as MindSpore's PKSampler.
+
+    Classes come in sorted order (a random order with ``shuffle=True``); each class's
+    ``num_val`` rows are drawn uniformly at random with replacement from its rows, with or
+    without ``shuffle`` (so a row can repeat, and a class smaller than ``num_val`` still gives
+    ``num_val`` rows); every epoch draws again (reproducible under ``config.set_seed``).
+    """
 
     def __init__(
         self,
@@ -31,7 +37,7 @@ class PKSampler(Sampler):
         num_samples: int | None = None,
     ) -> None:
         super().__init__(num_samples)
-        _check_int("PKSampler", "num_val", num_val, 1, allow_none=False)
+        _check_int("PKSampler", "num_val", num_val, 1, allow_none=False, error=RuntimeError)
         if num_class is not None:
             raise NotImplementedError(
                 "PKSampler: argument 'num_class' is not supported (pass None), as in MindSpore"
@@ -78,12 +84,13 @@ class PKSampler(Sampler):
         classes = np.unique(self._labels)
         if self.shuffle:
             classes = classes[rng.permutation(len(classes))]
+        # MindSpore's PKSamplerRT: each of a class's num_val slots is a uniform draw, with
+        # replacement, from that class's rows, with shuffle=True or not (shuffle only orders
+        # the classes); new draws every epoch
         out = []
         for c in classes:
             rows = np.flatnonzero(self._labels == c)
-            if self.shuffle:
-                rows = rows[rng.permutation(len(rows))]
-            out.append(rows[np.arange(self.num_val) % len(rows)])
+            out.append(rows[rng.integers(0, len(rows), size=self.num_val)])
         return np.concatenate(out).astype(np.int64) if out else np.zeros(0, np.int64)
 
     def __repr__(self) -> str:

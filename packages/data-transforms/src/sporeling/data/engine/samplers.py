@@ -30,13 +30,22 @@ __all__ = [
 ]
 
 
-def _check_int(where: str, name: str, value: Any, low: int, allow_none: bool = True) -> None:
+def _check_int(
+    where: str,
+    name: str,
+    value: Any,
+    low: int,
+    allow_none: bool = True,
+    error: type[Exception] = ValueError,
+) -> None:
+    """A type error is TypeError; a value out of range is ``error``: MindSpore checks
+    num_samples in Python (ValueError) and the other counts in C++ (RuntimeError)."""
     if value is None and allow_none:
         return
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{where}: argument '{name}' expected an int, got {value!r}")
     if value < low:
-        raise ValueError(f"{where}: argument '{name}' expected an int >= {low}, got {value}")
+        raise error(f"{where}: argument '{name}' expected an int >= {low}, got {value}")
 
 
 def _check_indices(where: str, indices: Any) -> np.ndarray:
@@ -92,6 +101,11 @@ class Sampler:
             )
         self.child = sampler
 
+    def parse(self) -> Sampler:
+        """For MindSpore code that calls it to validate a sampler: the checks already ran when
+        the sampler was built (errors of the types MindSpore's ``parse`` raises)."""
+        return self
+
     def get_child(self) -> Sampler | None:
         """The child sampler (``add_child``), or None."""
         return getattr(self, "child", None)
@@ -111,12 +125,12 @@ class SequentialSampler(Sampler):
 
     def __init__(self, start_index: int | None = None, num_samples: int | None = None) -> None:
         super().__init__(num_samples)
-        _check_int("SequentialSampler", "start_index", start_index, 0)
+        _check_int("SequentialSampler", "start_index", start_index, 0, error=RuntimeError)
         self.start_index = int(start_index or 0)
 
     def _order(self, n: int, key: tuple[int, ...]) -> np.ndarray:
         if n and self.start_index >= n:
-            raise ValueError(
+            raise RuntimeError(
                 f"SequentialSampler: start_index {self.start_index} is out of range for a "
                 f"dataset of {n} rows"
             )
@@ -160,10 +174,10 @@ class DistributedSampler(Sampler):
         offset: int = -1,
     ) -> None:
         super().__init__(num_samples)
-        _check_int("DistributedSampler", "num_shards", num_shards, 1, allow_none=False)
-        _check_int("DistributedSampler", "shard_id", shard_id, 0, allow_none=False)
+        _check_int("DistributedSampler", "num_shards", num_shards, 1, False, error=RuntimeError)
+        _check_int("DistributedSampler", "shard_id", shard_id, 0, False, error=RuntimeError)
         if shard_id >= num_shards:
-            raise ValueError(
+            raise RuntimeError(
                 f"DistributedSampler: argument 'shard_id' expected an int in [0, {num_shards}), "
                 f"got {shard_id}"
             )
@@ -171,10 +185,19 @@ class DistributedSampler(Sampler):
             raise TypeError(
                 f"DistributedSampler: argument 'shuffle' expected a bool, got {shuffle!r}"
             )
+        if isinstance(offset, bool) or not isinstance(offset, numbers.Integral):
+            raise TypeError(
+                f"DistributedSampler: argument 'offset' expected an int, got {offset!r}"
+            )
+        if offset > num_shards:
+            raise RuntimeError(
+                f"DistributedSampler: offset must be no more than num_shards({num_shards}), "
+                f"got offset={offset}"
+            )
         if offset != -1:
-            raise ValueError(
-                f"DistributedSampler: argument 'offset' other than -1 is not supported, "
-                f"got {offset}"
+            raise RuntimeError(
+                f"DistributedSampler: argument 'offset' other than -1 is not supported here, "
+                f"got {offset} (not implemented)"
             )
         self.num_shards = int(num_shards)
         self.shard_id = int(shard_id)
@@ -209,7 +232,7 @@ class SubsetSampler(Sampler):
     def _validate(self, n: int) -> None:
         bad = self.indices[(self.indices < 0) | (self.indices >= n)]
         if bad.size:
-            raise ValueError(
+            raise RuntimeError(
                 f"{type(self).__name__}: indices {bad[:5].tolist()} are out of range for a "
                 f"dataset of {n} rows"
             )
@@ -238,16 +261,30 @@ class WeightedRandomSampler(Sampler):
         self, weights: Sequence[float], num_samples: int | None = None, replacement: bool = True
     ) -> None:
         super().__init__(num_samples)
-        if isinstance(weights, (str, bytes)) or not isinstance(weights, (Sequence, np.ndarray)):
+        if not isinstance(weights, (list, np.ndarray)):  # MindSpore: a list (tuples refused)
             raise TypeError(
                 f"WeightedRandomSampler: argument 'weights' expected a list of numbers, "
-                f"got {type(weights).__name__}"
+                f"got {type(weights).__name__} {weights!r}"
             )
+        for i, v in enumerate(weights):
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.number)):
+                raise TypeError(
+                    f"WeightedRandomSampler: type of weights element must be number, got "
+                    f"weights[{i}] = {v!r} ({type(v).__name__})"
+                )
         w = np.asarray(weights, dtype=np.float64).reshape(-1)
-        if w.size == 0 or (w < 0).any() or not np.isfinite(w).all() or w.sum() <= 0:
-            raise ValueError(
-                "WeightedRandomSampler: argument 'weights' expected a non-empty list of "
-                f"non-negative finite numbers with a positive sum, got {list(weights)[:8]!r}"
+        # RuntimeError and MindSpore's wording (its C++ parse() raises these)
+        if w.size == 0:
+            raise RuntimeError("WeightedRandomSampler: weights vector must not be empty, got []")
+        if (w < 0).any() or not np.isfinite(w).all():
+            raise RuntimeError(
+                "WeightedRandomSampler: weights vector must not contain negative numbers "
+                f"(nor NaN or inf), got: {list(weights)[:8]!r}"
+            )
+        if w.sum() <= 0:
+            raise RuntimeError(
+                "WeightedRandomSampler: elements of weights vector must not be all zero, "
+                f"got: {list(weights)[:8]!r}"
             )
         if not isinstance(replacement, bool):
             raise TypeError(
@@ -269,7 +306,7 @@ class WeightedRandomSampler(Sampler):
 
     def _order(self, n: int, key: tuple[int, ...]) -> np.ndarray:
         if len(self.weights) > n:
-            raise ValueError(
+            raise RuntimeError(
                 f"WeightedRandomSampler: {len(self.weights)} weights for a dataset of {n} rows"
             )
         rng = np.random.default_rng([*key, 0x3E1])

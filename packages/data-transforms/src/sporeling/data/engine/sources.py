@@ -37,10 +37,16 @@ __all__ = ["MappableSource", "StreamSource", "resolve_sampler", "check_shards"]
 
 
 def check_shards(where: str, num_shards: Any, shard_id: Any) -> tuple[int | None, int | None]:
-    if (num_shards is None) != (shard_id is None):
-        raise ValueError(
-            f"{where}: num_shards and shard_id must be given together, got num_shards="
-            f"{num_shards!r}, shard_id={shard_id!r}"
+    # RuntimeError and MindSpore's wording, as its dataset tests check them
+    if num_shards is not None and shard_id is None:
+        raise RuntimeError(
+            f"{where}: num_shards is specified and currently requires shard_id as well "
+            f"(got num_shards={num_shards!r}, shard_id=None; give both or neither)"
+        )
+    if shard_id is not None and num_shards is None:
+        raise RuntimeError(
+            f"{where}: shard_id is specified but num_shards is not "
+            f"(got shard_id={shard_id!r}; give both or neither)"
         )
     if num_shards is None:
         return None, None
@@ -66,11 +72,15 @@ def resolve_sampler(
     shards = check_shards(where, num_shards, shard_id)
     if sampler is not None:
         if shuffle is not None:
-            raise ValueError(f"{where}: give either 'sampler' or 'shuffle', not both")
+            raise RuntimeError(
+                f"{where}: sampler and shuffle cannot be specified at the same time (got "
+                f"sampler={type(sampler).__name__}, shuffle={shuffle}; give one of them)"
+            )
         if shards[0] is not None:
-            raise ValueError(
-                f"{where}: give either 'sampler' or num_shards/shard_id, not both "
-                "(use DistributedSampler to shard with a sampler)"
+            raise RuntimeError(
+                f"{where}: sampler and sharding cannot be specified at the same time (got "
+                f"sampler={type(sampler).__name__}, num_shards={shards[0]}; use "
+                "DistributedSampler to shard with a sampler)"
             )
         if isinstance(sampler, (list, tuple, np.ndarray)):
             from .samplers import SubsetSampler

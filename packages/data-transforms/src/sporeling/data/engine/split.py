@@ -103,7 +103,8 @@ def split_dataset(dataset: Dataset, sizes: Any, randomize: Any = True) -> tuple[
     from .sources import MappableSource, _Capped
 
     _check_sizes(sizes, randomize)
-    mappable = isinstance(dataset, MappableSource)
+    # a GeneratorDataset over a generator function is a source without random access
+    mappable = isinstance(dataset, MappableSource) and getattr(dataset, "_random_access", True)
     sampler = getattr(dataset, "sampler", None)
     inner = sampler.inner if isinstance(sampler, _Capped) else sampler
     if isinstance(inner, DistributedSampler):

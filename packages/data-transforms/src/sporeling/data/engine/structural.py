@@ -10,6 +10,7 @@ import numpy as np
 
 from .base import (
     INFINITE,
+    INT32_MAX,
     Dataset,
     Item,
     Run,
@@ -40,7 +41,7 @@ def buffer_order(n: int, buffer_size: int, rng: np.random.Generator) -> list[int
 class ShuffleDataset(Dataset):
     def __init__(self, child: Dataset, buffer_size: Any) -> None:
         super().__init__([child])
-        self.buffer_size = check_int("shuffle", "buffer_size", buffer_size, 2)
+        self.buffer_size = check_int("shuffle", "buffer_size", buffer_size, 2, high=INT32_MAX)
 
     def get_col_names(self) -> list[str]:
         return self.children[0].get_col_names()
@@ -159,9 +160,9 @@ class ZipDataset(Dataset):
         for i, d in enumerate(datasets):
             for c in d.get_col_names():
                 if c in seen:
-                    raise ValueError(
-                        f"zip: column '{c}' is in dataset {seen[c]} and dataset {i}; "
-                        "rename one of them first"
+                    raise RuntimeError(  # MindSpore's type and wording
+                        f"zip: Invalid data, duplicate column '{c}' already exists when zipping "
+                        f"datasets (in dataset {seen[c]} and dataset {i}); rename one of them"
                     )
                 seen[c] = i
         self._cols = list(seen)
@@ -186,8 +187,10 @@ class ConcatDataset(Dataset):
         cols = datasets[0].get_col_names()
         for i, d in enumerate(datasets[1:], start=1):
             if d.get_col_names() != cols:
-                raise ValueError(
-                    f"concat: dataset {i} has columns {d.get_col_names()}, expected {cols}"
+                raise RuntimeError(  # MindSpore's type and wording
+                    f"concat: Invalid columns, 'column name' or 'column order' of concat "
+                    f"datasets should be the same: dataset {i} has {d.get_col_names()}, "
+                    f"dataset 0 has {cols}"
                 )
         self._cols = cols
 

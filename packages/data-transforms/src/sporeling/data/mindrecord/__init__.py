@@ -11,6 +11,14 @@ from typing import Any
 
 from ._format import MindRecordError
 from .converters import Cifar10ToMR, Cifar100ToMR, CsvToMR, ImageNetToMR, MnistToMR
+from .exceptions import (
+    MindRecordException,
+    MRMDefineIndexError,
+    MRMGetMetaError,
+    MRMInvalidSchemaError,
+    ParamTypeError,
+    ParamValueError,
+)
 from .page import MindPage
 from .reader import open_shards
 from .writer import FileWriter
@@ -20,6 +28,12 @@ __all__ = [
     "FileReader",
     "MindPage",
     "MindRecordError",
+    "MindRecordException",
+    "ParamValueError",
+    "ParamTypeError",
+    "MRMInvalidSchemaError",
+    "MRMDefineIndexError",
+    "MRMGetMetaError",
     "Cifar10ToMR",
     "Cifar100ToMR",
     "ImageNetToMR",

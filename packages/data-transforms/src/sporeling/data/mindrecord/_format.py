@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ._msgpack import MsgpackError, packb, unpackb
+from .exceptions import MRMInvalidSchemaError
 
 __all__ = ["Schema", "MindRecordError", "compress_ints", "decompress_ints"]
 
@@ -44,23 +45,30 @@ class Schema:
 
     def __init__(self, fields: Any, where: str = "FileWriter.add_schema") -> None:
         if not isinstance(fields, dict) or not fields:
-            raise ValueError(
-                f"{where}: argument 'content' expected a non-empty dict of fields, got {fields!r}"
+            raise MRMInvalidSchemaError(
+                f"Schema format is error. Detail: Schema content is empty or not a dict. "
+                f"({where}: argument 'content' expected a non-empty dict of fields, got "
+                f"{fields!r})"
             )
         self.fields: dict[str, dict[str, Any]] = {}
         for name, spec in fields.items():
             if not isinstance(name, str) or not _NAME.match(name):
-                raise ValueError(
-                    f"{where}: field name {name!r} must be letters, digits and underscores"
+                raise MRMInvalidSchemaError(
+                    f"Schema format is error. Detail: Field {name!r} should be composed of "
+                    f"'0-9' or 'a-z' or 'A-Z' or '_'. ({where})"
                 )
             if not isinstance(spec, dict) or spec.get("type") not in TYPES:
-                raise ValueError(
-                    f"{where}: field '{name}' expected {{'type': one of {list(TYPES)}}}, "
-                    f"got {spec!r}"
+                raise MRMInvalidSchemaError(
+                    f"Schema format is error. Detail: Field '{name}' contain illegal "
+                    f"attribute. ({where}: field '{name}' expected {{'type': one of "
+                    f"{list(TYPES)}}}, got {spec!r})"
                 )
             extra = set(spec) - {"type", "shape"}
             if extra:
-                raise ValueError(f"{where}: field '{name}' has unknown keys {sorted(extra)}")
+                raise MRMInvalidSchemaError(
+                    f"Schema format is error. Detail: Field '{name}' has unknown keys "
+                    f"{sorted(extra)} ({where})"
+                )
             entry: dict[str, Any] = {"type": spec["type"]}
             if "shape" in spec:
                 shape = spec["shape"]
@@ -72,9 +80,11 @@ class Schema:
                     and shape.count(-1) <= 1
                 )
                 if not ok:
-                    raise ValueError(
-                        f"{where}: field '{name}' shape {shape!r}: a shape is a list of "
-                        "positive ints with at most one -1, for int32/int64/float32/float64"
+                    raise MRMInvalidSchemaError(
+                        f"Schema format is error. Detail: Field '{name}' contain illegal "
+                        f"attribute '{spec['type']}' with shape {shape!r} ({where}: a shape is a "
+                        "list of positive ints with at most one -1, for int32/int64/float32/"
+                        "float64)"
                     )
                 entry["shape"] = list(shape)
             self.fields[name] = entry
@@ -152,11 +162,7 @@ class Schema:
         missing = [n for n in self.names if n not in row]
         if missing:
             raise ValueError(f"FileWriter.write_raw_data: row {index} lacks fields {missing}")
-        unknown = [k for k in row if k not in self.fields]
-        if unknown:
-            raise ValueError(
-                f"FileWriter.write_raw_data: row {index} has fields {unknown} not in the schema"
-            )
+        # fields outside the schema are ignored, as MindSpore ignores them
         scalars = {n: self._scalar(n, row[n], index) for n in self.raw_fields}
         blobs = [self._blob_field(n, row[n], index) for n in self.blob_fields]
         if not blobs:

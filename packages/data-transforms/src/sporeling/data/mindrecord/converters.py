@@ -219,7 +219,8 @@ class CsvToMR:
         writer = FileWriter(self.destination, self.partition_number, overwrite=True)
         writer.add_schema({c: {"type": t} for c, t in types.items()}, "csv_schema")
         rows = [{c: cast[types[c]](cols[c][i]) for c in keep} for i in range(len(body))]
-        writer.write_raw_data(rows)
+        if rows:  # a header without rows: a file without rows
+            writer.write_raw_data(rows)
         writer.commit()
         return SUCCESS
 

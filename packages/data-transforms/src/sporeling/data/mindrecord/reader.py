@@ -53,6 +53,8 @@ class ShardFile:
             header = json.loads(text.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise self._bad(f"the header is not UTF-8 JSON ({exc})") from None
+        if isinstance(header, dict) and header.get("page") is None:
+            header["page"] = []  # MindSpore writes "page": null into a file without rows
         need = {"header_size": int, "page_size": int, "page": list, "schema": list}
         for key, kind in need.items():
             if not isinstance(header, dict) or not isinstance(header.get(key), kind):
@@ -71,7 +73,7 @@ class ShardFile:
                 raise self._bad(f"a page entry is malformed: {page!r:.120}") from None
             if not (pid >= 0 and 0 <= used <= ps):
                 raise self._bad(f"page {pid} has size {used} (page_size {ps})")
-            if hs + pid * ps + used > self.size:
+            if used and hs + pid * ps + used > self.size:  # an empty page takes no bytes
                 raise self._bad(
                     f"page {pid} ends at byte {hs + pid * ps + used}, past the end of the "
                     f"{self.size}-byte file (truncated?)"

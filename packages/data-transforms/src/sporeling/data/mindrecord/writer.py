@@ -16,6 +16,8 @@ import sqlite3
 from typing import Any
 
 from ._format import Schema
+from ._row_check import drop_invalid_rows
+from .exceptions import MRMDefineIndexError, MRMGetMetaError, ParamTypeError, ParamValueError
 
 __all__ = ["FileWriter"]
 
@@ -157,19 +159,44 @@ class FileWriter:
     optionally ``add_index``, ``write_raw_data`` any number of times, and ``commit``. With
     ``shard_num > 1`` the files are ``file_name0 ... file_name{N-1}`` and each
     ``write_raw_data`` call splits its rows over them in contiguous blocks, as MindSpore
-    does. A row that does not fit the schema raises ``ValueError`` naming the row and
-    field (MindSpore skips such rows with a warning).
+    does. Rows MindSpore's ``write_raw_data`` skips (a missing field, a value of another
+    type, an array of another dtype or shape; see ``_row_check``) are skipped here too, with
+    one warning each on the ``sporeling.data.mindrecord`` logger, and removed from the list
+    passed in, as MindSpore does.
     """
 
     def __init__(self, file_name: str, shard_num: int = 1, overwrite: bool = False) -> None:
-        if not isinstance(file_name, (str, os.PathLike)) or not os.fspath(file_name):
-            raise TypeError(f"FileWriter: argument 'file_name' expected a path, got {file_name!r}")
-        if type(shard_num) is not int or not 1 <= shard_num <= 1000:
-            raise ValueError(
-                f"FileWriter: argument 'shard_num' expected an int in [1, 1000], got {shard_num!r}"
+        # MindSpore's exception classes and wording (its tests match them), then ours
+        if not isinstance(file_name, (str, os.PathLike)):
+            raise ParamValueError(
+                f"Invalid parameter value. File path: {file_name!r} is not string. (FileWriter: "
+                f"argument 'file_name' expected a path, got {type(file_name).__name__})"
+            )
+        if not os.fspath(file_name):
+            raise ParamValueError(
+                "Invalid parameter value. File path is not allowed None or empty! (FileWriter: "
+                "argument 'file_name' got '')"
+            )
+        if shard_num is None:
+            raise ParamValueError(
+                "Invalid parameter value. Parameter shard_num is None. (FileWriter: argument "
+                "'shard_num' expected an int in [1, 1000])"
+            )
+        if type(shard_num) is not int:
+            raise ParamValueError(
+                f"Invalid parameter value. Parameter shard_num's type is not int. (FileWriter: "
+                f"argument 'shard_num' expected an int in [1, 1000], got {shard_num!r})"
+            )
+        if not 1 <= shard_num <= 1000:
+            raise ParamValueError(
+                f"Invalid parameter value. Parameter shard_num's value: {shard_num} should "
+                f"between 1 and 1000. (FileWriter: argument 'shard_num')"
             )
         if not isinstance(overwrite, bool):
-            raise TypeError(f"FileWriter: argument 'overwrite' expected a bool, got {overwrite!r}")
+            raise ParamValueError(
+                f"Invalid parameter value. Parameter overwrite's type is not bool. (FileWriter: "
+                f"argument 'overwrite' expected a bool, got {overwrite!r})"
+            )
         name = os.path.abspath(os.fspath(file_name))
         if not os.path.isdir(os.path.dirname(name)):
             raise FileNotFoundError(f"FileWriter: the directory of '{name}' does not exist")
@@ -177,7 +204,8 @@ class FileWriter:
         existing = [p for p in self.paths for q in (p, p + ".db") if os.path.exists(q)]
         if existing and not overwrite:
             raise RuntimeError(
-                f"FileWriter: '{existing[0]}' already exists; pass overwrite=True to replace it"
+                f"Invalid file, mindrecord files already exist. Please check file path: "
+                f"{existing[0]} (FileWriter: pass overwrite=True to replace it)"
             )
         self.header_size = DEFAULT_HEADER_SIZE
         self.page_size = DEFAULT_PAGE_SIZE
@@ -232,13 +260,25 @@ class FileWriter:
         """Index these scalar fields in the ``.db`` file (MindSpore indexes all by default)."""
         schema = self._need_schema("add_index")
         if not isinstance(index_fields, list) or not index_fields:
-            raise ValueError(
-                f"FileWriter.add_index: argument 'index_fields' expected a non-empty list of "
-                f"field names, got {index_fields!r}"
+            raise ParamTypeError(
+                f"Invalid parameter type. 'index_fields' expect list type. (FileWriter.add_index:"
+                f" argument 'index_fields' expected a non-empty list of field names, got "
+                f"{index_fields!r})"
             )
         for field in index_fields:
+            if not isinstance(field, str):
+                raise ParamTypeError(
+                    f"Invalid parameter type. 'index field' expect str type. (FileWriter."
+                    f"add_index: got {field!r} in {index_fields!r})"
+                )
+            if field in schema.blob_fields:
+                raise MRMDefineIndexError(
+                    f"Failed to define index field. Detail: Failed to set field {field} since "
+                    f"it's not primitive type. (FileWriter.add_index: indexable fields are "
+                    f"{schema.raw_fields})"
+                )
             if field not in schema.raw_fields:
-                raise ValueError(
+                raise ParamValueError(
                     f"FileWriter.add_index: {field!r} is not a scalar field of the schema "
                     f"(indexable: {schema.raw_fields})"
                 )
@@ -260,7 +300,9 @@ class FileWriter:
 
     def _need_schema(self, fn: str) -> Schema:
         if self.schema is None:
-            raise RuntimeError(f"FileWriter.{fn}: call add_schema first")
+            raise MRMGetMetaError(
+                f"Failed to get meta info. (FileWriter.{fn}: call add_schema first)"
+            )
         return self.schema
 
     def _not_started(self, fn: str) -> None:
@@ -280,9 +322,23 @@ class FileWriter:
                 f"got {parallel_writer!r}"
             )
         if not isinstance(raw_data, list):
-            raise TypeError(
-                f"FileWriter.write_raw_data: argument 'raw_data' expected a list of dicts, got "
-                f"{type(raw_data).__name__}"
+            raise ParamTypeError(
+                f"Invalid parameter type. 'raw_data' expect list type. (FileWriter."
+                f"write_raw_data: argument 'raw_data' expected a list of dicts, got "
+                f"{type(raw_data).__name__})"
+            )
+        for i, row in enumerate(raw_data):
+            if not isinstance(row, dict):
+                raise ParamTypeError(
+                    f"Invalid parameter type. 'raw_data item' expect dict type. (FileWriter."
+                    f"write_raw_data: item {i} of 'raw_data' is {type(row).__name__})"
+                )
+        drop_invalid_rows(schema.fields, raw_data)  # MindSpore skips them with a warning
+        if not raw_data:
+            raise RuntimeError(
+                "There is no valid data which can be written by 'write_raw_data' to mindrecord "
+                "file. Please check the abnormal input data indicated in the warning log above. "
+                "(FileWriter.write_raw_data: every row was skipped, or the list was empty)"
             )
         if self.index_fields is None:
             self.index_fields = list(schema.raw_fields)
