@@ -60,6 +60,8 @@ def test_policies():
     eg = EpsilonGreedyPolicy(net, (64,), 1.0, 0.1, 100.0, 4)
     assert eg.epsilon(0) == pytest.approx(1.0)
     assert eg.epsilon(100) == pytest.approx(0.1 + 0.9 * math.exp(-1))
+    linear = EpsilonGreedyPolicy(net, (64,), 1.0, 0.1, 100.0, 4, schedule="linear")
+    assert [linear.epsilon(t) for t in (0, 50, 100, 1000)] == pytest.approx([1.0, 0.55, 0.1, 0.1])
     never = EpsilonGreedyPolicy(net, (64,), 0.0, 0.0, 1.0, 4)
     np.testing.assert_array_equal(never(Tensor(s), 0).asnumpy(), greedy)
     always = EpsilonGreedyPolicy(net, (64,), 1.0, 1.0, 1.0, 4)
@@ -69,6 +71,8 @@ def test_policies():
     assert r.dtype == np.int32 and set(r.tolist()) == {0, 1, 2}
     with pytest.raises(ValueError, match="expected 0 <= epsi_low <= epsi_high <= 1"):
         EpsilonGreedyPolicy(net, 1, 0.1, 0.5, 1.0, 4)
+    with pytest.raises(ValueError, match="schedule expected 'exponential' or 'linear'"):
+        EpsilonGreedyPolicy(net, 1, 0.5, 0.5, 1.0, 4, schedule="cosine")
 
 
 def test_discounted_return_against_a_python_loop():

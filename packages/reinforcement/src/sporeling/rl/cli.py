@@ -1,6 +1,7 @@
 """``sporeling-rl``: train and evaluate agents, play board games against MCTS.
 
-sporeling-rl train --algo dqn [--env CartPole-v1] [--steps 50000] [--seed 0] [--ckpt DIR]
+sporeling-rl train --algo dqn|ppo|a2c|ac|ddpg|sac [--env CartPole-v1] [--steps 50000]
+                   [--seed 0] [--ckpt DIR]
 sporeling launch -n 2 sporeling-rl train --algo ppo --policy multi-actor --actors 2
 sporeling-rl eval --algo dqn --ckpt DIR [--env CartPole-v1] [--episodes 100]
 sporeling-rl play [--game tictactoe|connectfour] [--opponent human|minimax|random|mcts]
@@ -121,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="train an algorithm (fixed seed), print a JSON summary")
-    train.add_argument("--algo", required=True, help="dqn, ppo, a2c, ac")
+    train.add_argument("--algo", required=True, help="dqn, ppo, a2c, ac, ddpg, sac")
     train.add_argument("--env", default="CartPole-v1")
     train.add_argument("--steps", type=int, default=50_000, help="environment steps")
     train.add_argument("--seed", type=int, default=0)

@@ -51,6 +51,7 @@ class DQNPolicy:
             params.get("epsi_low", 0.05),
             params.get("decay", 2000.0),
             params["action_space_dim"],
+            params.get("epsilon_schedule", "exponential"),
         )
         self.evaluate_policy = GreedyPolicy(self.policy_network)
 
@@ -178,13 +179,16 @@ def dqn_config(env_name: str = "CartPole-v1", seed: int = 0, **overrides: Any) -
     """The algorithm_config of DQN on a gymnasium environment with discrete actions.
 
     Defaults follow rl-baselines3-zoo's tuned CartPole-v1 DQN (lr 2.3e-3, batch 64,
-    256x256 network, 128 gradient steps every 256 environment steps).
+    256x256 network, 128 gradient steps every 256 environment steps, the target network
+    synced after each burst of gradient steps, epsilon linear from 1 to 0.04 over the first
+    8,000 steps: ``exploration_fraction=0.16`` of its 50k budget).
     """
     policy = {
         "hidden_sizes": [256, 256],
         "epsi_high": 1.0,
         "epsi_low": 0.04,
-        "decay": 2500.0,
+        "decay": 8000.0,
+        "epsilon_schedule": "linear",
     }
     learner = {"gamma": 0.99, "lr": 2.3e-3, "target_update_interval": 128}
     probe = GymEnvironment({"name": env_name})

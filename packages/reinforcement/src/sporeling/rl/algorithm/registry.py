@@ -116,13 +116,14 @@ def _entries() -> dict[str, AlgorithmEntry]:
             {"learning_starts": 1000, "train_freq": 256, "gradient_steps": 128},
         ),
     }  # fmt: skip
-    from . import ac, ddpg, ppo
+    from . import ac, ddpg, ppo, sac
 
     out["ppo"] = AlgorithmEntry("ppo", ppo.ppo_config, ppo.PPOTrainer, {"num_steps": 32})
     out["a2c"] = AlgorithmEntry("a2c", ac.a2c_config, ac.ACTrainer, {"num_steps": 5})
     out["ac"] = AlgorithmEntry("ac", ac.ac_config, ac.ACTrainer, {"num_steps": 5})
     out["ddpg"] = AlgorithmEntry("ddpg", ddpg.ddpg_config, ddpg.DDPGTrainer,
                                  {"learning_starts": 10_000})  # fmt: skip
+    out["sac"] = AlgorithmEntry("sac", sac.sac_config, sac.SACTrainer, {"learning_starts": 100})
     return out
 
 

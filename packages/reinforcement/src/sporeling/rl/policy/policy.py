@@ -56,7 +56,10 @@ class GreedyPolicy(Policy):
 class EpsilonGreedyPolicy(Policy):
     """Random with probability ``epsilon(step)``, else greedy, per row of ``state``.
 
-    ``epsilon = epsi_low + (epsi_high - epsi_low) * exp(-step / decay)`` (MindSpore RL 0.5).
+    ``schedule="exponential"`` (MindSpore RL 0.5):
+    ``epsilon = epsi_low + (epsi_high - epsi_low) * exp(-step / decay)``;
+    ``schedule="linear"`` (Stable-Baselines3's ``exploration_fraction``): from ``epsi_high``
+    down to ``epsi_low`` in a straight line over ``decay`` steps, ``epsi_low`` after.
     """
 
     def __init__(
@@ -67,8 +70,14 @@ class EpsilonGreedyPolicy(Policy):
         epsi_low: float,
         decay: float,
         action_space_dim: int,
+        schedule: str = "exponential",
     ) -> None:
         super().__init__()
+        if schedule not in ("exponential", "linear"):
+            raise ValueError(
+                f"EpsilonGreedyPolicy: schedule expected 'exponential' or 'linear', "
+                f"got {schedule!r}"
+            )
         if not 0.0 <= epsi_low <= epsi_high <= 1.0:
             raise ValueError(
                 f"EpsilonGreedyPolicy: expected 0 <= epsi_low <= epsi_high <= 1, got "
@@ -80,10 +89,14 @@ class EpsilonGreedyPolicy(Policy):
         self.size = size
         self.epsi_high, self.epsi_low, self.decay = float(epsi_high), float(epsi_low), decay
         self.action_space_dim = int(action_space_dim)
+        self.schedule = schedule
         self.rng = _rng()
 
     def epsilon(self, step: Any) -> float:
         s = float(_np(step).reshape(-1)[0])
+        if self.schedule == "linear":
+            frac = min(s / self.decay, 1.0)
+            return self.epsi_high + frac * (self.epsi_low - self.epsi_high)
         return self.epsi_low + (self.epsi_high - self.epsi_low) * math.exp(-s / self.decay)
 
     def construct(self, state: Any, step: Any) -> Tensor:
