@@ -101,6 +101,7 @@ def config(**changes):
         ("replay_buffer__data_shape", [3], r"\['data_shape'\]: expected a list of shapes"),
         ("replay_buffer__data_type", [ms.float32], "data_shape has 2 entries but data_type has 1"),
         ("replay_buffer__data_type", [ms.float32, "nonsense"], r"\['data_type'\]\[1\]"),
+        ("collect_environment__backend", "fork", r"\['backend'\]: expected 'thread' or 'process'"),
         ("actor__polices", ["x"], "unknown key 'polices'; did you mean 'policies'"),
         ("replay_bufer", {}, "unknown key 'replay_bufer'; did you mean 'replay_buffer'"),
     ],

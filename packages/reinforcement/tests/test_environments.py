@@ -142,3 +142,30 @@ def test_multi_environment_wrapper_threads_equal_serial():
     with pytest.raises(ValueError, match="leading dimension 3"):
         serial.step_np(np.zeros(2))
     threaded.close()
+
+
+def test_multi_environment_wrapper_processes_equal_serial():
+    def make():
+        return [GymEnvironment({"name": "CartPole-v1", "seed": 5}, i) for i in range(3)]
+
+    serial = MultiEnvironmentWrapper(make(), num_proc=1, auto_reset=True)
+    procs = MultiEnvironmentWrapper(make(), num_proc=2, auto_reset=True, backend="process")
+    try:
+        assert [w.num_env for w in procs._workers] == [2, 1]
+        np.testing.assert_array_equal(serial.reset_np(), procs.reset_np())
+        dones = 0
+        for t in range(60):
+            a = np.array([t % 2, (t // 3) % 2, 1])
+            out_s, out_p = serial.step_np(a), procs.step_np(a)
+            for x, y in zip(out_s, out_p):
+                np.testing.assert_array_equal(x, y)
+            np.testing.assert_array_equal(serial.last_terminated, procs.last_terminated)
+            dones += int(out_s[2].sum())
+        assert dones > 0  # auto_reset was exercised in the workers
+        with pytest.raises(RuntimeError, match="EnvironmentProcess 0: the worker failed"):
+            procs.step_np(np.array([7, 0, 0]))  # gymnasium rejects action 7 in the worker
+    finally:
+        procs.close()
+        serial.close()
+    with pytest.raises(ValueError, match="backend expected 'thread' or 'process'"):
+        MultiEnvironmentWrapper(make(), backend="fork")

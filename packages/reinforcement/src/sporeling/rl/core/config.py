@@ -32,6 +32,7 @@ _SCHEMA: dict[str, dict[str, tuple[str, bool]]] = {
         "params": ("dict", False),
         "number": ("positive_int", False),
         "num_parallel": ("positive_int", False),
+        "backend": ("env_backend", False),
     },
     "actor": {
         "type": ("class", True),
@@ -81,6 +82,9 @@ def _check_value(kind: str, value: Any, where: str) -> None:
     elif kind == "positive_int":
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             fail("an int >= 1")
+    elif kind == "env_backend":
+        if value not in ("thread", "process"):
+            fail("'thread' or 'process' (how MultiEnvironmentWrapper steps the environments)")
     elif kind == "bool":
         if not isinstance(value, bool):
             fail("True or False")

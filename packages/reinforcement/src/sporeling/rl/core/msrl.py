@@ -28,7 +28,9 @@ def _build_env(cfg: dict[str, Any], first_id: int = 0) -> Any:
     if number is None:
         return _construct(cls, params, first_id)
     envs = [_construct(cls, params, first_id + i) for i in range(number)]
-    return MultiEnvironmentWrapper(envs, cfg.get("num_parallel", number))
+    return MultiEnvironmentWrapper(
+        envs, cfg.get("num_parallel", number), backend=cfg.get("backend", "thread")
+    )
 
 
 def _construct(cls: type, params: dict[str, Any], env_id: int) -> Any:
