@@ -1,10 +1,12 @@
 """Load Hugging Face checkpoint folders (``config.json`` + ``model.safetensors``) into the
 suite's models: GPT-2 into :class:`GPT`, ViT (``ViTForImageClassification``) into
-:class:`ViT`. Tensors are read with the ``safetensors`` library (no pickle, no code).
+:class:`ViT`, T5 (``T5ForConditionalGeneration``, 1.0 and gated 1.1) into
+:class:`HFT5ForConditionalGeneration`. Tensors are read with the ``safetensors`` library (no
+pickle, no code).
 
-T5 is not supported: Hugging Face's T5 uses relative position buckets, RMS norms without
-biases and (v1.1) gated feed-forwards, which the 1.8 blocks this suite's T5 is built from do
-not have.
+T5 gets its own model class: Hugging Face's T5 uses relative position buckets, RMS norms
+without biases and (1.1) gated feed-forwards, which the 1.8 blocks this suite's
+:class:`T5Model` is built from do not have.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import numpy as np
 from sporeling.core import Tensor, nn
 
 from .models.gpt import GPT, GPTConfig
+from .models.hf_t5 import HFT5Config, HFT5ForConditionalGeneration
 from .models.vit import ViT, ViTConfig
 from .modules.layers import LayerNorm
 
-__all__ = ["load_hf_gpt2", "load_hf_vit", "read_hf_folder"]
+__all__ = ["load_hf_gpt2", "load_hf_t5", "load_hf_vit", "read_hf_folder"]
 
 
 def read_hf_folder(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -189,4 +192,32 @@ def load_hf_vit(path: str | Path, dtype: str = "float32") -> ViT:
             v[dst + f"{b}.gamma"] = w[src + f"{a}.weight"]
             v[dst + f"{b}.beta"] = w[src + f"{a}.bias"]
     _assign(net, v, "load_hf_vit")
+    return net
+
+
+def load_hf_t5(path: str | Path, dtype: str = "float32") -> HFT5ForConditionalGeneration:
+    """A :class:`HFT5ForConditionalGeneration` with the weights of a
+    ``T5ForConditionalGeneration`` folder. The stacks' ``embed_tokens`` copies and a tied
+    ``lm_head`` are the shared table (checked equal, then dropped)."""
+    cfg, w = read_hf_folder(path)
+    if cfg.get("model_type", "t5") != "t5":
+        raise ValueError(f"load_hf_t5: {path} holds a {cfg.get('model_type')!r} model, not t5")
+    net = HFT5ForConditionalGeneration(HFT5Config.from_hf(cfg), dtype)
+    tied = ["encoder.embed_tokens.weight", "decoder.embed_tokens.weight"]
+    if net.config.tie_word_embeddings:
+        tied.append("lm_head.weight")
+    values = dict(w)
+    for name in tied:
+        if name in values:
+            copy = values.pop(name)
+            if "shared.weight" in values and not np.array_equal(copy, values["shared.weight"]):
+                raise ValueError(f"load_hf_t5: {name} differs from shared.weight, but the config "
+                                 "ties them")  # fmt: skip
+    unknown = sorted(set(values) - set(net.parameters_dict()))
+    if unknown:
+        raise ValueError(
+            f"load_hf_t5: the checkpoint has tensors this T5 does not: {unknown[:5]} "
+            f"({len(unknown)} in all)"
+        )
+    _assign(net, values, "load_hf_t5")
     return net

@@ -60,6 +60,11 @@ class GPTConfig:
     post_layernorm_residual: bool = False
     eos_token: int = -1  # token id excluded from the loss (-1: none)
     init_std: float = 0.02
+    # 0: the blocks' dense weights keep 1.8's "normal" (N(0, 0.01)); > 0: N(0, dense_init_std)
+    dense_init_std: float = 0.0
+    # GPT-2 / nanoGPT: the residual projections (attention and feed-forward outputs) drawn with
+    # std / sqrt(2 * num_layers), so the residual stream's variance does not grow with depth
+    scaled_residual_init: bool = False
     parallel_config: TransformerOpParallelConfig = field(
         default_factory=TransformerOpParallelConfig
     )
@@ -133,6 +138,8 @@ class GPTModel(nn.Cell):
             parallel_config=c.parallel_config,
             compute_dtype=c.dtype("compute_dtype"),
         )
+        if c.dense_init_std > 0 or c.scaled_residual_init:
+            _reinit_dense(self.transformer, c)
         self.layernorm = LayerNorm((c.embedding_size,), param_init_type=c.dtype("layernorm_dtype"))
         self.dropout = nn.Dropout(keep_prob=1.0 - c.dropout_rate)
         self.get_attention_mask = AttentionMask(c.seq_length)
@@ -176,6 +183,20 @@ class GPTModel(nn.Cell):
         if self.use_moe:
             return hidden, res[1], table, res[3]
         return hidden, res[1], table
+
+
+def _reinit_dense(transformer: nn.Cell, c: GPTConfig) -> None:
+    """Redraw the blocks' matrices with nanoGPT's scheme (see ``GPTConfig``)."""
+    from sporeling.core.initializer import initializer
+
+    std = c.dense_init_std if c.dense_init_std > 0 else 0.01
+    for p in transformer.trainable_params():
+        if len(p.shape) != 2 or not p.name.endswith("weight"):
+            continue
+        sigma = std
+        if c.scaled_residual_init and p.name.endswith("projection.weight"):
+            sigma = std / (2.0 * c.num_layers) ** 0.5
+        p.set_data(initializer(_normal(sigma), p.shape, p.dtype))
 
 
 def _normal(std: float) -> Any:
