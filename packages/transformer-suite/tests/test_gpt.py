@@ -107,3 +107,27 @@ def test_sliding_window_continues_past_seq_length():
     assert a == b and [len(o) for o in a] == [20, 20]
     for x, y in zip(la, lb):
         np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-9)
+
+
+def test_nanogpt_initialisation_option():
+    """``dense_init_std`` redraws the blocks' matrices; ``scaled_residual_init`` divides the
+    residual projections' std by sqrt(2 * num_layers) (GPT-2 / nanoGPT)."""
+    import sporeling.core as ms
+
+    def stds(**kw):
+        ms.set_seed(0)
+        net = GPT(tiny(embedding_size=64, num_layers=4, param_init_type="float32", **kw))
+        out: dict[str, list[float]] = {"projection": [], "other": []}
+        for p in net.trainable_params():
+            if "blocks" in p.name and p.name.endswith("weight") and len(p.shape) == 2:
+                key = "projection" if p.name.endswith("projection.weight") else "other"
+                out[key].append(float(p.asnumpy().std()))
+        return {k: np.array(v) for k, v in out.items()}
+
+    default = stds()
+    np.testing.assert_allclose(default["projection"], 0.01, rtol=0.1)  # 1.8's "normal"
+    np.testing.assert_allclose(default["other"], 0.01, rtol=0.1)
+    nano = stds(dense_init_std=0.02, scaled_residual_init=True)
+    np.testing.assert_allclose(nano["other"], 0.02, rtol=0.1)
+    np.testing.assert_allclose(nano["projection"], 0.02 / np.sqrt(8), rtol=0.1)
+    assert len(nano["projection"]) == 8 and len(nano["other"]) == 16
