@@ -53,12 +53,35 @@ def test_two_ranks_equal_one_process_with_two_actors(tmp_path):
             np.testing.assert_array_equal(got[key], ref[key], err_msg=f"{key} on rank {rank}")
 
 
+@pytest.mark.skipif(MISSING is not None, reason=f"no MPI: {MISSING}")
+def test_async_policy_equals_its_one_process_replay(tmp_path):
+    """Rank 0 learns, ranks 1 and 2 act, collection overlapping learning: the weights and
+    losses equal the same schedule replayed in one process (policy lag of one round)."""
+    replay, multi = tmp_path / "replay", tmp_path / "async"
+    assert "fragment OK rank 0 of 1" in _run(None, "async-replay", 2, 3, replay)
+    out = _run(3, "async", 2, 3, multi)
+    assert out.count("fragment OK") == 3
+    ref = np.load(f"{replay}.rank0.npz")
+    assert int(ref["steps"]) == 3 * 16 * 2 * 2 and ref["losses"].size == 3 * 2
+    learner = np.load(f"{multi}.rank0.npz")
+    for key in ref.files:
+        np.testing.assert_array_equal(learner[key], ref[key], err_msg=key)
+    for rank in (1, 2):  # each actor ends with the learner's final weights
+        got = np.load(f"{multi}.rank{rank}.npz")
+        assert got["losses"].size == 0 and int(got["steps"]) == 3 * 16 * 2
+        for key in ref.files:
+            if ":" in key:
+                np.testing.assert_array_equal(got[key], ref[key], err_msg=f"{key}, rank {rank}")
+
+
 def test_policy_needs_one_process_per_actor():
     from sporeling.rl.algorithm import ppo_config
     from sporeling.rl.distribution import run_policy
 
     with pytest.raises(RuntimeError, match="needs 2 processes, this job has 1"):
         run_policy(get_policy("multi-actor", 2), ppo_config(), 1, 4)
+    with pytest.raises(RuntimeError, match="needs 3 processes, this job has 1"):
+        run_policy(get_policy("async", 2), ppo_config(), 1, 4)
     with pytest.raises(ValueError, match="unknown distribution policy 'ring'"):
         get_policy("ring", 2)
 

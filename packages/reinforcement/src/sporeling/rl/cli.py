@@ -132,10 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--threads", type=int, default=1, help="BLAS threads")
     train.add_argument(
         "--policy",
-        choices=["single", "multi-actor"],
+        choices=["single", "multi-actor", "async"],
         default=None,
-        help="distribution policy (multi-actor: one actor per MPI rank, "
-        "`sporeling launch -n N sporeling-rl train ...`)",
+        help="distribution policy (multi-actor: one actor per MPI rank, synchronous, "
+        "`sporeling launch -n N ... --actors N`; async: rank 0 learns, one actor per other "
+        "rank, `sporeling launch -n N+1 ... --actors N`)",
     )
     train.add_argument("--actors", type=int, default=1, help="actors under --policy")
     train.set_defaults(fn=cmd_train)

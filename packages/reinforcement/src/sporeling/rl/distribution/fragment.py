@@ -89,6 +89,15 @@ class Fragment:
 def get_all_fragments(policy: DistributionPolicy) -> list[Any]:
     """The fragment (a factory taking ``(msrl, rank, duration, episode)``) of every rank."""
     n = policy.fragments
+    if not policy.synchronous:
+        from .async_fragment import AsyncActorFragment, AsyncLearnerFragment
+
+        actors = policy.actor_number
+        if n != actors + 1:
+            raise ValueError(f"{policy.name}: {actors} actors on {n} ranks; expected one "
+                             f"learner rank and one rank per actor ({actors + 1})")  # fmt: skip
+        learner = [lambda msrl, r, d, e: AsyncLearnerFragment(msrl, r, d, e, actors)]
+        return learner + [AsyncActorFragment] * actors
     if n == 1:
         ids = list(range(policy.actor_number))
         return [lambda msrl, rank, d, e: Fragment(msrl, rank, d, e, ids, learner=True)]

@@ -3,7 +3,8 @@
 The later MindSpore RL form (0.6+, the MSRL paper): a policy names how many of each part
 are replicated, which part feeds which (topology), and the collective on each edge
 (interfaces). :func:`get_all_fragments` turns a policy into the per-rank fragments of 0.5's
-form. Built in: :func:`SingleProcessDP` and :func:`MultiActorSingleLearnerDP`.
+form. Built in: :func:`SingleProcessDP`, :func:`MultiActorSingleLearnerDP` and
+:func:`AsyncMultiActorSingleLearnerDP`.
 """
 
 from __future__ import annotations
@@ -53,7 +54,24 @@ def MultiActorSingleLearnerDP(actors: int) -> DistributionPolicy:  # noqa: N802
     )  # fmt: skip
 
 
-POLICIES = {"single": SingleProcessDP, "multi-actor": MultiActorSingleLearnerDP}
+def AsyncMultiActorSingleLearnerDP(actors: int) -> DistributionPolicy:  # noqa: N802
+    """Rank 0 learns, ranks 1..``actors`` act (``actors + 1`` processes). Actors send each
+    rollout point to point and collect the next with the weights they hold while the learner
+    learns; the learner sends new weights after each round (one round of policy lag, see
+    :mod:`.async_fragment`)."""
+    return DistributionPolicy(
+        "AsyncMultiActorSingleLearnerDP", {"Actor": actors, "Learner": 1},
+        {"Learner": ["Actor"]},
+        {("Actor", "Learner"): ("Send", "rollout"), ("Learner", "Actor"): ("Send", "weights")},
+        fragments=actors + 1, synchronous=False,
+    )  # fmt: skip
+
+
+POLICIES = {
+    "single": SingleProcessDP,
+    "multi-actor": MultiActorSingleLearnerDP,
+    "async": AsyncMultiActorSingleLearnerDP,
+}
 
 
 def get_policy(name: str, actors: int) -> DistributionPolicy:
