@@ -564,6 +564,53 @@ def make_vision():
     print("wrote ms_vision.npz")
 
 
+_SPORELING_TFRECORD_TO_MR = r"""
+import sys
+import numpy as np
+from sporeling.data.mindrecord import FixedLenFeature, TFRecordToMR
+features = {"image": FixedLenFeature([], "string"), "name": FixedLenFeature([], "string"),
+            "label": FixedLenFeature([], np.int64), "floats": FixedLenFeature([3], "float32")}
+TFRecordToMR(sys.argv[1], sys.argv[2], features, ["image"]).transform()
+"""
+
+
+def read_sporeling_tfrecord_to_mr(python):
+    """Sporeling's TFRecordToMR converts ms_example.tfrecord; MindSpore reads the MindRecord
+    file and compares it with its own reading of the TFRecord file -> ms_tfrecord_to_mr.json."""
+    import mindspore
+    import mindspore.dataset as ds
+
+    source = os.path.join(HERE, "ms_example.tfrecord")
+    tf_rows = list(
+        ds.TFRecordDataset(source, shuffle=False).create_dict_iterator(output_numpy=True)
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "tf.mindrecord")
+        subprocess.run([python, "-c", _SPORELING_TFRECORD_TO_MR, source, out], check=True)
+        data = ds.MindDataset(out, shuffle=False)
+        got = list(data.create_dict_iterator(output_numpy=True, num_epochs=1))
+        columns = sorted(data.get_col_names())
+    bad = []
+    for n, (g, t) in enumerate(zip(got, tf_rows)):
+        checks = {
+            "image": g["image"].reshape(-1)[0] == t["image"].tobytes(),
+            "name": str(g["name"]) == t["name"].tobytes().decode(),
+            "label": g["label"].dtype == np.int64 and int(g["label"]) == int(t["label"][0]),
+            "floats": g["floats"].dtype == np.float32 and np.array_equal(g["floats"], t["floats"]),
+        }
+        bad += [f"row {n} field {k}" for k, ok in checks.items() if not ok]
+    report = {
+        "mindspore_version": mindspore.__version__,
+        "columns": columns,
+        "rows_read_by_mindspore": len(got),
+        "tfrecord_rows": len(tf_rows),
+        "mismatches": bad,
+    }
+    print(json.dumps(report, indent=1))
+    with open(os.path.join(HERE, "ms_tfrecord_to_mr.json"), "w") as f:
+        json.dump(report, f, indent=1)
+
+
 def make_errors():
     """The exception class MindSpore raises for each case of ../ms_error_cases.py, and the
     rows its FileWriter writes out of ``skip_rows()`` -> ms_errors.json."""
@@ -610,7 +657,17 @@ def make_errors():
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "what", choices=["mindrecord", "text", "tfrecord", "sources", "vision", "errors", "all"]
+        "what",
+        choices=[
+            "mindrecord",
+            "text",
+            "tfrecord",
+            "sources",
+            "vision",
+            "errors",
+            "tfrecord-to-mr",
+            "all",
+        ],
     )
     parser.add_argument("--sporeling-python", help="a Python with sporeling-data-transforms")
     args = parser.parse_args()
@@ -628,3 +685,5 @@ if __name__ == "__main__":
         make_vision()
     if args.what in ("errors", "all"):
         make_errors()
+    if args.what in ("tfrecord-to-mr", "all") and args.sporeling_python:
+        read_sporeling_tfrecord_to_mr(args.sporeling_python)

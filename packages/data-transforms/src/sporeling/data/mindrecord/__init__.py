@@ -2,7 +2,8 @@
 
 :class:`FileWriter` writes MindRecord files and their ``.db`` indexes that MindSpore reads;
 :class:`FileReader` and :class:`sporeling.data.MindDataset` read files written by either.
-The converters build MindRecord files from CIFAR-10 binaries, image folders and CSV files.
+The converters build MindRecord files from CIFAR-10/100 binaries, image folders, CSV files,
+MNIST idx files and TFRecord files (without TensorFlow).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from .exceptions import (
 )
 from .page import MindPage
 from .reader import open_shards
+from .tfrecord_to_mr import FixedLenFeature, TFRecordToMR
 from .writer import FileWriter
 
 __all__ = [
@@ -39,6 +41,8 @@ __all__ = [
     "ImageNetToMR",
     "CsvToMR",
     "MnistToMR",
+    "TFRecordToMR",
+    "FixedLenFeature",
     "SUCCESS",
     "FAILED",
 ]
