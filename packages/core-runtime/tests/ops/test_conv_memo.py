@@ -1,9 +1,17 @@
-"""The conv weight gradient reuses the forward's im2col columns, and never stale ones."""
+"""The batch-wide conv path: the weight gradient reuses the forward's im2col columns, and
+never stale ones. (The per-image path, kernels/cpu/conv_images.py, rebuilds each image's
+columns in cache instead; these tests force the batch-wide path.)"""
 
 import numpy as np
+import pytest
 
 from sporeling.core import Parameter, Tensor, grad, ops
 from sporeling.core.ops.nn import conv
+
+
+@pytest.fixture(autouse=True)
+def batch_wide(monkeypatch):
+    monkeypatch.setattr(conv, "_per_image", lambda *a: None)
 
 
 def test_weight_gradient_reuses_forward_columns(monkeypatch):

@@ -115,6 +115,40 @@ def _col2im(
     return xp.ascontiguousarray(buf[(slice(None), slice(None)) + crop])
 
 
+# ---- per-image kernels (CPU, 1-d and 2-d) ------------------------------------------------
+
+
+def _per_image(xp: Any, fast: bool, n: int, *arrays: Any) -> Any:
+    """The dtype the per-image kernels (:mod:`...kernels.cpu.conv_images`) run in, or None
+    when the batch-wide im2col path runs instead: not on the CPU, a BLAS without CBLAS, or
+    fewer images than threads (one image's product is then better split by the BLAS)."""
+    if not fast or xp is not np:
+        return None
+    from ...kernels.cpu import conv_images
+    from ...kernels.cpu._rows import max_blocks
+
+    dt = np.result_type(*arrays)
+    work = np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
+    if n < max_blocks() or not conv_images.available(work):
+        return None
+    return work
+
+
+def _as_2d(
+    nd: int, stride: tuple[int, ...], pads: Pads, dilation: tuple[int, ...]
+) -> tuple[int, int, int, int, int, int]:
+    """(stride h, w, low pad h, w, dilation h, w) of a 1-d or 2-d convolution (1-d: height 1)."""
+    if nd == 1:
+        return (1, stride[0], 0, pads[0][0], 1, dilation[0])
+    return (stride[0], stride[1], pads[0][0], pads[1][0], dilation[0], dilation[1])
+
+
+def _image_4d(a: Any, nd: int, work: Any) -> Any:
+    """A C-contiguous (N, C, H, W) array of dtype ``work`` (1-d inputs get height 1)."""
+    a = np.ascontiguousarray(a, dtype=work)
+    return a[:, :, None, :] if nd == 1 else a
+
+
 # ---- convolution primitives ------------------------------------------------------------
 
 
@@ -178,6 +212,20 @@ def _conv_impl(
     length = math.prod(out_sp)
     if n * length == 0 or x.size == 0 or w.size == 0:  # empty batch/output: an empty result
         return xp.zeros((n, cout) + out_sp, xp.result_type(x.dtype, w.dtype))
+    nd = len(kernel)
+    work = _per_image(xp, fast, n, x, w) if nd <= 2 else None
+    if work is not None:
+        from ...kernels.cpu.conv_images import conv2d_images
+
+        dt = np.result_type(x, w)
+        out = conv2d_images(
+            _image_4d(x, nd, work),
+            _image_4d(w, nd, work),
+            _as_2d(nd, stride, pads, dilation),
+            groups,
+            (1,) + out_sp if nd == 1 else out_sp,
+        )
+        return out.reshape((n, cout) + out_sp).astype(dt, copy=False)
     cols = _im2col(xp, x, kernel, stride, pads, dilation, out_sp, fast)
     _remember_cols(x, _memo_key(x, kernel, stride, pads, dilation, out_sp, fast), cols)
     cols = cols.reshape(groups, -1, n * length)
@@ -247,6 +295,20 @@ def _conv_transpose_impl(
     cout, cin_g, kernel = w.shape[0], w.shape[1], tuple(w.shape[2:])
     if g.size == 0:  # an empty batch
         return xp.zeros((n, cin_g * groups) + tuple(in_shape), g.dtype)
+    nd = len(kernel)
+    work = _per_image(xp, fast, n, g, w) if nd <= 2 else None
+    if work is not None:
+        from ...kernels.cpu.conv_images import conv2d_data_grad_images
+
+        shape = (n, cin_g * groups) + ((1,) if nd == 1 else ()) + tuple(in_shape)
+        dx = conv2d_data_grad_images(
+            _image_4d(g, nd, work),
+            _image_4d(w, nd, work),
+            _as_2d(nd, stride, pads, dilation),
+            groups,
+            shape,
+        )
+        return dx.reshape((n, cin_g * groups) + tuple(in_shape)).astype(g.dtype, copy=False)
     wm = w.reshape(groups, cout // groups, -1)
     dcols = _gemm(xp, wm.transpose(0, 2, 1), _flat_grad(xp, g, groups))
     dcols = dcols.reshape((cin_g * groups,) + kernel + (n,) + tuple(g.shape[2:]))
@@ -286,6 +348,19 @@ def _weight_grad_impl(
     out_sp = tuple(g.shape[2:])
     if g.size == 0 or x.size == 0:  # an empty batch: no contribution
         return xp.zeros((g.shape[1], c // groups) + kernel, x.dtype)
+    nd = len(kernel)
+    work = _per_image(xp, fast, n, x, g) if nd <= 2 else None
+    if work is not None:
+        from ...kernels.cpu.conv_images import conv2d_weight_grad_images
+
+        dw = conv2d_weight_grad_images(
+            _image_4d(x, nd, work),
+            _image_4d(g, nd, work),
+            _as_2d(nd, stride, pads, dilation),
+            groups,
+            (1,) + kernel if nd == 1 else kernel,
+        )
+        return dw.reshape((g.shape[1], c // groups) + kernel).astype(x.dtype, copy=False)
     cols = _recall_cols(x, _memo_key(x, kernel, stride, pads, dilation, out_sp, fast))
     if cols is None:
         cols = _im2col(xp, x, kernel, stride, pads, dilation, out_sp, fast)

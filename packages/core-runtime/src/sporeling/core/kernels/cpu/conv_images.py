@@ -1,0 +1,236 @@
+"""2-d convolutions one image at a time: im2col into a per-thread buffer that stays in cache,
+then one single-threaded BLAS GEMM per image and group, called from inside Numba.
+
+The batch-wide path (:mod:`.conv`) builds the columns of the whole batch, ``(C*KH*KW,
+N*OH*OW)``: 38 MB for a ResNet-20 layer at batch 64, written once and read back by the GEMM
+(and again by the weight gradient) from main memory; its result comes out as ``(C_out, N,
+L)`` and needed a transposing copy (or left a strided view for the next op), and the
+backward copied the incoming gradient into that layout first. Here each thread takes
+whole images: the columns of one image (at most a few hundred KB for these layers) are
+built in the thread's own buffer and multiplied while they are still in L2, the product
+lands directly in the image's ``(C_out, OH*OW)`` block of the NCHW output, and the
+gradients read the incoming gradient where it lies. The weight gradient rebuilds each
+image's columns (in cache, cheaper than keeping the batch's columns from the forward) and
+accumulates ``g[n] @ cols[n].T`` into a per-thread sum (``beta = 1``), merged at the end.
+
+The GEMM is OpenBLAS's ``cblas_?gemm`` (found by :mod:`.gemm_bias`), passed to the kernels
+as a ctypes function: Numba calls it without the GIL and the cached kernels take the
+function's address as an argument, so the disk cache stays valid across processes. The
+threads are Sporeling's row workers (:mod:`._rows`), with the BLAS held to one thread for
+the call (:func:`.blas.single_threaded_blas`): on 2 cores under load, OpenBLAS's own two
+threads made a 64x288x8192 product 10-20x slower than one thread, and per-image products
+are too small to share well anyway. :func:`available` says whether this path can run
+(OpenBLAS with CBLAS, float32/float64); the op (``ops/nn/conv.py``) falls back to the
+batch-wide path otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+from ._config import JIT_SERIAL
+from ._rows import max_blocks, run_blocks
+from .blas import single_threaded_blas
+from .conv import _valid_range
+from .gemm_bias import _cblas
+
+__all__ = ["available", "conv2d_images", "conv2d_data_grad_images", "conv2d_weight_grad_images"]
+
+_JIT = {**JIT_SERIAL, "nogil": True}
+_ROW, _N, _T = 101, 111, 112  # CBLAS: row-major, no transpose, transpose
+_CHARS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}
+Geometry = tuple[int, int, int, int, int, int]  # stride h/w, low pad h/w, dilation h/w
+
+
+def available(dtype: Any) -> bool:
+    """Whether the per-image kernels can run for ``dtype`` (an OpenBLAS with CBLAS found)."""
+    char = _CHARS.get(np.dtype(dtype))
+    return char is not None and _cblas(char) is not None
+
+
+@numba.jit(**_JIT)
+def _im2col_image(x, n, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):  # pragma: no cover
+    """Columns ``(C*KH*KW, OH*OW)`` of image ``n`` of ``x`` (N, C, H, W), zero padding."""
+    _, n_ch, h, w = x.shape
+    xf = x.reshape(-1)
+    cf = cols.reshape(-1)
+    u_sw = np.uint64(sw)
+    u_ow = np.uint64(ow)
+    for r in range(n_ch * kh * kw):
+        j = r % kw
+        i = (r // kw) % kh
+        c = r // (kw * kh)
+        y0, y1 = _valid_range(oh, sh, i * dh - ph, h)
+        x0, x1 = _valid_range(ow, sw, j * dw - pw, w)
+        u_x0, u_x1 = np.uint64(x0), np.uint64(x1)
+        plane = (n * n_ch + c) * h * w
+        for y in range(oh):
+            o = np.uint64((r * oh + y) * ow)
+            if y < y0 or y >= y1:
+                for k in range(u_ow):
+                    cf[o + k] = 0
+                continue
+            s = np.uint64(plane + (y * sh - ph + i * dh) * w + x0 * sw + j * dw - pw)
+            for k in range(u_x0):
+                cf[o + k] = 0
+            for k in range(u_x1 - u_x0):
+                cf[o + u_x0 + k] = xf[s + k * u_sw]
+            for k in range(u_x1, u_ow):
+                cf[o + k] = 0
+
+
+@numba.jit(**_JIT)
+def _col2im_image(cols, out, n, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):  # pragma: no cover
+    """Adds the columns ``(C*KH*KW, OH*OW)`` of one image into ``out[n]`` (zeroed first)."""
+    _, n_ch, h, w = out.shape
+    cf = cols.reshape(-1)
+    of = out.reshape(-1)
+    u_sw = np.uint64(sw)
+    base = n * n_ch * h * w
+    for k in range(n_ch * h * w):
+        of[base + k] = 0
+    for c in range(n_ch):
+        plane = base + c * h * w
+        for i in range(kh):
+            y0, y1 = _valid_range(oh, sh, i * dh - ph, h)
+            for j in range(kw):
+                x0, x1 = _valid_range(ow, sw, j * dw - pw, w)
+                u_x0, u_x1 = np.uint64(x0), np.uint64(x1)
+                row = ((c * kh + i) * kw + j) * oh
+                for y in range(y0, y1):
+                    src = np.uint64((row + y) * ow) + u_x0
+                    dst = np.uint64(plane + (y * sh - ph + i * dh) * w + x0 * sw + j * dw - pw)
+                    for k in range(u_x1 - u_x0):
+                        of[dst + k * u_sw] += cf[src + k]
+
+
+@numba.jit(**_JIT)
+def _at(a, offset):  # pragma: no cover - compiled
+    """The address of element ``offset`` of ``a``'s buffer (unsigned: a signed offset would
+    make Numba's sum a float)."""
+    return a.ctypes.data + np.uint64(offset * a.itemsize)
+
+
+@numba.jit(**_JIT)
+def _forward_kernel(gemm, x, w2, out, cols, geo, groups, one, zero, lo, hi):  # pragma: no cover
+    """out[n] = w2 @ cols(x[n]) per group, for images ``lo:hi``; ``w2`` (C_out, C_in/G*KH*KW),
+    ``out`` (N, C_out, OH, OW), ``cols`` this thread's buffer."""
+    kh, kw, oh, ow = geo[6], geo[7], out.shape[2], out.shape[3]
+    cout = out.shape[1]
+    cog, kg, length = cout // groups, w2.shape[1], oh * ow
+    for n in range(lo, hi):
+        _im2col_image(x, n, cols, kh, kw, geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], oh, ow)
+        for g in range(groups):
+            a, b = _at(w2, g * cog * kg), _at(cols, g * kg * length)
+            c = _at(out, (n * cout + g * cog) * length)
+            gemm(_ROW, _N, _N, cog, length, kg, one, a, kg, b, length, zero, c, length)
+
+
+@numba.jit(**_JIT)
+def _data_grad_kernel(gemm, gy, w2, dx, dcols, geo, groups, one, zero, lo, hi):  # pragma: no cover
+    """dx[n] = col2im(w2.T @ gy[n]) per group, for images ``lo:hi``."""
+    kh, kw, oh, ow = geo[6], geo[7], gy.shape[2], gy.shape[3]
+    cout = gy.shape[1]
+    cog, kg, length = cout // groups, w2.shape[1], oh * ow
+    for n in range(lo, hi):
+        for g in range(groups):
+            a, b = _at(w2, g * cog * kg), _at(gy, (n * cout + g * cog) * length)
+            c = _at(dcols, g * kg * length)
+            gemm(_ROW, _T, _N, kg, length, cog, one, a, kg, b, length, zero, c, length)
+        _col2im_image(dcols, dx, n, kh, kw, geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], oh, ow)
+
+
+@numba.jit(**_JIT)
+def _weight_grad_kernel(gemm, x, gy, dw, cols, geo, groups, one, lo, hi):  # pragma: no cover
+    """dw += gy[n] @ cols(x[n]).T per group, for images ``lo:hi`` (``dw`` this thread's sum)."""
+    kh, kw, oh, ow = geo[6], geo[7], gy.shape[2], gy.shape[3]
+    cout = gy.shape[1]
+    cog, kg, length = cout // groups, dw.shape[1], oh * ow
+    for n in range(lo, hi):
+        _im2col_image(x, n, cols, kh, kw, geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], oh, ow)
+        for g in range(groups):
+            a, b = _at(gy, (n * cout + g * cog) * length), _at(cols, g * kg * length)
+            c = _at(dw, g * cog * kg)
+            gemm(_ROW, _N, _T, cog, kg, length, one, a, length, b, length, one, c, kg)
+
+
+def _geometry(geo: Geometry, kernel: tuple[int, int]) -> np.ndarray:
+    return np.array((*geo, *kernel), np.int64)
+
+
+def _threads(n_img: int) -> int:
+    return max(1, min(max_blocks(), n_img))
+
+
+def _run(fn: Any, n_img: int) -> None:
+    """``fn(k, lo, hi)`` over blocks of images, the BLAS held to one thread meanwhile."""
+    blocks = _threads(n_img)
+    with single_threaded_blas():
+        run_blocks(fn, n_img, blocks, chunks=blocks if n_img < 4 * blocks else 2 * blocks)
+
+
+def conv2d_images(
+    x: np.ndarray, w: np.ndarray, geo: Geometry, groups: int, out_hw: tuple[int, int]
+) -> np.ndarray:
+    """Convolution of ``x`` (N, C, H, W) with ``w`` (C_out, C/groups, KH, KW), NCHW out;
+    both C-contiguous of one dtype that :func:`available` accepts."""
+    n, c = x.shape[:2]
+    cout, kernel = w.shape[0], (w.shape[2], w.shape[3])
+    out = np.empty((n, cout, *out_hw), x.dtype)
+    rows, length = c * kernel[0] * kernel[1], out_hw[0] * out_hw[1]
+    cols = np.empty((_threads(n), rows, length), x.dtype)
+    g2 = _geometry(geo, kernel)
+    gemm, one, zero = _cblas(_CHARS[x.dtype]), x.dtype.type(1), x.dtype.type(0)
+    w2 = w.reshape(cout, -1)
+
+    def block(k: int, lo: int, hi: int) -> None:
+        _forward_kernel(gemm, x, w2, out, cols[k], g2, groups, one, zero, lo, hi)
+
+    _run(block, n)
+    return out
+
+
+def conv2d_data_grad_images(
+    gy: np.ndarray, w: np.ndarray, geo: Geometry, groups: int, in_shape: tuple[int, int, int, int]
+) -> np.ndarray:
+    """Gradient for the input of :func:`conv2d_images` (a transposed convolution of ``gy``)."""
+    n = gy.shape[0]
+    cout, kernel = w.shape[0], (w.shape[2], w.shape[3])
+    dx = np.empty(in_shape, gy.dtype)
+    rows, length = in_shape[1] * kernel[0] * kernel[1], gy.shape[2] * gy.shape[3]
+    dcols = np.empty((_threads(n), rows, length), gy.dtype)
+    g2 = _geometry(geo, kernel)
+    gemm, one, zero = _cblas(_CHARS[gy.dtype]), gy.dtype.type(1), gy.dtype.type(0)
+    w2 = w.reshape(cout, -1)
+
+    def block(k: int, lo: int, hi: int) -> None:
+        _data_grad_kernel(gemm, gy, w2, dx, dcols[k], g2, groups, one, zero, lo, hi)
+
+    _run(block, n)
+    return dx
+
+
+def conv2d_weight_grad_images(
+    x: np.ndarray, gy: np.ndarray, geo: Geometry, groups: int, kernel: tuple[int, int]
+) -> np.ndarray:
+    """Gradient for the weight of :func:`conv2d_images`, shape (C_out, C/groups, KH, KW)."""
+    n, c = x.shape[:2]
+    cout = gy.shape[1]
+    rows, length = c * kernel[0] * kernel[1], gy.shape[2] * gy.shape[3]
+    threads = _threads(n)
+    cols = np.empty((threads, rows, length), x.dtype)
+    sums = np.zeros((threads, cout, rows // groups), x.dtype)
+    g2 = _geometry(geo, kernel)
+    gemm, one = _cblas(_CHARS[x.dtype]), x.dtype.type(1)
+
+    def block(k: int, lo: int, hi: int) -> None:
+        _weight_grad_kernel(gemm, x, gy, sums[k], cols[k], g2, groups, one, lo, hi)
+
+    _run(block, n)
+    dw = sums[0]
+    for k in range(1, threads):
+        dw += sums[k]
+    return dw.reshape(cout, c // groups, *kernel)

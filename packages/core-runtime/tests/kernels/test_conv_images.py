@@ -1,0 +1,210 @@
+"""The per-image conv kernels (im2col in cache + one GEMM per image) against float64
+references, directly and through ``ops.conv1d``/``ops.conv2d`` and their gradients."""
+
+import numpy as np
+import pytest
+
+from sporeling.core import Tensor, ops
+from sporeling.core.kernels.cpu import _rows, conv_images
+from sporeling_testing import check_grad
+
+pytestmark = pytest.mark.skipif(
+    not conv_images.available(np.float32), reason="no OpenBLAS with CBLAS: batch-wide path only"
+)
+
+CASES = [  # x shape, w shape, stride, ((top, bottom), (left, right)), dilation, groups
+    ((2, 3, 7, 9), (4, 3, 3, 2), (1, 1), ((0, 0), (0, 0)), (1, 1), 1),
+    ((3, 4, 8, 6), (6, 2, 3, 3), (2, 1), ((1, 2), (2, 0)), (1, 2), 2),  # groups, dilation
+    ((1, 1, 5, 5), (2, 1, 2, 4), (3, 2), ((3, 3), (0, 4)), (2, 1), 1),  # batch 1, big pads
+    ((2, 1, 4, 4), (3, 1, 5, 5), (1, 1), ((2, 2), (2, 2)), (1, 1), 1),  # taps all in padding
+    ((5, 6, 6, 5), (6, 1, 3, 3), (1, 2), ((1, 1), (1, 1)), (1, 1), 6),  # depthwise
+    ((4, 16, 10, 10), (8, 16, 1, 1), (2, 2), ((0, 0), (0, 0)), (1, 1), 1),  # 1x1 projection
+]
+
+
+def _window(tap, stride, dilation, out_sp):
+    """Slices of the padded input that kernel tap ``tap`` multiplies."""
+    return tuple(
+        slice(t * d, t * d + s * (n - 1) + 1, s)
+        for t, s, d, n in zip(tap, stride, dilation, out_sp)
+    )
+
+
+def _taps(x_shape, w, stride, pads, dilation):
+    """(tap (i, j), slices of the padded input) for every kernel tap, and the output size."""
+    kh, kw = w.shape[2:]
+    sp = [x_shape[2 + a] + sum(pads[a]) for a in range(2)]
+    out = [(sp[a] - dilation[a] * (w.shape[2 + a] - 1) - 1) // stride[a] + 1 for a in range(2)]
+    taps = []
+    for i in range(kh):
+        for j in range(kw):
+            taps.append(((i, j), _window((i, j), stride, dilation, out)))
+    return taps, tuple(out)
+
+
+def ref_conv(x, w, stride, pads, dilation, groups):
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    xp = np.pad(x, ((0, 0), (0, 0)) + tuple(pads))
+    taps, out_sp = _taps(x.shape, w, stride, pads, dilation)
+    cg, og = w.shape[1], w.shape[0] // groups
+    out = np.zeros((x.shape[0], w.shape[0], *out_sp))
+    for g in range(groups):
+        for (i, j), win in taps:
+            patch = xp[(slice(None), slice(g * cg, (g + 1) * cg)) + win]
+            wt = w[g * og : (g + 1) * og, :, i, j]
+            out[:, g * og : (g + 1) * og] += np.einsum("nchw,oc->nohw", patch, wt)
+    return out
+
+
+def ref_grads(x, w, gy, stride, pads, dilation, groups):
+    """(dx, dw) of <gy, conv(x, w)> in float64."""
+    x, w, gy = x.astype(np.float64), w.astype(np.float64), gy.astype(np.float64)
+    xp = np.pad(x, ((0, 0), (0, 0)) + tuple(pads))
+    dxp = np.zeros_like(xp)
+    dw = np.zeros_like(w)
+    taps, _ = _taps(x.shape, w, stride, pads, dilation)
+    cg, og = w.shape[1], w.shape[0] // groups
+    for g in range(groups):
+        cs, os_ = slice(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og)
+        for (i, j), win in taps:
+            dxp[(slice(None), cs) + win] += np.einsum("nohw,oc->nchw", gy[:, os_], w[os_, :, i, j])
+            dw[os_, :, i, j] = np.einsum("nohw,nchw->oc", gy[:, os_], xp[(slice(None), cs) + win])
+    crop = tuple(slice(lo, lo + s) for (lo, _), s in zip(pads, x.shape[2:]))
+    return dxp[(slice(None), slice(None)) + crop], dw
+
+
+def _tol(dtype):
+    return {"rtol": 2e-5, "atol": 2e-5} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-12}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES)
+def test_kernels_match_the_float64_reference(case, dtype):
+    shape, wshape, stride, pads, dilation, groups = case
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal(wshape).astype(dtype)
+    geo = (stride[0], stride[1], pads[0][0], pads[1][0], dilation[0], dilation[1])
+    want = ref_conv(x, w, stride, pads, dilation, groups)
+    got = conv_images.conv2d_images(x, w, geo, groups, want.shape[2:])
+    assert got.dtype == dtype and got.flags.c_contiguous
+    np.testing.assert_allclose(got, want, **_tol(dtype))
+    gy = rng.standard_normal(want.shape).astype(dtype)
+    dx_want, dw_want = ref_grads(x, w, gy, stride, pads, dilation, groups)
+    dx = conv_images.conv2d_data_grad_images(gy, w, geo, groups, x.shape)
+    dw = conv_images.conv2d_weight_grad_images(x, gy, geo, groups, wshape[2:])
+    np.testing.assert_allclose(dx, dx_want, **_tol(dtype))
+    np.testing.assert_allclose(dw, dw_want, **_tol(dtype))
+
+
+def test_images_split_over_more_threads_than_cores(monkeypatch):
+    """Blocks of images on several threads, each with its own buffer and weight-grad sum."""
+    monkeypatch.setattr(conv_images, "max_blocks", lambda: 3)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((7, 5, 9, 8)).astype(np.float32)
+    w = rng.standard_normal((6, 5, 3, 3)).astype(np.float32)
+    pads = ((1, 1), (1, 1))
+    want = ref_conv(x, w, (1, 1), pads, (1, 1), 1)
+    geo = (1, 1, 1, 1, 1, 1)
+    np.testing.assert_allclose(
+        conv_images.conv2d_images(x, w, geo, 1, (9, 8)), want, **_tol(x.dtype)
+    )
+    gy = rng.standard_normal(want.shape).astype(np.float32)
+    dx_want, dw_want = ref_grads(x, w, gy, (1, 1), pads, (1, 1), 1)
+    dx = conv_images.conv2d_data_grad_images(gy, w, geo, 1, x.shape)
+    dw = conv_images.conv2d_weight_grad_images(x, gy, geo, 1, (3, 3))
+    np.testing.assert_allclose(dx, dx_want, **_tol(x.dtype))
+    np.testing.assert_allclose(dw, dw_want, **_tol(x.dtype))
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """Counts the per-image kernel calls, so a test knows which path the op took."""
+    calls = []
+    for name in ("conv2d_images", "conv2d_data_grad_images", "conv2d_weight_grad_images"):
+        real = getattr(conv_images, name)
+
+        def wrapped(*a, _real=real, _name=name, **k):
+            calls.append(_name)
+            return _real(*a, **k)
+
+        monkeypatch.setattr(conv_images, name, wrapped)
+    return calls
+
+
+OP_CASES = [  # x shape, keyword arguments of ops.conv2d, reference stride/pads/dilation
+    ((4, 4, 9, 7), {"stride": 2, "pad_mode": "same"}, (2, 2), ((1, 1), (1, 1)), (1, 1)),
+    (
+        (3, 4, 8, 8),
+        {"pad_mode": "pad", "padding": (1, 2, 0, 3), "dilation": 2, "groups": 2},
+        (1, 1),
+        ((1, 2), (0, 3)),
+        (2, 2),
+    ),  # fmt: skip
+    ((2, 4, 6, 6), {"pad_mode": "valid"}, (1, 1), ((0, 0), (0, 0)), (1, 1)),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("case", OP_CASES)
+def test_op_runs_the_per_image_kernels(case, dtype, spy, monkeypatch):
+    monkeypatch.setattr(_rows, "max_blocks", lambda: 2)
+    shape, kw, stride, pads, dilation = case
+    groups = kw.get("groups", 1)
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(shape).astype(dtype)
+    w = (rng.standard_normal((6, shape[1] // groups, 3, 3)) / 3).astype(dtype)
+    want = ref_conv(x, w, stride, pads, dilation, groups)
+    gy = rng.standard_normal(want.shape).astype(dtype)
+    out, pull = ops.vjp(lambda a, b: ops.conv2d(a, b, **kw), Tensor(x), Tensor(w))
+    dx, dw = pull(Tensor(gy))
+    assert out.dtype == Tensor(x).dtype and dx.dtype == out.dtype and dw.dtype == out.dtype
+    tol = {"rtol": 2e-2, "atol": 2e-2} if dtype == "float16" else _tol(np.dtype(dtype))
+    np.testing.assert_allclose(out.asnumpy(), want, **tol)
+    dx_want, dw_want = ref_grads(x, w, gy, stride, pads, dilation, groups)
+    np.testing.assert_allclose(dx.asnumpy(), dx_want, **tol)
+    np.testing.assert_allclose(dw.asnumpy(), dw_want, **{k: v * 4 for k, v in tol.items()})
+    assert spy == ["conv2d_images", "conv2d_data_grad_images", "conv2d_weight_grad_images"]
+
+
+def test_non_contiguous_input_and_conv1d(spy, monkeypatch):
+    monkeypatch.setattr(_rows, "max_blocks", lambda: 2)
+    rng = np.random.default_rng(3)
+    base = rng.standard_normal((3, 8, 10, 5)).astype(np.float32)
+    x = base.transpose(0, 1, 3, 2)[:, ::2]  # (3, 4, 5, 10), strided in every axis but N
+    w = rng.standard_normal((5, 4, 2, 3)).astype(np.float32)
+    got = ops.conv2d(Tensor(x), Tensor(w), stride=(1, 2), pad_mode="pad", padding=1)
+    want = ref_conv(x, w, (1, 2), ((1, 1), (1, 1)), (1, 1), 1)
+    np.testing.assert_allclose(got.asnumpy(), want, **_tol(np.float32))
+    x1 = rng.standard_normal((2, 3, 11)).astype(np.float32)
+    w1 = rng.standard_normal((4, 3, 3)).astype(np.float32)
+    got1 = ops.conv1d(Tensor(x1), Tensor(w1), stride=2, pad_mode="pad", padding=(2, 1), dilation=2)
+    want1 = ref_conv(x1[:, :, None], w1[:, :, None], (1, 2), ((0, 0), (2, 1)), (1, 2), 1)[:, :, 0]
+    np.testing.assert_allclose(got1.asnumpy(), want1, **_tol(np.float32))
+    assert spy == ["conv2d_images", "conv2d_images"]
+
+
+def test_batch_below_the_thread_count_takes_the_batch_wide_path(spy, monkeypatch):
+    monkeypatch.setattr(_rows, "max_blocks", lambda: 2)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((2, 3, 3, 3)).astype(np.float32)
+    got = ops.conv2d(Tensor(x), Tensor(w), pad_mode="pad", padding=1)
+    np.testing.assert_allclose(
+        got.asnumpy(), ref_conv(x, w, (1, 1), ((1, 1),) * 2, (1, 1), 1), **_tol(np.float32)
+    )
+    assert spy == []
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_numerical_gradients_on_the_per_image_path(groups, spy, monkeypatch):
+    monkeypatch.setattr(_rows, "max_blocks", lambda: 2)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 4, 5, 6))
+    w = rng.standard_normal((4, 4 // groups, 3, 2))
+
+    def fn(a, b):
+        return ops.conv2d(a, b, stride=(2, 1), pad_mode="pad", padding=(1, 0, 2, 1), groups=groups)
+
+    check_grad(fn, [x, w])
+    assert "conv2d_weight_grad_images" in spy
