@@ -64,9 +64,10 @@ def test_pipeline_wrapper_errors():
 
 def test_pipeline_stage_2_under_mpiexec(tmp_path):
     """gpt_pipeline.py: GPipe and 1F1B over 2 ranks equal one process (losses, own-stage
-    parameters), and runner.train with pipeline_stage=2 equals its single-process run."""
+    parameters), so does global-norm clipping across the stages, and runner.train with
+    pipeline_stage=2 (grad_clip 0.5) equals its single-process run."""
     out = _mpiexec("gpt_pipeline.py", 2, str(tmp_path))
-    for what in ("pipeline gpipe:", "pipeline 1f1b:", "runner:"):
+    for what in ("pipeline gpipe:", "pipeline 1f1b:", "pipeline with grad clip 0.05:", "runner:"):
         assert out.count(f" {what}") == 2, out
 
 

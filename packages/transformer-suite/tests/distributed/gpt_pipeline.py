@@ -10,7 +10,7 @@ from sporeling.core import communication as comm
 from sporeling.core.parallel import reset_auto_parallel_context
 from sporeling.transformer.models.gpt import GPT, GPTConfig, GPTWithLoss
 from sporeling.transformer.parallel import apply_parallel
-from sporeling.transformer.pipeline import pipeline_gpt_with_loss
+from sporeling.transformer.pipeline import StagesClipTrainOneStepCell, pipeline_gpt_with_loss
 
 STEPS, BATCH, MICRO = 3, 8, 4
 PC = {"pipeline_stage": 2, "micro_batch_num": MICRO}
@@ -69,6 +69,31 @@ for schedule in ("gpipe", "1f1b"):
         np.testing.assert_allclose(p.asnumpy(), want, rtol=0, atol=1e-7, err_msg=f"{schedule}: {n}")
     print(f"rank {rank} pipeline {schedule}: losses {losses} equal the single-process run")
 
+# global-norm clipping across the stages (SGD, whose update is proportional to the clipped
+# gradient): the single-process TrainOneStepWithClipCell's losses and parameters
+CLIP = 0.05
+reset_auto_parallel_context()
+net = build()
+sgd = nn.SGD(net.trainable_params(), 0.5)
+clip_losses = train(nn.TrainOneStepWithClipCell(GPTWithLoss(net), sgd, clip_norm=CLIP))
+clip_ref = params(net)
+net = build()
+unclipped = train(nn.TrainOneStepCell(GPTWithLoss(net), nn.SGD(net.trainable_params(), 0.5)))
+assert abs(unclipped[-1] - clip_losses[-1]) > 1e-3, "the clip must engage in this test"
+info = apply_parallel({"parallel_config": PC})
+net = build()
+train_net = pipeline_gpt_with_loss(GPTWithLoss(net), info.pp, info.micro)
+own = train_net.pipe.trainable_params()
+losses = train(StagesClipTrainOneStepCell(train_net, nn.SGD(own, 0.5), CLIP))
+np.testing.assert_allclose(losses, clip_losses, rtol=1e-6, err_msg="clip")
+own_ids = {id(p) for p in own}
+for n, p in net.parameters_and_names():
+    if id(p) in own_ids:
+        np.testing.assert_allclose(
+            p.asnumpy(), clip_ref[n], rtol=0, atol=1e-7, err_msg=f"clip: {n}"
+        )
+print(f"rank {rank} pipeline with grad clip {CLIP}: losses {losses} equal the single-process run")
+
 # the same path as `sporeling-transformer train`: gpt_tiny (2 layers, one per stage) trained
 # by runner.train with pipeline_stage=2 gives the single-process validation loss, and the
 # checkpoint rank 0 writes (every stage gathered to it) holds the single-process parameters
@@ -80,7 +105,7 @@ from sporeling.transformer.runner import train as run_train  # noqa: E402
 from sporeling.transformer.settings import load_config  # noqa: E402
 
 root = Path(sys.argv[1])
-common = ["train.max_iters=4", "train.eval_interval=2", "optimizer.grad_clip=0"]
+common = ["train.max_iters=4", "train.eval_interval=2", "optimizer.grad_clip=0.5"]
 reset_auto_parallel_context()
 plain = run_train(
     load_config("gpt_tiny", [f"output_dir={root / f'plain{rank}'}", *common]), log=lambda *_: None

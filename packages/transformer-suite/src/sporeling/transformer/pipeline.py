@@ -19,7 +19,13 @@ from sporeling.core import dtype as mstype
 
 from .models.gpt import GPT, GPTWithLoss
 
-__all__ = ["pipeline_gpt_with_loss", "PipelineGPTWithLoss", "MeanOfMicroBatches", "gather_stages"]
+__all__ = [
+    "pipeline_gpt_with_loss",
+    "PipelineGPTWithLoss",
+    "MeanOfMicroBatches",
+    "gather_stages",
+    "StagesClipTrainOneStepCell",
+]
 
 
 class _Embeddings(nn.Cell):
@@ -137,3 +143,37 @@ def gather_stages(train_net: MeanOfMicroBatches) -> None:
     owned += [(p, stages - 1) for p in net.head.trainable_params()]
     for p, stage in owned:
         p.set_data(comm.broadcast(Tensor(p.asnumpy()), src=stage))
+
+
+class StagesClipTrainOneStepCell(nn.TrainOneStepCell):
+    """``TrainOneStepWithClipCell``'s global-norm clipping when each rank holds only its
+    stage's gradients: the squared norms of the ranks' gradients are summed with an
+    all-reduce over ``group`` (every stage once), and each rank scales its own by
+    ``clip_norm / max(global_norm, clip_norm)``, so all stages clip by the whole model's
+    norm, as one process would."""
+
+    def __init__(
+        self, network: nn.Cell, optimizer: nn.Optimizer, clip_norm: float, group: str | None = None
+    ) -> None:
+        super().__init__(network, optimizer)
+        if not clip_norm > 0:
+            raise ValueError(
+                f"StagesClipTrainOneStepCell: clip_norm expected a number > 0, got {clip_norm!r}"
+            )
+        self.clip_norm = float(clip_norm)
+        self.group = group
+
+    def process_grads(self, grads: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+        from sporeling.core import communication as comm
+
+        if not grads:
+            return grads
+        local = ops.reduce_sum(ops.stack([ops.reduce_sum(ops.square(g)) for g in grads]))
+        total = (
+            comm.all_reduce(local)
+            if self.group is None
+            else comm.all_reduce(local, group=self.group)
+        )
+        norm = ops.sqrt(total)
+        scale = self.clip_norm / ops.maximum(norm, self.clip_norm)
+        return tuple(g * ops.cast(scale, g.dtype) for g in grads)

@@ -34,7 +34,7 @@ from sporeling.core.train import Callback, EarlyStopping, Loss, ProgressBar
 from .data import WindowDataset, encode_corpus
 from .models.gpt import GPT, GPTConfig, GPTWithLoss
 from .parallel import MeanOfCopies, apply_parallel, data_parallel_reducer, full_state, shard_model
-from .pipeline import gather_stages, pipeline_gpt_with_loss
+from .pipeline import StagesClipTrainOneStepCell, gather_stages, pipeline_gpt_with_loss
 
 __all__ = [
     "Throughput",
@@ -263,16 +263,12 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     opt = make_optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps, own)
     clip = float(cfg.get("optimizer", {}).get("grad_clip", 0.0))
     if clip > 0 and info.pp > 1:
-        raise ValueError(
-            f"optimizer.grad_clip {clip} with parallel_config.pipeline_stage {info.pp} is not "
-            "supported yet (each rank holds only its stage's gradients, so their norm is not "
-            "the model's); use optimizer.grad_clip=0"
-        )
-    step = (
-        nn.TrainOneStepWithClipCell(train_net, opt, clip_norm=clip)
-        if clip > 0
-        else nn.TrainOneStepCell(train_net, opt)
-    )
+        # each rank holds only its stage's gradients: the global norm sums over the stages
+        step: nn.Cell = StagesClipTrainOneStepCell(train_net, opt, clip)
+    elif clip > 0:
+        step = nn.TrainOneStepWithClipCell(train_net, opt, clip_norm=clip)
+    else:
+        step = nn.TrainOneStepCell(train_net, opt)
     data_parallel_reducer(step, info)
     model = Model(step, eval_network=eval_net, metrics={"loss": Loss()})
     peak = measure_peak_flops()
