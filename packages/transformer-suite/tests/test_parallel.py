@@ -49,7 +49,7 @@ def test_layout_errors():
         apply_parallel({"parallel_config": {**pp, "model_parallel": 2}})
     with pytest.raises(ValueError, match="optimizer_shard True is not supported"):
         apply_parallel({"parallel_config": {**pp, "optimizer_shard": True}})
-    with pytest.raises(ValueError, match="data_parallel 2 is not supported"):
+    with pytest.raises(ValueError, match="pipeline_stage 2 x data_parallel 2 needs 4 processes"):
         apply_parallel({"parallel_config": {**pp, "data_parallel": 2}})
     assert apply_parallel({}).world == 1
 
@@ -69,6 +69,15 @@ def test_pipeline_stage_2_under_mpiexec(tmp_path):
     out = _mpiexec("gpt_pipeline.py", 2, str(tmp_path))
     for what in ("pipeline gpipe:", "pipeline 1f1b:", "pipeline with grad clip 0.05:", "runner:"):
         assert out.count(f" {what}") == 2, out
+
+
+def test_pipeline_stage_2_times_data_parallel_2_under_mpiexec_4(tmp_path):
+    """gpt_pipeline_dp.py: 2 stages x 2 data-parallel copies (with and without global-norm
+    clipping) equal one process on the whole batch; runner.train's checkpoint of that layout
+    evaluates to its last validation loss."""
+    out = _mpiexec("gpt_pipeline_dp.py", 4, str(tmp_path))
+    for what in ("pp2xdp2:", "pp2xdp2 clip:", "pp2xdp2 runner:"):
+        assert out.count(f" {what}") == 4, out
 
 
 def _mpiexec(script: str, n: int, *args: str) -> str:

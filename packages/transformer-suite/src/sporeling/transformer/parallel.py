@@ -140,12 +140,14 @@ class ParallelInfo:
     ) -> None:
         self.dp, self.mp, self.rank, self.world = dp, mp, rank, world
         self.mp_group, self.dp_group = mp_group, dp_group
-        self.pp, self.micro = pp, micro  # pipeline stages (this rank's stage = rank) and
-        # the micro-batches the pipeline splits each batch into
+        self.pp, self.micro = pp, micro  # pipeline stages (this rank's stage: rank // dp)
+        # and the micro-batches the pipeline splits each batch into
 
     @property
     def dp_rank(self) -> int:
-        return 0 if self.pp > 1 else self.rank // self.mp  # a pipeline's stages share batches
+        if self.pp > 1:  # a pipeline's stages share batches; its dp copies split them
+            return self.rank % self.dp
+        return self.rank // self.mp
 
 
 def apply_parallel(cfg: dict[str, Any]) -> ParallelInfo:
@@ -196,20 +198,19 @@ def _apply_pipeline(pc: TransformerOpParallelConfig) -> ParallelInfo:
             "has no tensor parallelism or optimizer shard inside a stage); use model_parallel 1 "
             "and optimizer_shard false"
         )
-    if pc.data_parallel > 1:
-        raise ValueError(
-            f"parallel_config: pipeline_stage {pp} with data_parallel {pc.data_parallel} is not "
-            "supported by the suite yet; use data_parallel 1"
-        )
+    dp = pc.data_parallel
     comm.init()
     rank, world = comm.get_rank(), comm.get_group_size()
-    if world != pp:
+    if world != pp * dp:
         raise ValueError(
-            f"parallel_config: pipeline_stage {pp} needs one process per stage, got {world} "
-            f"processes; launch with `sporeling launch -n {pp}`"
+            f"parallel_config: pipeline_stage {pp} x data_parallel {dp} needs {pp * dp} "
+            f"processes (one per stage and data shard), got {world}; launch with "
+            f"`sporeling launch -n {pp * dp}`"
         )
-    set_auto_parallel_context(pipeline_stages=pp)
-    return ParallelInfo(1, 1, rank, world, pp=pp, micro=pc.micro_batch_num)
+    # dp > 1: the core runs each stage data parallel on dp ranks (stage-major: ranks
+    # s*dp .. s*dp+dp-1 hold stage s) and averages its gradients and loss over them
+    set_auto_parallel_context(pipeline_stages=pp, gradients_mean=True)
+    return ParallelInfo(dp, 1, rank, world, pp=pp, micro=pc.micro_batch_num)
 
 
 def full_state(net: nn.Cell) -> dict[str, np.ndarray]:

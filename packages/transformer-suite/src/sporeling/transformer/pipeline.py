@@ -131,18 +131,20 @@ def pipeline_gpt_with_loss(
 
 
 def gather_stages(train_net: MeanOfMicroBatches) -> None:
-    """Give every rank every stage's current parameters (each broadcast from the rank of its
-    stage; all ranks must call it), so a checkpoint written by one rank is the whole model."""
+    """Give every rank every stage's current parameters (each broadcast from the first rank
+    of its stage; all ranks must call it), so a checkpoint written by one rank is the whole
+    model."""
     from sporeling.core import communication as comm
 
     net = train_net.pipe.network
     stages = train_net.pipe_stages
+    per = comm.get_group_size() // stages  # data-parallel copies of each stage, stage-major
     owned: list[tuple[Any, int]] = [(p, 0) for p in net.embeddings.trainable_params()]
     for blk in net.transformer.encoder.blocks:
         owned += [(p, blk.pipeline_stage) for p in blk.trainable_params()]
     owned += [(p, stages - 1) for p in net.head.trainable_params()]
     for p, stage in owned:
-        p.set_data(comm.broadcast(Tensor(p.asnumpy()), src=stage))
+        p.set_data(comm.broadcast(Tensor(p.asnumpy()), src=stage * per))
 
 
 class StagesClipTrainOneStepCell(nn.TrainOneStepCell):
@@ -150,12 +152,19 @@ class StagesClipTrainOneStepCell(nn.TrainOneStepCell):
     stage's gradients: the squared norms of the ranks' gradients are summed with an
     all-reduce over ``group`` (every stage once), and each rank scales its own by
     ``clip_norm / max(global_norm, clip_norm)``, so all stages clip by the whole model's
-    norm, as one process would."""
+    norm, as one process would. With ``replicas`` data-parallel copies of every stage (their
+    gradients already averaged, so equal) the sum over all ranks is divided by it."""
 
     def __init__(
-        self, network: nn.Cell, optimizer: nn.Optimizer, clip_norm: float, group: str | None = None
+        self,
+        network: nn.Cell,
+        optimizer: nn.Optimizer,
+        clip_norm: float,
+        group: str | None = None,
+        replicas: int = 1,
     ) -> None:
         super().__init__(network, optimizer)
+        self.replicas = int(replicas)
         if not clip_norm > 0:
             raise ValueError(
                 f"StagesClipTrainOneStepCell: clip_norm expected a number > 0, got {clip_norm!r}"
@@ -174,6 +183,6 @@ class StagesClipTrainOneStepCell(nn.TrainOneStepCell):
             if self.group is None
             else comm.all_reduce(local, group=self.group)
         )
-        norm = ops.sqrt(total)
+        norm = ops.sqrt(total / float(self.replicas))
         scale = self.clip_norm / ops.maximum(norm, self.clip_norm)
         return tuple(g * ops.cast(scale, g.dtype) for g in grads)

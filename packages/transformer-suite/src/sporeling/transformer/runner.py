@@ -264,7 +264,7 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     clip = float(cfg.get("optimizer", {}).get("grad_clip", 0.0))
     if clip > 0 and info.pp > 1:
         # each rank holds only its stage's gradients: the global norm sums over the stages
-        step: nn.Cell = StagesClipTrainOneStepCell(train_net, opt, clip)
+        step: nn.Cell = StagesClipTrainOneStepCell(train_net, opt, clip, replicas=info.dp)
     elif clip > 0:
         step = nn.TrainOneStepWithClipCell(train_net, opt, clip_norm=clip)
     else:
