@@ -296,10 +296,22 @@ def bench(session: nox.Session) -> None:
     if not (ROOT / "benchmarks" / "run.py").exists():
         session.error("benchmarks/run.py does not exist yet")
     # pip, not uv: torch==2.13.0 resolves to the CPU wheel through pip's configuration.
-    install(session, "torch==2.13.0", str(PACKAGES["core-runtime"].path.relative_to(ROOT)))
+    install(
+        session,
+        "torch==2.13.0",
+        "threadpoolctl",  # the 1-thread mode limits NumPy's BLAS with it
+        str(PACKAGES["core-runtime"].path.relative_to(ROOT)),
+    )
     # Let each library pick its own BLAS kernels: unset machine-wide OpenBLAS overrides.
     env = {**NUMBA_ENV, "OPENBLAS_CORETYPE": None, "OPENBLAS_L2_SIZE": None}
     session.run("python", "benchmarks/run.py", *session.posargs, env=env)
+
+
+@nox.session(default=False)
+def bench_tests(session: nox.Session) -> None:
+    """Unit-test the benchmark harness's logic (quiet detection, disturbed marking, spreads)."""
+    install(session, *group("test"), "numba", "threadpoolctl")
+    session.run("pytest", "benchmarks/tests", *session.posargs, env=NUMBA_ENV)
 
 
 @nox.session(default=False, venv_backend="virtualenv")

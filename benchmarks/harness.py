@@ -3,9 +3,15 @@
 A benchmark module defines ``NAME``, ``TITLE`` and ``cases(ctx) -> list[Case]``. Each
 :class:`Case` holds one Sporeling callable and its PyTorch twin. Before timing, the
 harness runs both once and compares their results (so the two really compute the same
-thing); then it times them in alternating repeats (Sporeling, PyTorch, Sporeling, ...),
-with warm-up calls excluded and the garbage collector paused inside a timed block, as
-``timeit`` does. The reported time is the median over repeats of the time per iteration.
+thing); that first call is timed too (it includes compilation: Numba kernels, graph
+tracing, torch's lazy setup). Then it times them in alternating repeats (Sporeling,
+PyTorch, Sporeling, ...), with warm-up calls excluded and the garbage collector paused
+inside a timed block, as ``timeit`` does. Before each timed block it waits for a quiet
+machine and afterwards checks the CPU other processes used during the block
+(``quiet.py``); a disturbed block is redone a bounded number of times and kept marked
+disturbed if the machine never gets quiet. The reported time is the median over repeats
+of the time per iteration, with the min and max beside it and a warning when they differ
+by more than :data:`SPREAD_WARN` of the min.
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from quiet import BlockRun, LoadMeter, QuietPolicy, run_quiet_block
+
+SPREAD_WARN = 0.20  # (max - min) / min of the repeats above which a result is flagged
 
 
 @dataclass
@@ -49,6 +58,9 @@ class Settings:
     # otherwise steals the cores from whichever library runs next.
     cooldown_s: float = 0.0
     sync: Callable[[], None] = field(default=lambda: None)
+    # Quiet-machine policy: None times blindly (no waiting, no load reading).
+    quiet: QuietPolicy | None = None
+    meter: LoadMeter | None = None
 
 
 @dataclass
@@ -66,6 +78,53 @@ class Result:
     sporeling_repeats_s: list[float] = field(default_factory=list)
     torch_repeats_s: list[float] = field(default_factory=list)
     note: str = ""
+    # the first call of each side (the check call): compilation, tracing, lazy setup
+    sporeling_first_s: float | None = None
+    torch_first_s: float | None = None
+    # per repeat: foreign cores during the kept block, whether it stayed disturbed, tries
+    sporeling_foreign: list[float | None] = field(default_factory=list)
+    torch_foreign: list[float | None] = field(default_factory=list)
+    disturbed_blocks: int = 0  # kept blocks still disturbed after every retry
+    retried_blocks: int = 0  # blocks redone because they were disturbed
+    # peak RSS in MiB, each side in a fresh process (memory.py); None when not measured
+    sporeling_peak_mib: float | None = None
+    torch_peak_mib: float | None = None
+    sporeling_step_mib: float | None = None  # peak minus the RSS before the first call
+    torch_step_mib: float | None = None
+    memory_note: str = ""
+
+    @property
+    def disturbed(self) -> bool:
+        return self.disturbed_blocks > 0
+
+    def spreads(self) -> dict[str, float]:
+        """(max - min) / min of each side's repeats."""
+        out = {}
+        for side, times in (
+            ("sporeling", self.sporeling_repeats_s),
+            ("torch", self.torch_repeats_s),
+        ):
+            if times:
+                out[side] = spread(times)
+        return out
+
+    def spread_warning(self) -> str:
+        """Which sides' repeats differ by more than SPREAD_WARN ('' when none)."""
+        wide = [f"{k} {v:.0%}" for k, v in self.spreads().items() if v > SPREAD_WARN]
+        return f"spread {', '.join(wide)}" if wide else ""
+
+    def to_json(self) -> dict[str, Any]:
+        d = dict(vars(self))
+        d["spread"] = self.spreads()
+        d["spread_warning"] = self.spread_warning()
+        d["disturbed"] = self.disturbed
+        return d
+
+
+def spread(times: list[float]) -> float:
+    """(max - min) / min: how far apart the repeats are."""
+    lo = min(times)
+    return (max(times) - lo) / lo if lo > 0 else float("inf")
 
 
 def to_arrays(value: Any) -> list[np.ndarray]:
@@ -119,6 +178,17 @@ def _time_block(
             gc.enable()
 
 
+def _timed_block(fn: Callable[[], Any], number: int, settings: Settings) -> BlockRun:
+    """One repeat: blindly after the cooldown, or under the quiet-machine policy."""
+    if settings.quiet is None or settings.meter is None:
+        elapsed = _time_block(fn, number, settings.sync, settings.cooldown_s)
+        return BlockRun(elapsed, None, False, 1, settings.cooldown_s)
+    # the quiet wait idles at least one window, which serves as the cooldown
+    return run_quiet_block(
+        lambda: _time_block(fn, number, settings.sync), settings.meter, settings.quiet
+    )
+
+
 def _calibrate(fn: Callable[[], Any], settings: Settings) -> int:
     """Iterations per repeat so that one repeat takes about ``target_s``."""
     target_s = settings.target_s
@@ -136,9 +206,13 @@ def measure(bench: str, case: Case, settings: Settings) -> Result:
     """Check the case's two results agree, then time both; a failed check skips timing."""
     res = Result(bench, case.name, case.per, goal=case.goal, note=case.note)
     try:
+        t0 = time.perf_counter()
         sp_out = (case.check_sporeling or case.sporeling)()
+        settings.sync()
+        t1 = time.perf_counter()
         th_out = (case.check_torch or case.torch)()
         settings.sync()
+        res.sporeling_first_s, res.torch_first_s = t1 - t0, time.perf_counter() - t1
         res.max_rel_err = compare(sp_out, th_out, case.tol)
         res.check = "ok"
     except Exception as exc:  # report and go on with the other cases
@@ -154,13 +228,18 @@ def measure(bench: str, case: Case, settings: Settings) -> Result:
         settings.sync()
         numbers[key] = _calibrate(fn, settings)
     times: dict[str, list[float]] = {"sporeling": [], "torch": []}
+    foreign: dict[str, list[float | None]] = {"sporeling": [], "torch": []}
     for _ in range(settings.repeats):
         for key, fn in fns.items():  # alternate, so slow drifts hit both sides alike
             gc.collect()
-            elapsed = _time_block(fn, numbers[key], settings.sync, settings.cooldown_s)
-            times[key].append(elapsed / numbers[key] / case.ops_per_call)
+            run = _timed_block(fn, numbers[key], settings)
+            times[key].append(run.elapsed / numbers[key] / case.ops_per_call)
+            foreign[key].append(run.foreign_cores)
+            res.disturbed_blocks += run.disturbed
+            res.retried_blocks += run.tries - 1
     res.sporeling_repeats_s = times["sporeling"]
     res.torch_repeats_s = times["torch"]
+    res.sporeling_foreign, res.torch_foreign = foreign["sporeling"], foreign["torch"]
     res.sporeling_s = statistics.median(times["sporeling"])
     res.torch_s = statistics.median(times["torch"])
     res.ratio = res.torch_s / res.sporeling_s
@@ -188,13 +267,65 @@ def status(res: Result) -> str:
     return f"{'ok' if res.meets_goal else 'BELOW'} (goal >= {res.goal:g})"
 
 
+def _span(r: Result, side: str) -> str:
+    """median (min-max) of one side's repeats."""
+    med = getattr(r, f"{side}_s")
+    times = getattr(r, f"{side}_repeats_s")
+    if med is None or not times:
+        return fmt_time(med)
+    return f"{fmt_time(med)} ({fmt_time(min(times))}-{fmt_time(max(times))})"
+
+
+def _pair(a: float | None, b: float | None, fmt: Callable[[float | None], str]) -> str:
+    if a is None and b is None:
+        return "-"
+    return f"{fmt(a)} / {fmt(b)}"
+
+
+def _mib(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0f}"
+
+
+def flags(r: Result) -> str:
+    """Warnings a reader must see beside the numbers: disturbed blocks, wide spreads."""
+    out = []
+    if r.disturbed:
+        out.append(f"DISTURBED {r.disturbed_blocks} block(s)")
+    if r.retried_blocks:
+        out.append(f"{r.retried_blocks} block(s) redone")
+    if r.spread_warning():
+        out.append(r.spread_warning())
+    if r.memory_note:
+        out.append(r.memory_note)
+    return "; ".join(out)
+
+
+TABLE_HEADER = [
+    "benchmark", "case", "per", "sporeling median (min-max)", "torch median (min-max)",
+    "speed ratio", "status", "first call S / T", "peak RSS MiB S / T", "step MiB S / T",
+    "warnings",
+]  # fmt: skip
+
+
 def table(results: list[Result]) -> list[list[str]]:
     """Rows for the report: header first."""
-    rows = [["benchmark", "case", "per", "sporeling", "torch", "speed ratio", "status"]]
+    rows = [list(TABLE_HEADER)]
     for r in results:
         ratio = "-" if r.ratio is None else f"{r.ratio:.2f}"
         rows.append(
-            [r.bench, r.case, r.per, fmt_time(r.sporeling_s), fmt_time(r.torch_s), ratio, status(r)]
+            [
+                r.bench,
+                r.case,
+                r.per,
+                _span(r, "sporeling"),
+                _span(r, "torch"),
+                ratio,
+                status(r),
+                _pair(r.sporeling_first_s, r.torch_first_s, fmt_time),
+                _pair(r.sporeling_peak_mib, r.torch_peak_mib, _mib),
+                _pair(r.sporeling_step_mib, r.torch_step_mib, _mib),
+                flags(r),
+            ]
         )
     return rows
 

@@ -1,0 +1,6 @@
+"""The harness modules are scripts beside each other in benchmarks/, not a package."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
