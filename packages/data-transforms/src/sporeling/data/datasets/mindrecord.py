@@ -167,8 +167,7 @@ class MindDataset(MappableSource):
             assert self._padded is not None
             return tuple(v.copy() for v in self._padded)
         k, row = self._locate(index)
-        values = self._shards[k].read(row, self._columns)
-        return tuple(values[c] for c in self._columns)
+        return tuple(self._shards[k].read_values(row, self._columns))
 
 
 class _EvenShards(DistributedSampler):

@@ -12,6 +12,7 @@ every ``num_shards``-th row, ``start`` is reached by reading and dropping rows.
 from __future__ import annotations
 
 import itertools
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -187,17 +188,21 @@ class MappableSource(Dataset):
         indices = self._indices(run, epoch)[start:]
         workers = self.num_parallel_workers or 1
         keyed = self._user_code  # only user code (GeneratorDataset) may draw random numbers
-        tasks = (
-            (
-                run.row_key(self, epoch, start + k) if keyed else None,
-                (np.int64(i),),
-                (start + k, int(i)),
+        if workers <= 1 and not keyed:
+            # one worker and no random draws: load in this thread, without a task per row
+            stream: Iterator[tuple[Any, Any]] = _loaded(self._load_checked, start, indices)
+        else:
+            tasks = (
+                (
+                    run.row_key(self, epoch, start + k) if keyed else None,
+                    (np.int64(i),),
+                    (start + k, int(i)),
+                )
+                for k, i in enumerate(indices)
             )
-            for k, i in enumerate(indices)
-        )
-        stream = pooled(
-            run, self, self._load_checked, workers, self._processes, self._max_rowsize, tasks
-        )
+            stream = pooled(
+                run, self, self._load_checked, workers, self._processes, self._max_rowsize, tasks
+            )
         where = type(self).__name__
         for (_pos, index), out in stream:
             if isinstance(out, TaskFailure):
@@ -213,6 +218,15 @@ class MappableSource(Dataset):
                     index,
                 ) from out.exc
             yield out, self._origin(index)
+
+
+def _loaded(load: Any, start: int, indices: np.ndarray) -> Iterator[tuple[Any, Any]]:
+    """``((position, index), row or TaskFailure)`` as the worker pool gives them."""
+    for k, i in enumerate(indices.tolist(), start):
+        try:
+            yield (k, i), load(i)
+        except Exception as exc:  # reported by the caller, which raises or skips
+            yield (k, i), TaskFailure(exc, f"{type(exc).__name__}: {exc}", traceback.format_exc())
 
 
 class StreamSource(Dataset):

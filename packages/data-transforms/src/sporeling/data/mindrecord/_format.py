@@ -40,6 +40,10 @@ class MindRecordError(RuntimeError, ValueError):
     """
 
 
+class _RowError(Exception):
+    """Something wrong in one row's records; ``Schema.decode`` adds the file and row."""
+
+
 class Schema:
     """A validated MindRecord schema: field types and shapes, blob and raw fields."""
 
@@ -93,6 +97,7 @@ class Schema:
             n for n in self.names if self.fields[n]["type"] == "bytes" or "shape" in self.fields[n]
         ]
         self.raw_fields = [n for n in self.names if n not in self.blob_fields]
+        self._plans: dict[tuple[str, ...], Any] = {}
         self.compress = any(
             "shape" in f and f["type"] in ("int32", "int64") for f in self.fields.values()
         )
@@ -175,29 +180,54 @@ class Schema:
 
     # ---- reading ----------------------------------------------------------------------------
 
-    def decode(self, raw: bytes, blob: bytes, columns: list[str], origin: str) -> dict[str, Any]:
+    def decode(
+        self, raw: Any, blob: Any, columns: list[str], path: str, row: int
+    ) -> dict[str, Any]:
         """The ``columns`` of one row from its raw record and blob, as NumPy values."""
-        out: dict[str, Any] = {}
-        if any(c in self.raw_fields for c in columns):
+        return dict(zip(columns, self.decode_values(raw, blob, columns, path, row)))
+
+    def decode_values(
+        self, raw: Any, blob: Any, columns: list[str], path: str, row: int
+    ) -> list[Any]:
+        """The ``columns`` of one row, in that order (``decode`` without the dict)."""
+        try:
+            return self._decode(raw, blob, columns)
+        except _RowError as exc:  # the file and row named only when something is wrong
+            raise MindRecordError(f"{path} row {row}: {exc}") from None
+
+    def _plan(self, columns: list[str]) -> tuple[bool, bool, list[tuple[str, dict, bool]]]:
+        """What reading ``columns`` needs, worked out once per column list (it runs per row)."""
+        key = tuple(columns)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = (
+                any(c in self.raw_fields for c in columns),
+                any(c in self.blob_fields for c in columns),
+                [(c, self.fields[c], c in self.blob_fields) for c in columns],
+            )
+            self._plans[key] = plan
+        return plan
+
+    def _decode(self, raw: Any, blob: Any, columns: list[str]) -> list[Any]:
+        need_raw, need_blob, fields = self._plan(columns)
+        scalars: dict[str, Any] = {}
+        if need_raw:
             try:
                 scalars = unpackb(raw)
             except MsgpackError as exc:
-                raise MindRecordError(f"{origin}: a raw record is corrupt: {exc}") from None
-        blobs = (
-            self._split_blob(blob, origin) if any(c in self.blob_fields for c in columns) else {}
-        )
-        for name in columns:
-            spec = self.fields[name]
-            kind = spec["type"]
-            if name in self.blob_fields:
-                out[name] = self._blob_value(name, spec, blobs[name], origin)
+                raise _RowError(f"a raw record is corrupt: {exc}") from None
+        blobs = self._split_blob(blob) if need_blob else {}
+        out = []
+        for name, spec, is_blob in fields:
+            if is_blob:
+                out.append(self._blob_value(name, spec, blobs[name]))
             elif name not in scalars:
-                raise MindRecordError(f"{origin}: a raw record lacks field '{name}'")
+                raise _RowError(f"a raw record lacks field '{name}'")
             else:
-                out[name] = self._scalar_value(name, kind, scalars[name], origin)
+                out.append(self._scalar_value(name, spec["type"], scalars[name]))
         return out
 
-    def _split_blob(self, blob: bytes, origin: str) -> dict[str, memoryview]:
+    def _split_blob(self, blob: Any) -> dict[str, memoryview]:
         view = memoryview(blob)
         if len(self.blob_fields) == 1:
             return {self.blob_fields[0]: view}
@@ -205,20 +235,20 @@ class Schema:
         pos = 0
         for name in self.blob_fields:
             if pos + 8 > len(view):
-                raise MindRecordError(f"{origin}: a blob ends before field '{name}'")
+                raise _RowError(f"a blob ends before field '{name}'")
             n = int.from_bytes(view[pos : pos + 8], "big")
             pos += 8
             if n > len(view) - pos:
-                raise MindRecordError(
-                    f"{origin}: blob field '{name}' declares {n} bytes but {len(view) - pos} remain"
+                raise _RowError(
+                    f"blob field '{name}' declares {n} bytes but {len(view) - pos} remain"
                 )
             parts[name] = view[pos : pos + n]
             pos += n
         if pos != len(view):
-            raise MindRecordError(f"{origin}: {len(view) - pos} stray bytes follow a row's blob")
+            raise _RowError(f"{len(view) - pos} stray bytes follow a row's blob")
         return parts
 
-    def _blob_value(self, name: str, spec: dict, data: memoryview, origin: str) -> np.ndarray:
+    def _blob_value(self, name: str, spec: dict, data: memoryview) -> np.ndarray:
         kind = spec["type"]
         if kind == "bytes":
             return np.frombuffer(data, np.uint8).copy()
@@ -227,31 +257,29 @@ class Schema:
             try:
                 flat = decompress_ints(data).astype(dtype)
             except ValueError as exc:
-                raise MindRecordError(f"{origin}: field '{name}': {exc}") from None
+                raise _RowError(f"field '{name}': {exc}") from None
         else:
             if len(data) % dtype.itemsize:
-                raise MindRecordError(
-                    f"{origin}: field '{name}' holds {len(data)} bytes, not whole {kind}s"
-                )
+                raise _RowError(f"field '{name}' holds {len(data)} bytes, not whole {kind}s")
             flat = np.frombuffer(data, dtype.newbyteorder("<")).astype(dtype)
         try:
             return flat.reshape(spec["shape"])
         except ValueError:
-            raise MindRecordError(
-                f"{origin}: field '{name}' holds {flat.size} values, not shape {spec['shape']}"
+            raise _RowError(
+                f"field '{name}' holds {flat.size} values, not shape {spec['shape']}"
             ) from None
 
     @staticmethod
-    def _scalar_value(name: str, kind: str, value: Any, origin: str) -> np.ndarray:
+    def _scalar_value(name: str, kind: str, value: Any) -> np.ndarray:
         if kind == "string":
             if not isinstance(value, str):
-                raise MindRecordError(f"{origin}: field '{name}' is {value!r:.40}, not a str")
+                raise _RowError(f"field '{name}' is {value!r:.40}, not a str")
             return np.array(value)
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
         if kind.startswith("int") and isinstance(value, float):
             ok = False
         if not ok:
-            raise MindRecordError(f"{origin}: field '{name}' is {value!r:.40}, not a {kind}")
+            raise _RowError(f"field '{name}' is {value!r:.40}, not a {kind}")
         return np.array(value, SCALAR_TYPES[kind])
 
 

@@ -96,65 +96,79 @@ _FIXED = {
 _STR_LEN = {0xD9: ">B", 0xDA: ">H", 0xDB: ">I"}
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
+_FIXED_S = {code: struct.Struct(fmt) for code, fmt in _FIXED.items()}
+_STR_S = {code: struct.Struct(fmt) for code, fmt in _STR_LEN.items()}
+_MAP16, _MAP32 = struct.Struct(">H"), struct.Struct(">I")
 
-    def take(self, n: int) -> bytes:
-        if n > len(self.data) - self.pos:
-            raise MsgpackError(f"a value at byte {self.pos} runs past the end of the record")
-        out = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return out
 
-    def value(self) -> Any:
-        code = self.take(1)[0]
-        if code < 0x80:
-            return code
-        if code >= 0xE0:
-            return code - 0x100
-        if 0xA0 <= code < 0xC0:
-            return self._str(code & 0x1F)
-        if code == 0xC0:
-            return None
-        if code in (0xC2, 0xC3):
-            return code == 0xC3
-        if code in _FIXED:
-            fmt = _FIXED[code]
-            return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
-        if code in _STR_LEN:
-            fmt = _STR_LEN[code]
-            return self._str(struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0])
-        raise MsgpackError(f"unsupported MessagePack type 0x{code:02x} at byte {self.pos - 1}")
+def _past_end(pos: int) -> MsgpackError:
+    return MsgpackError(f"a value at byte {pos} runs past the end of the record")
 
-    def _str(self, n: int) -> str:
-        try:
-            return self.take(n).decode("utf-8")
-        except UnicodeDecodeError:
-            raise MsgpackError(f"a string before byte {self.pos} is not UTF-8") from None
+
+def _value(data: bytes, pos: int, end: int) -> tuple[Any, int]:
+    """The value at ``pos`` and the position after it (one function, no per-value objects:
+    this runs for every scalar of every MindRecord row read)."""
+    if pos >= end:
+        raise _past_end(pos)
+    code = data[pos]
+    pos += 1
+    if code < 0x80:
+        return code, pos
+    if code >= 0xE0:
+        return code - 0x100, pos
+    if 0xA0 <= code < 0xC0:
+        n = code & 0x1F
+    elif code == 0xC0:
+        return None, pos
+    elif code == 0xC2 or code == 0xC3:
+        return code == 0xC3, pos
+    else:
+        fixed = _FIXED_S.get(code)
+        if fixed is not None:
+            if fixed.size > end - pos:
+                raise _past_end(pos)
+            return fixed.unpack_from(data, pos)[0], pos + fixed.size
+        head = _STR_S.get(code)
+        if head is None:
+            raise MsgpackError(f"unsupported MessagePack type 0x{code:02x} at byte {pos - 1}")
+        if head.size > end - pos:
+            raise _past_end(pos)
+        n = head.unpack_from(data, pos)[0]
+        pos += head.size
+    if n > end - pos:
+        raise _past_end(pos)
+    try:
+        return data[pos : pos + n].decode("utf-8"), pos + n
+    except UnicodeDecodeError:
+        raise MsgpackError(f"a string before byte {pos + n} is not UTF-8") from None
 
 
 def unpackb(data: bytes) -> dict[str, Any]:
     """The map of scalars in ``data`` (which must hold exactly one map)."""
-    r = _Reader(data)
-    code = r.take(1)[0]
+    data = bytes(data)
+    end = len(data)
+    if not end:
+        raise _past_end(0)
+    code = data[0]
+    pos = 1
     if 0x80 <= code < 0x90:
         n = code & 0x0F
-    elif code == 0xDE:
-        n = struct.unpack(">H", r.take(2))[0]
-    elif code == 0xDF:
-        n = struct.unpack(">I", r.take(4))[0]
+    elif code == 0xDE or code == 0xDF:
+        head = _MAP16 if code == 0xDE else _MAP32
+        if head.size > end - pos:
+            raise _past_end(pos)
+        n = head.unpack_from(data, pos)[0]
+        pos += head.size
     else:
         raise MsgpackError(f"a raw record must be a MessagePack map, found type 0x{code:02x}")
-    if n > len(data):  # every entry takes at least two bytes
-        raise MsgpackError(f"the map declares {n} entries in {len(data)} bytes")
+    if n > end:  # every entry takes at least two bytes
+        raise MsgpackError(f"the map declares {n} entries in {end} bytes")
     out: dict[str, Any] = {}
     for _ in range(n):
-        key = r.value()
+        key, pos = _value(data, pos, end)
         if not isinstance(key, str):
             raise MsgpackError(f"a map key is {key!r}, not a str")
-        out[key] = r.value()
-    if r.pos != len(data):
-        raise MsgpackError(f"{len(data) - r.pos} bytes follow the map")
+        out[key], pos = _value(data, pos, end)
+    if pos != end:
+        raise MsgpackError(f"{end - pos} bytes follow the map")
     return out

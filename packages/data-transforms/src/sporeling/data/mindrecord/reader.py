@@ -145,7 +145,7 @@ class ShardFile:
         state.pop("_fd_cache", None)
         return state
 
-    def _record(self, fd: int, pos: int, n: int, what: str, row: int) -> bytes:
+    def _record(self, fd: int, pos: int, n: int, what: str, row: int) -> memoryview:
         data = os.pread(fd, n, pos)
         if len(data) != n:
             raise MindRecordError(f"{self.path}: row {row}'s {what} record is cut short")
@@ -154,9 +154,9 @@ class ShardFile:
                 f"{self.path}: row {row}'s {what} record length does not match the index "
                 "(a damaged page)"
             )
-        return data[8:]
+        return memoryview(data)[8:]  # no copy of the (image-sized) blob
 
-    def records(self, row: int) -> tuple[bytes, bytes]:
+    def records(self, row: int) -> tuple[memoryview, memoryview]:
         """Row ``row``'s raw record (MessagePack) and blob, length prefixes checked."""
         fd = self._fd()
         raw_pos, raw_n, blob_pos, blob_n = self._where[row]
@@ -165,7 +165,12 @@ class ShardFile:
 
     def read(self, row: int, columns: list[str]) -> dict[str, Any]:
         raw, blob = self.records(row)
-        return self.schema.decode(raw, blob, columns, f"{self.path} row {row}")
+        return self.schema.decode(raw, blob, columns, self.path, row)
+
+    def read_values(self, row: int, columns: list[str]) -> list[Any]:
+        """``read`` as a list in ``columns`` order."""
+        raw, blob = self.records(row)
+        return self.schema.decode_values(raw, blob, columns, self.path, row)
 
 
 def open_shards(dataset_files: Any, where: str) -> list[ShardFile]:
