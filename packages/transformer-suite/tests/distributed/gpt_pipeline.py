@@ -126,6 +126,23 @@ assert pipe_run["layout"]["pipeline_stage"] == 2, pipe_run["layout"]
 hist = [r["val_loss"] for r in pipe_run["history"]]
 want = [r["val_loss"] for r in plain["history"]]
 np.testing.assert_allclose(hist, want, rtol=1e-5, err_msg="runner val_loss")
+# speed_up.micro_batch_num=2 (interleaved copies) inside the pipeline: the same losses
+inter = run_train(
+    load_config(
+        "gpt_tiny",
+        [
+            f"output_dir={root / 'pipe_interleaved'}",
+            "parallel_config.pipeline_stage=2",
+            "parallel_config.micro_batch_num=2",
+            "speed_up.micro_batch_num=2",
+            *common,
+        ],
+    ),
+    log=lambda *_: None,
+)
+assert inter["layout"]["interleaved_copies"] == 2, inter["layout"]
+got = [r["val_loss"] for r in inter["history"]]
+np.testing.assert_allclose(got, want, rtol=1e-5, err_msg="runner val_loss, interleaved copies")
 comm.barrier()  # rank 0 reads the checkpoints once every rank has written
 if rank == 0:
     a = load_checkpoint(str(root / "plain0" / "model.safetensors"))

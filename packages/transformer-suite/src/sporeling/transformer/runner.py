@@ -249,13 +249,13 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     k = int(cfg.get("speed_up", {}).get("micro_batch_num", 1) or 1)
     eval_net: nn.Cell = with_loss
     if info.pp > 1:
-        if k > 1:
-            raise ValueError(
-                f"speed_up.micro_batch_num {k} with parallel_config.pipeline_stage {info.pp} is "
-                "not supported: the pipeline splits batches by parallel_config.micro_batch_num"
-            )
+        # speed_up.micro_batch_num k interleaved copies of each of the pipeline's micro
+        # micro-batches average to the same loss and gradients as micro * k micro-batches,
+        # which is how they run here (interleaving overlaps tensor-parallel communication,
+        # which a pipeline stage here does not have)
+        micro = info.micro * k
         # this rank trains (and evaluates through the pipeline) only its stage's parameters
-        train_net = eval_net = pipeline_gpt_with_loss(with_loss, info.pp, info.micro)
+        train_net = eval_net = pipeline_gpt_with_loss(with_loss, info.pp, micro)
         own = train_net.pipe.trainable_params()
     else:
         train_net = MeanOfCopies(with_loss, k) if k > 1 else with_loss
@@ -305,6 +305,7 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         "model_parallel": info.mp,
         "pipeline_stage": info.pp,
         "micro_batch_num": info.micro if info.pp > 1 else k,
+        "interleaved_copies": k,
     }
     if main_rank:
         (out / "results.json").write_text(json.dumps(results, indent=1))
