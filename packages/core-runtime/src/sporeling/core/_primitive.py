@@ -102,6 +102,7 @@ class Primitive:
         self.multiple_results = multiple_results
         self._abstract_cache: dict[Any, Any] = {}
         self._impl_by_device: dict[Any, Impl] = {}  # memo of impl_for
+        self._eager_plans: dict[Any, Any] = {}  # the eager fast path's memo (_eager.py)
         REGISTRY[name] = self
 
     def __repr__(self) -> str:
@@ -113,6 +114,7 @@ class Primitive:
         def register(fn: Impl) -> Impl:
             self.impls[device_kind] = fn
             self._impl_by_device.clear()
+            self._eager_plans.clear()
             return fn
 
         return register

@@ -273,9 +273,14 @@ def _reduce_abstract(x: ShapedArray, *, axis: tuple[int, ...], keep_dims: bool) 
     return ShapedArray(shape, dtype)
 
 
+_add_reduce = np.add.reduce
+
+
 def _sum_impl(xp: Any, x: Any, *, axis: tuple[int, ...], keep_dims: bool) -> Any:
-    # the ndarray method skips NumPy's Python-level wrapper (half the cost on tiny inputs)
-    return x.sum(axis=axis, keepdims=keep_dims, dtype=None if x.dtype.kind == "f" else np.int64)
+    dtype = None if x.dtype.kind == "f" else np.int64
+    if xp is np:  # the ufunc's reduce, which ndarray.sum calls through a Python function:
+        return _add_reduce(x, axis, dtype, None, keep_dims)  # 0.56 vs 0.78 us on 4x4
+    return x.sum(axis=axis, keepdims=keep_dims, dtype=dtype)
 
 
 def _sum_vjp(

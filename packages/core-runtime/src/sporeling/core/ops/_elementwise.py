@@ -167,6 +167,8 @@ def promote_args(
 
 def float_input(op: str, x: Any, arg: str = "x") -> Tensor:
     """A Tensor for a float-only op: integers and bools are promoted to float32."""
+    if type(x) is Tensor and x._data.dtype.kind == "f":
+        return x  # the common case first (hot path)
     t = as_tensor(x, op, arg)
     return t if t.dtype.category == 2 else cast(t, _dt.float32)
 
@@ -226,21 +228,31 @@ def add(x: Any, y: Any) -> Tensor:
     >>> add(Tensor([1.0, 2.0]), 1).tolist()
     [2.0, 3.0]
     """
+    if type(x) is Tensor and type(y) is Tensor and x._data.dtype is y._data.dtype:
+        return add_p.bind(x, y)  # the common case, without promote_args (hot path)
     return add_p.bind(*promote_args("add", x, y))
 
 
 def sub(x: Any, y: Any) -> Tensor:
     """Elementwise ``x - y``."""
+    if type(x) is Tensor and type(y) is Tensor and x._data.dtype is y._data.dtype:
+        return sub_p.bind(x, y)  # the common case, without promote_args (hot path)
     return sub_p.bind(*promote_args("sub", x, y))
 
 
 def mul(x: Any, y: Any) -> Tensor:
     """Elementwise ``x * y``."""
+    if type(x) is Tensor and type(y) is Tensor and x._data.dtype is y._data.dtype:
+        return mul_p.bind(x, y)  # the common case, without promote_args (hot path)
     return mul_p.bind(*promote_args("mul", x, y))
 
 
 def div(x: Any, y: Any) -> Tensor:
     """Elementwise true division ``x / y`` (integers divide as float32)."""
+    if type(x) is Tensor and type(y) is Tensor:
+        dt = x._data.dtype
+        if dt is y._data.dtype and dt.kind == "f":
+            return div_p.bind(x, y)  # the common case, without promote_args (hot path)
     return div_p.bind(*promote_args("div", x, y, min_category=2))
 
 
