@@ -151,9 +151,9 @@ class EagerInterpreter:
         track = False
         datas = []
         sig = []
-        for a in args:
+        for i, a in enumerate(args):
             if type(a) is not Tensor and not isinstance(a, Tensor):
-                i = args.index(a)
+                # (by position: args.index(a) compared a with the Tensors before it by ==)
                 raise TypeError(f"{prim.name}: input {i} expected a Tensor, got {describe(a)}")
             d = a._data
             datas.append(d)

@@ -261,14 +261,15 @@ def install() -> None:
     def reshape(self: Tensor, *shape: Any) -> Tensor:
         return ops.reshape(self, shape[0] if len(shape) == 1 else shape)
 
+    from ._primitive import _STATE
     from .ops._core import _ALL_AXES, reduce_sum_p
 
     def sum(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Tensor:
         if axis is None and dtype is None and self._data.ndim < len(_ALL_AXES):
-            # the common full reduction, without argument normalisation (hot in loss code)
-            return reduce_sum_p.bind(
-                self, axis=_ALL_AXES[self._data.ndim], keep_dims=keepdims is True
-            )
+            # the common full reduction, without argument normalisation (hot in loss code),
+            # handed to the interpreter directly (bind's packing costs ~0.2 us here)
+            params = {"axis": _ALL_AXES[self._data.ndim], "keep_dims": keepdims is True}
+            return _STATE[-1].process(reduce_sum_p, (self,), params)
         out = ops.reduce_sum(self, axis, keepdims)
         return out if dtype is None else ops.cast(out, dtype)
 

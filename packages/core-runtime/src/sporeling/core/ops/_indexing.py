@@ -65,6 +65,33 @@ def _split_index(x: Tensor, index: Any) -> tuple[Template, list[Tensor]]:
     return tuple(template), tensors
 
 
+def _static_template(index: Any) -> Template | None:
+    """The template of an index made only of Python ints and of slices of ints or None (the
+    common ``x[1:3, 0]``), built without ``_split_index``'s general checks; None otherwise."""
+    items = index if type(index) is tuple else (index,)
+    template: list[tuple[Any, ...]] = []
+    for item in items:
+        kind = type(item)
+        if kind is int:
+            template.append(("i", item))
+        elif kind is slice:
+            start, stop, step = item.start, item.stop, item.step
+            if not (
+                (start is None or type(start) is int)
+                and (stop is None or type(stop) is int)
+                and (step is None or (type(step) is int and step != 0))
+            ):
+                return None
+            template.append(("s", start, stop, step))
+        else:
+            return None
+    return tuple(template)
+
+
+#: template -> NumPy index, for templates without tensors (bounded: cleared when full)
+_STATIC_INDEX: dict[Template, tuple[Any, ...]] = {}
+
+
 def _build(template: Template, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
     out: list[Any] = []
     for item in template:
@@ -105,7 +132,17 @@ def _getitem_abstract(x: ShapedArray, *idx: ShapedArray, template: Template) -> 
 
 
 def _getitem_impl(xp: Any, x: Any, *idx: Any, template: Template) -> Any:
-    return _run_index("getitem", lambda: x[_build(template, idx)])
+    if idx:
+        return _run_index("getitem", lambda: x[_build(template, idx)])
+    where = _STATIC_INDEX.get(template)
+    if where is None:
+        if len(_STATIC_INDEX) > 1024:
+            _STATIC_INDEX.clear()
+        where = _STATIC_INDEX[template] = _build(template, ())
+    try:
+        return x[where]
+    except IndexError as exc:
+        raise IndexError(f"getitem: {exc}") from None
 
 
 def _getitem_vjp(
@@ -206,6 +243,9 @@ getitem_grad_sum_p = Primitive(
 
 def getitem(x: Tensor, index: Any) -> Tensor:
     """``x[index]`` with NumPy semantics (basic and advanced indexing, masks)."""
+    template = _static_template(index)
+    if template is not None and isinstance(x, Tensor):
+        return getitem_p.bind(x, template=template)
     template, tensors = _split_index(x, index)
     return getitem_p.bind(x, *tensors, template=template)
 

@@ -9,6 +9,11 @@ such as :class:`~sporeling.core.train.ArrayDataset`. Data always goes to the net
 directly: ``dataset_sink_mode``/``sink_size`` are validated and otherwise ignored, as
 MindSpore does on CPU.
 
+Under ``set_context(mode=GRAPH_MODE)`` the training network is the outermost cell each
+step calls, so the whole step (forward, backward and the optimizer's update) compiles into
+one graph on its first batch of each shape and runs compiled after
+(tests/train/test_model_graph_mode.py checks the losses and weights against PYNATIVE_MODE).
+
 ``fit`` trains and validates: after each validated epoch (``valid_frequency`` an int k:
 every k-th epoch; a list: exactly those 1-based epochs) and *before* the epoch-end
 callbacks, ``cb_params.eval_results`` holds ``{metric: value, ..., "eval_loss": mean}``;

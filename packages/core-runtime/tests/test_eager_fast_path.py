@@ -1,0 +1,132 @@
+"""The eager interpreter's fast path (memoized plans per signature, _eager.py) gives the
+same results, dtypes, errors and gradients as the generic path it skips."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sporeling.core import Parameter, Tensor, grad, no_grad, ops
+from sporeling.core._primitive import Primitive, ShapedArray
+from sporeling.core.ops._core import reduce_sum_p
+from sporeling.core.ops._elementwise import add_p
+
+
+def _t(*shape, dtype=np.float32, seed=0):
+    return Tensor(np.random.default_rng(seed).standard_normal(shape).astype(dtype))
+
+
+def test_second_call_takes_the_plan_and_matches_numpy():
+    x, y = _t(3, 4), _t(3, 4, seed=1)
+    first = (x + y).asnumpy()
+    key = next(k for k in add_p._eager_plans if k[1] == (3, 4))
+    assert add_p._eager_plans[key][1] == np.float32
+    for _ in range(2):
+        np.testing.assert_array_equal((x + y).asnumpy(), first)
+    np.testing.assert_array_equal(first, x.asnumpy() + y.asnumpy())
+
+
+def test_plan_keeps_dtypes_and_numpy_scalars_become_arrays():
+    xi = Tensor(np.arange(6, dtype=np.int32).reshape(2, 3))
+    for _ in range(2):  # the generic path, then the plan
+        s = xi.sum()
+        assert type(s._data) is np.ndarray and s._data.dtype == np.int64 and s.shape == ()
+        assert s.item() == 15
+    xf = _t(2, 3)
+    for _ in range(2):
+        s = xf.sum(keepdims=True)
+        assert s.shape == (1, 1) and s._data.dtype == np.float32
+        np.testing.assert_allclose(s.asnumpy(), xf.asnumpy().sum(keepdims=True), rtol=1e-6)
+
+
+def test_bad_input_after_a_plan_still_gets_the_generic_error():
+    x = _t(2, 3)
+    x + x
+    with pytest.raises(ValueError, match="add: shapes"):
+        x + _t(4, 5)
+    with pytest.raises(TypeError, match="expected a Tensor"):
+        add_p.bind(x, np.ones((2, 3), np.float32))
+    with pytest.raises(TypeError, match="must share a dtype"):
+        add_p.bind(x, _t(2, 3, dtype=np.float64))
+
+
+def test_gradients_through_the_fast_path_and_parameters():
+    w = Parameter(_t(3, 3), name="w")
+    x = _t(3, 3, seed=2)
+    f = lambda w: (ops.exp(w * x) + w).sum()  # noqa: E731
+    g1 = grad(f)(w).asnumpy()
+    g2 = grad(f)(w).asnumpy()  # every op now runs on a plan
+    expect = np.exp(w.asnumpy() * x.asnumpy()) * x.asnumpy() + 1
+    np.testing.assert_allclose(g1, expect, rtol=1e-5)
+    np.testing.assert_array_equal(g1, g2)
+    with no_grad():
+        assert (w * x)._node is None
+
+
+def test_a_new_impl_drops_the_plans():
+    p = Primitive(
+        "test_fast_path_twice",
+        "elementwise",
+        lambda x: ShapedArray(x.shape, x.dtype),
+        impl=lambda xp, x: x * 2,
+    )
+    x = _t(2)
+    p.bind(x), p.bind(x)
+    assert p._eager_plans
+    p.def_impl("any")(lambda xp, x: x * 3)
+    assert not p._eager_plans
+    np.testing.assert_allclose(p.bind(x).asnumpy(), x.asnumpy() * 3)
+
+
+def test_unhashable_params_take_the_generic_path():
+    p = Primitive(
+        "test_fast_path_unhashable",
+        "opaque",
+        lambda x, *, scale: ShapedArray(x.shape, x.dtype),
+        impl=lambda xp, x, *, scale: x * scale[0],
+    )
+    x = _t(3)
+    for _ in range(2):
+        np.testing.assert_allclose(p.bind(x, scale=[2.0]).asnumpy(), x.asnumpy() * 2)
+    assert not p._eager_plans
+
+
+@pytest.mark.parametrize(
+    "index",
+    [1, -1, slice(1, 3), slice(None, None, -1), (1, 2), (slice(0, 4, 2), -2), (0, slice(1, None))],
+)
+def test_static_indices_match_numpy(index):
+    a = np.arange(20, dtype=np.float32).reshape(4, 5)
+    x = Tensor(a)
+    for _ in range(2):
+        np.testing.assert_array_equal(x[index].asnumpy(), a[index])
+
+
+def test_static_index_errors_and_other_indices():
+    x = Tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    with pytest.raises(IndexError, match="getitem"):
+        x[5]
+    with pytest.raises(ValueError, match="step cannot be zero"):
+        x[::0]
+    a = x.asnumpy()
+    np.testing.assert_array_equal(x[np.int64(1)].asnumpy(), a[1])  # NumPy ints: general path
+    np.testing.assert_array_equal(x[..., 1].asnumpy(), a[..., 1])
+
+
+@pytest.mark.parametrize("shapes", [((4, 4), (4, 4)), ((1, 7), (7, 3)), ((5, 2), (2, 1))])
+def test_small_products_match_matmul(shapes):
+    a = np.random.default_rng(0).standard_normal(shapes[0]).astype(np.float32)
+    b = np.random.default_rng(1).standard_normal(shapes[1]).astype(np.float32)
+    for _ in range(2):
+        np.testing.assert_allclose(
+            ops.matmul(Tensor(a), Tensor(b)).asnumpy(), a @ b, rtol=1e-6, atol=1e-6
+        )
+    at, bt = Tensor(a.T.copy()).T, Tensor(b.T.copy()).T  # non-contiguous operands
+    np.testing.assert_allclose(ops.matmul(at, bt).asnumpy(), a @ b, rtol=1e-6, atol=1e-6)
+
+
+def test_full_reduction_plan_params_in_key():
+    x = _t(2, 3)
+    x.sum(), x.sum(keepdims=True)
+    keys = [k for k in reduce_sum_p._eager_plans if k[1] == (2, 3)]
+    assert len(keys) >= 2  # keep_dims is part of the key
