@@ -170,6 +170,18 @@ def test_load_hf_t5_against_numpy_forward(tmp_path, changes):
         got = net(Tensor(ids.astype(np.int32)), Tensor(dec.astype(np.int32)),
                   Tensor(mask.astype(np.float32))).asnumpy()  # fmt: skip
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    # the key/value cache: each step's logits equal the full decoder on the prefix (float64)
+    net64 = load_hf_t5(tmp_path, dtype="float64")
+    src, m = Tensor(ids.astype(np.int32)), Tensor(mask)
+    memory = net64.encode(src, m)
+    cache = net64.start_cache(memory)
+    for t in range(dec.shape[1]):
+        step = net64.decode_step(Tensor(dec[:, t : t + 1].astype(np.int32)), cache, m)
+        full = net64.decode(Tensor(dec[:, : t + 1].astype(np.int32)), memory, m)
+        np.testing.assert_allclose(step.asnumpy()[:, 0], full.asnumpy()[:, -1], rtol=1e-9,
+                                   atol=1e-9, err_msg=f"cached step {t}")  # fmt: skip
+    np.testing.assert_array_equal(net64.generate_greedy(src, 6, m),
+                                  net64.generate_greedy(src, 6, m, use_cache=False))  # fmt: skip
     # greedy decoding: each step's token is the argmax of the full forward on the prefix
     out = net.generate_greedy(Tensor(ids.astype(np.int32)), 4, Tensor(mask.astype(np.float32)))
     prefix = np.zeros((2, 1), np.int64)

@@ -17,7 +17,9 @@ What differs from the 1.8 blocks, all written here in the core's ops:
 - with tied embeddings the decoder output is scaled by ``d_model ** -0.5`` before the head.
 
 Parameter names are Hugging Face's (``encoder.block.0.layer.0.SelfAttention.q.weight``...),
-so a checkpoint maps one to one.
+so a checkpoint maps one to one. ``decode_step`` decodes one position at a time with a
+key/value cache (self-attention keys and values appended per step, cross-attention ones
+computed once from the encoder output).
 """
 
 from __future__ import annotations
@@ -164,10 +166,19 @@ class Attention(nn.Cell):
         b, s, _ = x.shape
         return ops.transpose(ops.reshape(x, (b, s, self.heads, self.d_kv)), (0, 2, 1, 3))
 
+    def keys_values(self, kv: Tensor) -> tuple[Tensor, Tensor]:
+        """``kv``'s keys and values, (batch, heads, length, d_kv) each (what a cache holds)."""
+        return self._split(self.k(kv)), self._split(self.v(kv))
+
     def construct(self, x: Tensor, kv: Tensor, bias: Tensor) -> Tensor:
         """``bias`` (broadcast to (batch, heads, q, k)) holds the position bias and the
         mask (large negative where attending is not allowed)."""
-        q, k, v = self._split(self.q(x)), self._split(self.k(kv)), self._split(self.v(kv))
+        k, v = self.keys_values(kv)
+        return self.attend(x, k, v, bias)
+
+    def attend(self, x: Tensor, k: Tensor, v: Tensor, bias: Tensor) -> Tensor:
+        """Attention of ``x``'s queries over given keys and values."""
+        q = self._split(self.q(x))
         scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))) + bias
         ctx = ops.matmul(ops.softmax(scores, -1), v)
         b, _, s, _ = ctx.shape
@@ -314,19 +325,74 @@ class HFT5ForConditionalGeneration(nn.Cell):
         return self.decode(decoder_input_ids, self.encode(input_ids, attention_mask),
                            attention_mask)  # fmt: skip
 
+    def start_cache(self, memory: Tensor) -> dict[str, Any]:
+        """A decoding cache: every decoder block's cross-attention keys and values of
+        ``memory`` (computed once) and its self-attention keys and values so far (none)."""
+        cross = [blk.layer[1].EncDecAttention.keys_values(memory) for blk in self.decoder.block]
+        return {"cross": cross, "self": [None] * len(cross), "length": 0}
+
+    def decode_step(
+        self, token: Tensor, cache: dict[str, Any], attention_mask: Tensor | None = None
+    ) -> Tensor:
+        """Logits ``(batch, 1, vocab)`` of one new decoder position (``token`` (batch, 1)) given
+        the earlier ones in ``cache`` (updated in place): equal to ``decode`` on the whole
+        prefix, without recomputing it."""
+        c = self.config
+        t = cache["length"]
+        b = token.shape[0]
+        if attention_mask is None:
+            mem_len = cache["cross"][0][0].shape[2]
+            attention_mask = ops.ones((b, mem_len), mstype.float32)
+        cross_bias = self._mask_bias(attention_mask)
+        # the new query (position t) against keys 0..t: past-only buckets, no mask needed
+        buckets = relative_position_bucket(np.arange(t + 1)[None, :] - t, False,
+                                           c.relative_attention_num_buckets,
+                                           c.relative_attention_max_distance)  # fmt: skip
+        dec = self.decoder
+        bias = dec.block[0].layer[0].SelfAttention.position_bias(buckets)
+        x = self.shared(token)
+        for i, blk in enumerate(dec.block):
+            sa = blk.layer[0]
+            h = sa.layer_norm(x)
+            k, v = sa.SelfAttention.keys_values(h)
+            if cache["self"][i] is not None:
+                k = ops.concat((cache["self"][i][0], k), 2)
+                v = ops.concat((cache["self"][i][1], v), 2)
+            cache["self"][i] = (k, v)
+            x = x + sa.SelfAttention.attend(h, k, v, bias)
+            ca = blk.layer[1]
+            ck, cv = cache["cross"][i]
+            x = x + ca.EncDecAttention.attend(ca.layer_norm(x), ck, cv, cross_bias)
+            x = blk.layer[2](x)
+        cache["length"] = t + 1
+        h = dec.final_layer_norm(x)
+        if c.tie_word_embeddings:
+            return ops.matmul(h * (c.d_model**-0.5), ops.transpose(self.shared.weight, (1, 0)))
+        return self.lm_head(h)
+
     def generate_greedy(
-        self, input_ids: Tensor, max_new_tokens: int, attention_mask: Tensor | None = None
+        self,
+        input_ids: Tensor,
+        max_new_tokens: int,
+        attention_mask: Tensor | None = None,
+        use_cache: bool = True,
     ) -> np.ndarray:
-        """Greedy decoding from ``decoder_start_token_id``, the decoder rerun on the whole
-        prefix each step (no cache); rows stop growing after ``eos_token_id``.
-        Returns (batch, <= max_new_tokens) token ids, ``pad_token_id`` after a row's end."""
+        """Greedy decoding from ``decoder_start_token_id``, with the key/value cache
+        (:meth:`decode_step`) or rerunning the decoder on the whole prefix each step;
+        rows stop growing after ``eos_token_id``. Returns (batch, <= max_new_tokens) token
+        ids, ``pad_token_id`` after a row's end."""
         c = self.config
         memory = self.encode(input_ids, attention_mask)
         b = input_ids.shape[0]
         out = np.full((b, 1), c.decoder_start_token_id, np.int32)
         done = np.zeros(b, bool)
+        cache = self.start_cache(memory) if use_cache else None
         for _ in range(max_new_tokens):
-            logits = self.decode(Tensor(out), memory, attention_mask).asnumpy()[:, -1]
+            if cache is not None:
+                step = self.decode_step(Tensor(out[:, -1:]), cache, attention_mask)
+                logits = step.asnumpy()[:, -1]
+            else:
+                logits = self.decode(Tensor(out), memory, attention_mask).asnumpy()[:, -1]
             nxt = np.where(done, c.pad_token_id, logits.argmax(-1)).astype(np.int32)
             out = np.concatenate([out, nxt[:, None]], 1)
             done |= nxt == c.eos_token_id
