@@ -110,15 +110,16 @@ def test_mutable_rejects_non_tensor_leaves():
     assert mutable(t(2)).shape == (2,)
 
 
-def test_data_dependent_python_control_flow_is_a_clear_error():
+def test_data_dependent_python_control_flow_compiles_or_is_a_clear_error():
     def f(x):
         if x.sum() > 0:
             return x
         return -x
 
-    with pytest.raises(TracingError, match="ops.select"):
-        jit(f)(t(3))
-    g = jit(lambda x: ops.select(x.sum() > 0, x, -x))  # the traceable form
+    np.testing.assert_allclose(jit(f)(t(3)).asnumpy(), f(t(3)).asnumpy())  # a cond primitive
+    with pytest.raises(TracingError, match="ops.select"):  # a lambda has no statements to convert
+        jit(lambda x: x if float(x.sum()) > 0 else -x)(t(3))
+    g = jit(lambda x: ops.select(x.sum() > 0, x, -x))  # the elementwise form
     np.testing.assert_allclose(g(t(3)).asnumpy(), f(t(3)).asnumpy())
 
 

@@ -1,5 +1,6 @@
-"""GRAPH_MODE falls back to eager execution, with one warning saying why, for a Cell whose
-construct branches on tensor values (it raised before); explicit ``jit`` still raises."""
+"""GRAPH_MODE compiles a Cell whose construct branches on tensor values (``cond``), and falls
+back to eager execution, with one warning saying why, for one it cannot convert; explicit
+``jit`` raises the reason instead."""
 
 import numpy as np
 import pytest
@@ -15,6 +16,15 @@ class Branchy(nn.Cell):
         return x * x
 
 
+class Breaks(nn.Cell):
+    def construct(self, x):
+        for _ in range(5):
+            if ops.reduce_sum(x) > 0:
+                break  # leaving a loop from an `if` on a tensor: not converted
+            x = x + 1.0
+        return x * x
+
+
 @pytest.fixture
 def graph_mode():
     set_context(mode=GRAPH_MODE)
@@ -22,17 +32,27 @@ def graph_mode():
     set_context(mode=PYNATIVE_MODE)
 
 
-def test_branch_on_tensor_value_runs_eagerly_with_one_warning(graph_mode):
+def test_branch_on_tensor_value_compiles(graph_mode):
     net = Branchy()
     pos = Tensor(np.array([1.0, 2.0], np.float32))
     neg = Tensor(np.array([-1.0, -2.0], np.float32))
-    with pytest.warns(UserWarning, match="Branchy runs in PYNATIVE mode.*traced tensor"):
-        np.testing.assert_allclose(net(pos).asnumpy(), [2.0, 4.0])
-    np.testing.assert_allclose(net(neg).asnumpy(), [1.0, 4.0])  # no second warning
+    np.testing.assert_allclose(net(pos).asnumpy(), [2.0, 4.0])  # no warning (errors here)
+    np.testing.assert_allclose(net(neg).asnumpy(), [1.0, 4.0])
+    assert net._graph_call.compile_count == 1
     g = grad(lambda x: ops.reduce_sum(net(x)))(neg)
     np.testing.assert_allclose(g.asnumpy(), [-2.0, -4.0])
 
 
-def test_explicit_jit_still_raises():
-    with pytest.raises(TracingError):
-        jit(Branchy())(Tensor(np.ones(2, np.float32)))
+def test_unconvertible_cell_runs_eagerly_with_one_warning(graph_mode):
+    net = Breaks()
+    neg = Tensor(np.array([-1.0, -2.0], np.float32))
+    with pytest.warns(UserWarning, match="Breaks runs in PYNATIVE mode.*`break` in an `if`"):
+        np.testing.assert_allclose(net(neg).asnumpy(), [1.0, 0.0])
+    np.testing.assert_allclose(net(neg).asnumpy(), [1.0, 0.0])  # no second warning
+    g = grad(lambda x: ops.reduce_sum(net(x)))(neg)
+    np.testing.assert_allclose(g.asnumpy(), [2.0, 0.0])
+
+
+def test_explicit_jit_raises_the_reason():
+    with pytest.raises(TracingError, match="`break` in an `if` on a tensor value"):
+        jit(Breaks())(Tensor(np.ones(2, np.float32)) * -1)

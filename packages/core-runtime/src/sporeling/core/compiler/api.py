@@ -34,8 +34,10 @@ from ..dtype import from_numpy
 from ..tensor import Tensor
 from ._mutable import is_mutable
 from ._reasons import describe_recompile
+from .control_flow import _Undefined
+from .convert import converted, converting, is_converting
 from .executor import Executable
-from .graph import Graph, Var
+from .graph import Graph, TracingError, Var
 from .tracer import Tracer
 
 __all__ = ["jit", "JitFunction", "compile_stats"]
@@ -155,6 +157,8 @@ def _out_tree(value: Any, out: list[Any], tracer: Tracer) -> Any:
         return (type(value), tuple(_out_tree(v, out, tracer) for v in value))
     if isinstance(value, dict):
         return (dict, tuple(value), tuple(_out_tree(v, out, tracer) for v in value.values()))
+    if isinstance(value, _Undefined):
+        value.fail()  # a variable an `if` on a tensor value set in one branch only
     return ("V", value)
 
 
@@ -199,6 +203,7 @@ class JitFunction:
         self.compile_count = 0
         self.recompile_reasons: list[str] = []
         self._warned = False
+        self._convert = False  # its control flow needed converting: trace converted at once
         functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
@@ -245,17 +250,18 @@ class JitFunction:
                 RuntimeWarning,
                 stacklevel=3,
             )
-        tracer = Tracer()
-        sym = [Tensor._wrap(Var(t.shape, t._data.dtype), t._device) for t in leaves]
-        it = iter(sym)
-        targs = tuple(_rebuild(d, a, it) for d, a in zip(key[0][0], args, strict=True))
-        tkw = {k: _rebuild(d, kwargs[k], it) for k, d in key[0][1]}
-        with interpreter(tracer):
-            result = self.fn(*targs, **tkw)
-        outvars: list[Any] = []
-        tree = _out_tree(result, outvars, tracer)
-        invars = [t._data for t in sym]
-        del result, targs, tkw, sym, it  # so only the graph still holds trace-time tensors
+        if self._convert:
+            with converting() as notes:
+                tracer, invars, outvars, tree = self._trace(key, args, kwargs, leaves, notes)
+        else:
+            try:
+                tracer, invars, outvars, tree = self._trace(key, args, kwargs, leaves, None)
+            except TracingError:
+                # control flow on a tensor value: trace again with if/while/for converted
+                # into cond / while_loop primitives (see .convert)
+                with converting() as notes:
+                    tracer, invars, outvars, tree = self._trace(key, args, kwargs, leaves, notes)
+                self._convert = True
         captured = list(tracer.captured.values())
         devices = [t._device for t in leaves] + [t._device for _, t in captured]
         graph = Graph(
@@ -281,6 +287,38 @@ class JitFunction:
         self.compile_count += 1
         _STATS["compiles"] += 1
         return compiled
+
+    def _trace(
+        self,
+        key: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        leaves: list[Tensor],
+        notes: list[str] | None,
+    ) -> tuple[Tracer, list[Any], list[Any], Any]:
+        """Trace once on symbolic inputs; ``notes`` is not None in a converting trace (it
+        collects functions that could not be converted, named in the error if it fails)."""
+        tracer = Tracer()
+        sym = [Tensor._wrap(Var(t.shape, t._data.dtype), t._device) for t in leaves]
+        it = iter(sym)
+        targs = tuple(_rebuild(d, a, it) for d, a in zip(key[0][0], args, strict=True))
+        tkw = {k: _rebuild(d, kwargs[k], it) for k, d in key[0][1]}
+        try:
+            with interpreter(tracer):
+                result = self._call_fn(*targs, **tkw)
+        except TracingError as exc:
+            if notes:
+                raise TracingError(f"{exc} (not converted: {'; '.join(notes)})") from exc
+            raise
+        outvars: list[Any] = []
+        tree = _out_tree(result, outvars, tracer)
+        # locals die on return, so only the graph still holds trace-time tensors
+        return tracer, [t._data for t in sym], outvars, tree
+
+    def _call_fn(self, *args: Any, **kwargs: Any) -> Any:
+        """``fn``, converted when a converting trace is on (a Cell's construct is converted
+        where it runs, in ``Cell._run_construct``)."""
+        return _maybe_converted(self.fn)(*args, **kwargs)
 
     def _lookup(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -368,7 +406,8 @@ class JitFunction:
                     ):
                         t._data, t._node, t._index = src._data, None, 0
                         t._requires_grad = True
-                    result = fn(*targs, **{k: _from_desc(d, it) for k, d in kw_desc})
+                    kw = {k: _from_desc(d, it) for k, d in kw_desc}
+                    result = _maybe_converted(fn)(*targs, **kw)
                     outs = [o for o in _tensors_of(result)]
                     pairs = [
                         (o, c)
@@ -387,8 +426,17 @@ class JitFunction:
                 return grads
 
             bwd = JitFunction(backward_graph)
+            bwd._convert = self._convert
             self._backward[key] = bwd
         return bwd
+
+
+def _maybe_converted(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` converted during a converting trace (a Cell's ``_run_construct`` is left alone:
+    it converts the construct it runs)."""
+    if is_converting() and getattr(fn, "__name__", "") != "_run_construct":
+        return converted(fn)
+    return fn
 
 
 def _from_desc(desc: Any, it: Any) -> Any:

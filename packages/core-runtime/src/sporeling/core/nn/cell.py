@@ -28,6 +28,12 @@ __all__ = ["Cell"]
 _DEFAULT_PARAM_NAME = "Parameter"
 
 
+#: set by the compiler while a graph-mode trace converts control flow on tensor values
+#: (compiler/convert.py): each construct runs through the last one (a hook, so this layer
+#: does not import the compiler's converter)
+CONSTRUCT_TRANSFORMS: list[Callable[[Any], Any]] = []
+
+
 class Cell(CellFlagsMixin, FlattenWeightsMixin, PipelineStageMixin):
     """Base class of every network (``construct`` defines the forward computation)."""
 
@@ -164,6 +170,8 @@ class Cell(CellFlagsMixin, FlattenWeightsMixin, PipelineStageMixin):
             if result is not None:
                 inputs = result if isinstance(result, tuple) else (result,)
         run = self.construct
+        if CONSTRUCT_TRANSFORMS:  # a graph-mode trace converting if/while/for on tensors
+            run = CONSTRUCT_TRANSFORMS[-1](run)
         if has_bprop(self):  # a custom bprop replaces autodiff through construct
             output = call_with_bprop(self, run, inputs, kwargs)
         elif self.__dict__.get("_amp_dtype") is not None:  # to_float: compute in that dtype
