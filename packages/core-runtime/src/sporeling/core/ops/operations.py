@@ -11,6 +11,7 @@ class. ``Primitive.shard`` is on every class (see ``ops.primitive``).
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -192,8 +193,43 @@ def _dropout(self: Any, x: Any) -> Any:
 
 
 def _batch_norm(self: Any, x: Any, scale: Any, bias: Any, mean: Any, var: Any) -> Any:
+    """(y, batch_mean, batch_variance, reserve_space_1, reserve_space_2). Training normalises
+    with the batch's statistics, updates ``mean``/``var`` in place (moving averages with
+    ``momentum``) and returns the batch mean and (biased) variance, the reserve spaces being
+    the same two; inference returns ``mean``/``var``. As in MindSpore's bprop, only ``y``
+    carries gradients."""
     y = F.batch_norm(x, mean, var, scale, bias, self.is_training, self.momentum, self.epsilon)
-    return y, mean, var, mean, var
+    if not self.is_training:
+        return y, mean, var, mean, var
+    xs = F.stop_gradient(x)
+    axes = (0, *range(2, x.ndim))
+    batch_mean = F.reduce_mean(xs, axes)
+    batch_var = F.reduce_mean(F.square(xs - F.reduce_mean(xs, axes, True)), axes)
+    return y, batch_mean, batch_var, batch_mean, batch_var
+
+
+def _npu_alloc_float_status(self: Any) -> Tensor:
+    """Ascend's overflow-status buffer: float32 zeros of shape (8,)."""
+    return F.zeros((8,), _dt.float32)
+
+
+def _npu_get_float_status(self: Any, status: Any) -> Any:
+    """There is no NPU status register here: the buffer is returned unchanged (all zeros
+    after ``NPUAllocFloatStatus``), so overflow is not detected through it (warned once)."""
+    from .primitive import _warn_once
+
+    _warn_once(
+        "npu:get_float_status",
+        "NPUGetFloatStatus: Sporeling has no NPU overflow register, the status stays 0; "
+        "detect overflow with P.FloatStatus / ops.isfinite on the gradients (as the "
+        "loss-scale cells and amp do)",
+    )
+    return status
+
+
+def _npu_clear_float_status(self: Any, status: Any) -> Any:
+    """A no-op (nothing to clear): returns ``status``."""
+    return status
 
 
 def _layer_norm(self: Any, x: Any, gamma: Any, beta: Any) -> Any:
@@ -485,6 +521,9 @@ _TABLE: dict[str, tuple[str | None, tuple[tuple[str, Any], ...], Any]] = {
     "Transpose": ("transpose", (), _transpose_rule),
     "DType": (None, (), _dtype_rule),
     "FloatStatus": (None, (), _float_status),
+    "NPUAllocFloatStatus": (None, (), _npu_alloc_float_status),
+    "NPUGetFloatStatus": (None, (), _npu_get_float_status),
+    "NPUClearFloatStatus": (None, (), _npu_clear_float_status),
     **{f"{k}Summary": (None, (), _summary) for k in ("Scalar", "Tensor", "Image", "Histogram")},
 }
 
@@ -712,3 +751,8 @@ def _generic(name: str, fn: Callable[..., Any]) -> type:
 _CLASSES = _build()
 globals().update(_CLASSES)
 __all__ += sorted(_CLASSES)
+
+# MindSpore's ops.operations._grad_ops (the gradient primitives bprops call), also by its path
+from . import grad_ops as _grad_ops  # noqa: E402
+
+sys.modules[__name__ + "._grad_ops"] = _grad_ops

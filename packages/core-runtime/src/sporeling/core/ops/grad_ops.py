@@ -1,0 +1,141 @@
+"""MindSpore's ``ops.operations._grad_ops`` (``G``): the gradient primitives a hand-written
+``bprop`` calls, such as ``G.ReluGrad()(dout, x)``.
+
+Each class computes what MindSpore's kernel computes, written with Sporeling ops (so it is
+itself differentiable and traceable). The pooling gradients are the vector-Jacobian product
+of the forward ``P`` class. Also importable as
+``sporeling.core.ops.operations._grad_ops``, MindSpore's path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import ops as F
+from ..tensor import Tensor
+from .operations import AvgPool, MaxPool, _op
+
+__all__ = [
+    "ReluGrad",
+    "ReLU6Grad",
+    "SigmoidGrad",
+    "TanhGrad",
+    "SqrtGrad",
+    "RsqrtGrad",
+    "ReciprocalGrad",
+    "SoftplusGrad",
+    "EluGrad",
+    "BiasAddGrad",
+    "MaximumGrad",
+    "MinimumGrad",
+    "MaxPoolGrad",
+    "AvgPoolGrad",
+]
+
+
+def _relu_grad(self: Any, dy: Tensor, x: Tensor) -> Tensor:
+    """dy where x > 0, else 0."""
+    return F.select(x > 0, dy, F.zeros_like(dy))
+
+
+def _relu6_grad(self: Any, dy: Tensor, x: Tensor) -> Tensor:
+    """dy where 0 < x < 6, else 0."""
+    return F.select(F.logical_and(x > 0, x < 6), dy, F.zeros_like(dy))
+
+
+def _sigmoid_grad(self: Any, y: Tensor, dy: Tensor) -> Tensor:
+    """dy * y * (1 - y), from the forward output y."""
+    return dy * y * (1 - y)
+
+
+def _tanh_grad(self: Any, y: Tensor, dy: Tensor) -> Tensor:
+    """dy * (1 - y^2), from the forward output y."""
+    return dy * (1 - y * y)
+
+
+def _sqrt_grad(self: Any, y: Tensor, dy: Tensor) -> Tensor:
+    """dy / (2 y), from y = sqrt(x)."""
+    return dy / (2 * y)
+
+
+def _rsqrt_grad(self: Any, y: Tensor, dy: Tensor) -> Tensor:
+    """-dy y^3 / 2, from y = 1 / sqrt(x)."""
+    return dy * y * y * y * -0.5
+
+
+def _reciprocal_grad(self: Any, y: Tensor, dy: Tensor) -> Tensor:
+    """-dy y^2, from y = 1 / x."""
+    return -dy * y * y
+
+
+def _softplus_grad(self: Any, dy: Tensor, x: Tensor) -> Tensor:
+    """dy * sigmoid(x)."""
+    return dy * F.sigmoid(x)
+
+
+def _elu_grad(self: Any, dy: Tensor, y: Tensor) -> Tensor:
+    """dy where y > 0, else dy * (y + 1) (alpha 1), from the forward output y."""
+    return F.select(y > 0, dy, dy * (y + 1))
+
+
+def _bias_add_grad(self: Any, dout: Tensor) -> Tensor:
+    """dout summed over every axis but the channel axis (1 for NCHW, the last for NHWC)."""
+    channel = dout.ndim - 1 if self.data_format == "NHWC" else 1
+    axes = tuple(a for a in range(dout.ndim) if a != channel)
+    return F.reduce_sum(dout, axes)
+
+
+def _reduce_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """``g`` summed over the axes broadcasting added or stretched to reach it from ``shape``."""
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, s in enumerate(shape) if s == 1 and g.shape[lead + i] != 1
+    )
+    out = F.reduce_sum(g, axes, True) if axes else g
+    return F.reshape(out, shape)
+
+
+def _pick_grad(greater: bool) -> Any:
+    def rule(self: Any, x1: Tensor, x2: Tensor, dout: Tensor) -> tuple[Tensor, Tensor]:
+        """(dout where x1 wins, dout where x2 wins), each summed back to its input's shape."""
+        first = x1 >= x2 if greater else x1 <= x2
+        zero = F.zeros_like(dout)
+        dx1 = F.select(first, dout, zero) if self.grad_x else zero
+        dx2 = F.select(first, zero, dout) if self.grad_y else zero
+        return _reduce_to(dx1, x1.shape), _reduce_to(dx2, x2.shape)
+
+    return rule
+
+
+def _pool_grad(forward: type) -> Any:
+    def rule(self: Any, x: Tensor, out: Tensor, dout: Tensor) -> Tensor:
+        """The vector-Jacobian product of the forward pooling at ``x`` with ``dout``."""
+        pool = forward(self.kernel_size, self.strides, self.pad_mode, self.data_format)
+        _, pullback = F.vjp(pool, x)
+        (dx,) = pullback(dout)
+        return dx
+
+    return rule
+
+
+_POOL = (("kernel_size", 1), ("strides", 1), ("pad_mode", "VALID"), ("data_format", "NCHW"))
+
+ReluGrad = _op("ReluGrad", None, (), _relu_grad)
+ReLU6Grad = _op("ReLU6Grad", None, (), _relu6_grad)
+SigmoidGrad = _op("SigmoidGrad", None, (), _sigmoid_grad)
+TanhGrad = _op("TanhGrad", None, (), _tanh_grad)
+SqrtGrad = _op("SqrtGrad", None, (), _sqrt_grad)
+RsqrtGrad = _op("RsqrtGrad", None, (), _rsqrt_grad)
+ReciprocalGrad = _op("ReciprocalGrad", None, (), _reciprocal_grad)
+SoftplusGrad = _op("SoftplusGrad", None, (), _softplus_grad)
+EluGrad = _op("EluGrad", None, (), _elu_grad)
+BiasAddGrad = _op("BiasAddGrad", None, (("data_format", "NCHW"),), _bias_add_grad)
+MaximumGrad = _op("MaximumGrad", None, (("grad_x", True), ("grad_y", True)), _pick_grad(True))
+MinimumGrad = _op("MinimumGrad", None, (("grad_x", True), ("grad_y", True)), _pick_grad(False))
+MaxPoolGrad = _op("MaxPoolGrad", None, _POOL, _pool_grad(MaxPool))
+AvgPoolGrad = _op("AvgPoolGrad", None, _POOL, _pool_grad(AvgPool))
+for _cls in (
+    ReluGrad, ReLU6Grad, SigmoidGrad, TanhGrad, SqrtGrad, RsqrtGrad, ReciprocalGrad,
+    SoftplusGrad, EluGrad, BiasAddGrad, MaximumGrad, MinimumGrad, MaxPoolGrad, AvgPoolGrad,
+):  # fmt: skip
+    _cls.__module__ = __name__

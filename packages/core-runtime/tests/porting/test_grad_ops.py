@@ -1,0 +1,113 @@
+"""MindSpore's ``_grad_ops`` classes a bprop calls, the Ascend float-status classes (no-ops
+here, documented) and ``P.BatchNorm``'s batch statistics in training, each against NumPy."""
+
+import numpy as np
+import pytest
+
+from sporeling.core import Parameter, Tensor, grad, ops
+from sporeling.core.ops import operations as P
+from sporeling.core.ops.operations import _grad_ops as G
+from sporeling_testing.gradcheck import check_grad
+
+rng = np.random.default_rng(0)
+
+
+def _t(a):
+    return Tensor(np.asarray(a, np.float64))
+
+
+X = rng.standard_normal((3, 4))
+DY = rng.standard_normal((3, 4))
+Y = rng.uniform(0.2, 0.9, (3, 4))
+CASES = [
+    (G.ReluGrad, (DY, X), DY * (X > 0)),
+    (G.ReLU6Grad, (DY, X * 4), DY * ((X * 4 > 0) & (X * 4 < 6))),
+    (G.SigmoidGrad, (Y, DY), DY * Y * (1 - Y)),
+    (G.TanhGrad, (Y, DY), DY * (1 - Y**2)),
+    (G.SqrtGrad, (Y, DY), DY / (2 * Y)),
+    (G.RsqrtGrad, (Y, DY), -0.5 * DY * Y**3),
+    (G.ReciprocalGrad, (Y, DY), -DY * Y**2),
+    (G.SoftplusGrad, (DY, X), DY / (1 + np.exp(-X))),
+    (G.EluGrad, (DY, X), np.where(X > 0, DY, DY * (X + 1))),
+]
+
+
+@pytest.mark.parametrize("cls,inputs,expected", CASES, ids=[c[0].__name__ for c in CASES])
+def test_elementwise_grad_ops_match_numpy_and_differentiate(cls, inputs, expected):
+    out = cls()(*[_t(a) for a in inputs])
+    np.testing.assert_allclose(out.asnumpy(), expected, rtol=1e-12, atol=1e-12)
+    check_grad(lambda a, b: cls()(a, b), [inputs[0], inputs[1]])
+
+
+def test_bias_add_grad_sums_all_but_the_channel_axis():
+    d = rng.standard_normal((2, 3, 4, 5))
+    np.testing.assert_allclose(G.BiasAddGrad()(_t(d)).asnumpy(), d.sum((0, 2, 3)), rtol=1e-12)
+    nhwc = G.BiasAddGrad(data_format="NHWC")(_t(d)).asnumpy()
+    np.testing.assert_allclose(nhwc, d.sum((0, 1, 2)), rtol=1e-12)
+    check_grad(lambda a: G.BiasAddGrad()(a), [d])
+
+
+def test_maximum_and_minimum_grad_route_and_reduce_broadcasting():
+    a, b, dout = (
+        rng.standard_normal((2, 3)),
+        rng.standard_normal((1, 3)),
+        rng.standard_normal((2, 3)),
+    )
+    dx, dy = G.MaximumGrad()(_t(a), _t(b), _t(dout))
+    np.testing.assert_allclose(dx.asnumpy(), np.where(a >= b, dout, 0), rtol=1e-12)
+    np.testing.assert_allclose(dy.asnumpy(), np.where(a >= b, 0, dout).sum(0, keepdims=True))
+    dx, dy = G.MinimumGrad()(_t(a), _t(b), _t(dout))
+    np.testing.assert_allclose(dx.asnumpy(), np.where(a <= b, dout, 0), rtol=1e-12)
+    dx, dy = G.MaximumGrad(grad_x=False)(_t(a), _t(b), _t(dout))
+    assert not dx.asnumpy().any()
+
+
+def test_pool_grads_are_the_forward_pools_vjp():
+    x = rng.standard_normal((1, 2, 4, 4))
+    dout = rng.standard_normal((1, 2, 2, 2))
+    out = P.MaxPool(2, 2)(_t(x))
+    dx = G.MaxPoolGrad(2, 2)(_t(x), out, _t(dout)).asnumpy()
+    expected = np.zeros_like(x)
+    for c in range(2):
+        for i in range(2):
+            for j in range(2):
+                win = x[0, c, 2 * i : 2 * i + 2, 2 * j : 2 * j + 2]
+                k, m = np.unravel_index(np.argmax(win), (2, 2))
+                expected[0, c, 2 * i + k, 2 * j + m] = dout[0, c, i, j]
+    np.testing.assert_allclose(dx, expected, rtol=1e-12)
+    avg = G.AvgPoolGrad(2, 2)(_t(x), P.AvgPool(2, 2)(_t(x)), _t(dout)).asnumpy()
+    np.testing.assert_allclose(avg, np.repeat(np.repeat(dout, 2, 2), 2, 3) / 4, rtol=1e-12)
+
+
+def test_npu_float_status_ops_are_documented_no_ops():
+    status = P.NPUAllocFloatStatus()()
+    assert status.shape == (8,) and status.asnumpy().dtype == np.float32
+    assert not status.asnumpy().any()
+    assert P.NPUClearFloatStatus()(status) is status
+    with pytest.warns(UserWarning, match="no NPU overflow register"):
+        got = P.NPUGetFloatStatus()(status)
+    assert got is status
+
+
+def test_batch_norm_training_returns_batch_statistics_and_updates_moving_ones():
+    x = rng.standard_normal((4, 3, 2, 2)).astype(np.float32)
+    scale, bias = np.float32([1.0, 2.0, 0.5]), np.float32([0.0, 1.0, -1.0])
+    mean = Parameter(Tensor(np.zeros(3, np.float32)), name="mean")
+    var = Parameter(Tensor(np.ones(3, np.float32)), name="var")
+    bn = P.BatchNorm(is_training=True, epsilon=1e-5, momentum=0.1)
+    y, bm, bv, r1, r2 = bn(Tensor(x), Tensor(scale), Tensor(bias), mean, var)
+    m, v = x.mean((0, 2, 3)), x.var((0, 2, 3))
+    np.testing.assert_allclose(bm.asnumpy(), m, rtol=1e-5)
+    np.testing.assert_allclose(bv.asnumpy(), v, rtol=1e-5)
+    np.testing.assert_allclose(r1.asnumpy(), m, rtol=1e-5)
+    np.testing.assert_allclose(r2.asnumpy(), v, rtol=1e-5)
+    ref = (x - m[:, None, None]) / np.sqrt(v[:, None, None] + 1e-5) * scale[:, None, None]
+    np.testing.assert_allclose(y.asnumpy(), ref + bias[:, None, None], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(mean.asnumpy(), 0.1 * m, rtol=1e-5)
+    n = x.size / 3
+    np.testing.assert_allclose(var.asnumpy(), 0.9 + 0.1 * v * n / (n - 1), rtol=1e-5)
+    # only y carries gradients, as in MindSpore's bprop
+    g = grad(lambda a: ops.reduce_sum(bn(a, Tensor(scale), Tensor(bias), mean, var)[1]))(Tensor(x))
+    assert not g.asnumpy().any()
+    infer = P.BatchNorm(is_training=False)(Tensor(x), Tensor(scale), Tensor(bias), mean, var)
+    assert infer[1] is mean and infer[2] is var
