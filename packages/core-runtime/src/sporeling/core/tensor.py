@@ -76,6 +76,14 @@ class Tensor:
     ) -> None:
         dt = None if dtype is None else _dt.to_dtype(dtype)
         dev = get_device(device) if device is not None else None
+        if input_data is None and init is None and shape is not None:
+            # MindSpore's Tensor(shape=[None, 3], dtype=...): an input signature, no data
+            from ._placeholder import Placeholder
+
+            self._data = Placeholder(shape, (dt or _dt.float32).np)
+            self._device, self._node, self._index = dev or get_device(None), None, 0
+            self._requires_grad, self.grad = False, None
+            return
         if input_data is None:
             if shape is None or init is None:
                 raise ValueError("Tensor: give 'input_data', or both 'shape' and 'init'")
@@ -264,6 +272,8 @@ class Tensor:
         return id(self)
 
     def __repr__(self) -> str:
+        if type(self._data).__name__ == "Placeholder":
+            return f"Tensor(shape={list(self._data.shape)}, dtype={self.dtype})"
         body = np.array2string(self.asnumpy(), separator=", ", prefix="Tensor(")
         extra = ", device=GPU" if self._device.kind == "gpu" else ""
         grad = ", requires_grad=True" if self._requires_grad else ""

@@ -192,9 +192,12 @@ class _Compiled:
 class JitFunction:
     """A function (or Cell) compiled on first call per input signature."""
 
-    def __init__(self, fn: Callable[..., Any], cell: Any = None) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], cell: Any = None, input_signature: Any = None
+    ) -> None:
         self.fn = fn
         self.cell = cell
+        self.input_signature = _as_signature(input_signature)
         # signature -> graph, least recently used first; bounded (SPORELING_JIT_CACHE_SIZE)
         self._cache: OrderedDict[Any, _Compiled] = OrderedDict()
         self._evict_warned = False
@@ -240,6 +243,8 @@ class JitFunction:
             self.recompile_reasons.append(reason)
             log.info("jit %s: recompiling (%s)", getattr(self.fn, "__qualname__", "fn"), reason)
         budget = int(os.environ.get("SPORELING_RECOMPILE_BUDGET", "8"))
+        if self._last_key is not None and _dynamic_change(self._declared(), self._last_key, key):
+            budget = self.compile_count + 2  # a size the signature declares dynamic: expected
         if self.compile_count >= budget and not self._warned:
             self._warned = True
             warnings.warn(
@@ -320,9 +325,20 @@ class JitFunction:
         where it runs, in ``Cell._run_construct``)."""
         return _maybe_converted(self.fn)(*args, **kwargs)
 
+    def _declared(self) -> tuple[Tensor, ...] | None:
+        """The input signature: given to jit, or set on the cell (``Cell.set_inputs``)."""
+        if self.input_signature is not None:
+            return self.input_signature
+        if self.cell is not None:
+            return _as_signature(self.cell.__dict__.get("_input_signature"))
+        return None
+
     def _lookup(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[Any, _Compiled, list[Tensor]]:
+        declared = self._declared()
+        if declared is not None:
+            _check_signature(self.fn, declared, args)
         key, leaves = self._signature(args, kwargs)
         compiled = self._cache.get(key)
         if compiled is None:
@@ -431,6 +447,61 @@ class JitFunction:
         return bwd
 
 
+def _as_signature(sig: Any) -> tuple[Tensor, ...] | None:
+    if sig is None:
+        return None
+    sig = (sig,) if isinstance(sig, Tensor) else tuple(sig)
+    for i, t in enumerate(sig):
+        if not isinstance(t, Tensor):
+            raise TypeError(
+                f"jit: input_signature[{i}] expected a Tensor (e.g. Tensor(shape=[None, 3], "
+                f"dtype=ms.float32)), got {type(t).__name__}"
+            )
+    return sig
+
+
+def _check_signature(fn: Any, declared: tuple[Tensor, ...], args: tuple[Any, ...]) -> None:
+    """Each positional argument fits its declared tensor (None/-1 sizes are free)."""
+    from .._placeholder import Placeholder
+
+    name = getattr(fn, "__qualname__", "fn")
+    if len(args) != len(declared):
+        raise TypeError(
+            f"jit {name}: the input signature declares {len(declared)} tensors, got "
+            f"{len(args)} positional arguments"
+        )
+    for i, (spec, arg) in enumerate(zip(declared, args, strict=True)):
+        if not isinstance(arg, Tensor):
+            raise TypeError(
+                f"jit {name}: argument {i} expected a Tensor (the input signature declares "
+                f"{spec!r}), got {type(arg).__name__}"
+            )
+        data = spec._data
+        want = data if isinstance(data, Placeholder) else Placeholder(data.shape, data.dtype)
+        why = want.matches(arg.shape, arg._data.dtype)
+        if why is not None:
+            raise ValueError(f"jit {name}: argument {i} has {why} by the input signature {spec!r}")
+
+
+def _dynamic_change(declared: Any, old: Any, new: Any) -> bool:
+    """Whether only sizes the signature leaves free changed between two signatures."""
+    if declared is None:
+        return False
+    (old_args, old_kw), old_rest = old[0], old[1:]
+    (new_args, new_kw), new_rest = new[0], new[1:]
+    if old_kw != new_kw or old_rest != new_rest or len(old_args) != len(new_args):
+        return False
+    for i, (a, b) in enumerate(zip(old_args, new_args, strict=True)):
+        if a == b:
+            continue
+        if i >= len(declared) or a[0] != "T" or b[0] != "T" or a[2:] != b[2:]:
+            return False
+        shape = declared[i]._data.shape
+        if any(x != y and shape[k] != -1 for k, (x, y) in enumerate(zip(a[1], b[1], strict=True))):
+            return False
+    return True
+
+
 def _maybe_converted(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` converted during a converting trace (a Cell's ``_run_construct`` is left alone:
     it converts the construct it runs)."""
@@ -524,8 +595,11 @@ jit_call_p = Primitive(
 def jit(fn: Any = None, *, input_signature: Any = None, **options: Any) -> Any:
     """Compile ``fn`` (a function or a Cell) into a graph per input signature.
 
-    Usable as ``@jit``, ``jit(fn)`` or ``jit(cell)``. ``input_signature`` is accepted for
-    MindSpore compatibility (signatures are always derived from the actual inputs).
+    Usable as ``@jit``, ``jit(fn)`` or ``jit(cell)``. ``input_signature`` (MindSpore's): one
+    Tensor per positional argument, ``Tensor(shape=[None, 3], dtype=...)`` leaving the
+    ``None`` sizes free; each call's tensors are checked against it (rank, fixed sizes,
+    dtype). A graph is still compiled per concrete size (cached; sizes the signature leaves
+    free do not count toward the recompile budget).
 
     >>> from sporeling.core import Tensor, ops
     >>> f = jit(lambda x: ops.exp(x) * 2)
@@ -539,9 +613,9 @@ def jit(fn: Any = None, *, input_signature: Any = None, **options: Any) -> Any:
     from ..nn.cell import Cell
 
     if isinstance(fn, Cell):
-        return JitFunction(fn.construct, cell=fn)
+        return JitFunction(fn.construct, cell=fn, input_signature=input_signature)
     if not callable(fn):
         raise TypeError(
             f"jit: argument 'fn' expected a function or a Cell, got {type(fn).__name__}"
         )
-    return JitFunction(fn)
+    return JitFunction(fn, input_signature=input_signature)

@@ -17,6 +17,24 @@ __all__ = ["CellFlagsMixin", "graph_fallback"]
 class CellFlagsMixin:
     """Mixed into :class:`~sporeling.core.nn.Cell`."""
 
+    def set_inputs(self, *inputs: Any) -> None:
+        """The input signature for GRAPH_MODE (MindSpore 2.x): one Tensor per positional
+        input of construct, ``Tensor(shape=[None, 3], dtype=...)`` leaving ``None`` sizes
+        free; each call's inputs are checked against it."""
+        from ..tensor import Tensor
+
+        for i, t in enumerate(inputs):
+            if not isinstance(t, Tensor):
+                raise TypeError(
+                    f"set_inputs: input {i} expected a Tensor (e.g. Tensor(shape=[None, 3], "
+                    f"dtype=ms.float32)), got {type(t).__name__}"
+                )
+        object.__setattr__(self, "_input_signature", tuple(inputs))
+
+    def get_inputs(self) -> tuple[Any, ...] | None:
+        """What :meth:`set_inputs` declared (None if nothing)."""
+        return self.__dict__.get("_input_signature")
+
     def add_flags(self, **flags: Any) -> Any:
         """Set ``flags`` on this cell (``cell.add_flags(defer_inline=True)``)."""
         store = self.__dict__.setdefault("_mindspore_flags", {})
