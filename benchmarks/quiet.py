@@ -126,6 +126,13 @@ class QuietPolicy:
     wait_s: float = 30.0
     window_s: float = 0.25
     retries: int = 3
+    # Seconds the whole run may spend waiting and redoing: once spent, blocks are timed
+    # at once and only marked (a machine that stays busy must not make a run endless).
+    budget_s: float = float("inf")
+    spent_s: float = 0.0  # waited and redone so far, over every block
+
+    def budget_left(self) -> float:
+        return max(self.budget_s - self.spent_s, 0.0)
 
 
 def wait_quiet(
@@ -140,6 +147,7 @@ def wait_quiet(
     threads go to sleep before the next block.
     """
     sleep = sleep or time.sleep
+    wait_s = min(policy.wait_s, policy.budget_left())
     start = meter.clock()
     while True:
         a = meter.sample()
@@ -147,7 +155,7 @@ def wait_quiet(
         b = meter.sample()
         if not is_disturbed(LoadMeter.foreign_s(a, b), b.wall - a.wall, policy.threshold):
             return True, b.wall - start
-        if b.wall - start >= policy.wait_s:
+        if b.wall - start >= wait_s:
             return False, b.wall - start
 
 
@@ -175,6 +183,7 @@ def run_quiet_block(
     while True:
         _, w = wait_quiet(meter, policy, sleep)
         waited += w
+        policy.spent_s += max(w - policy.window_s, 0.0)  # one window is the cooldown
         a = meter.sample()
         elapsed = block()
         b = meter.sample()
@@ -182,8 +191,9 @@ def run_quiet_block(
         fs = LoadMeter.foreign_s(a, b)
         wall = b.wall - a.wall
         disturbed = is_disturbed(fs, wall, policy.threshold)
-        if not disturbed or tries > policy.retries:
+        if not disturbed or tries > policy.retries or policy.budget_left() <= 0.0:
             return BlockRun(elapsed, foreign_cores(fs, wall), disturbed, tries, waited)
+        policy.spent_s += wall  # this try is thrown away
 
 
 class BusyNeighbour:

@@ -77,6 +77,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--quiet-wait", type=float, default=30.0, help="seconds to wait for a quiet machine"
     )
     p.add_argument("--retries", type=int, default=3, help="redos of a disturbed block")
+    p.add_argument(
+        "--wait-budget",
+        type=float,
+        default=900.0,
+        help="seconds the whole run may spend waiting and redoing; then it times at once "
+        "and marks (default 900)",
+    )
     p.add_argument("--no-memory", action="store_true", help="skip the peak-RSS subprocesses")
     p.add_argument(
         "--cooldown",
@@ -155,7 +162,8 @@ def environment(ctx: Context, threads: dict[str, Any], args: argparse.Namespace)
         "quiet_policy": "off (--busy-ok: timed at once, disturbed blocks marked)"
         if args.busy_ok
         else f"wait <= {args.quiet_wait:g} s for <= {args.quiet_threshold:g} foreign cores, "
-        f"<= {args.retries} redos of a disturbed block",
+        f"<= {args.retries} redos of a disturbed block, <= {args.wait_budget:g} s of waiting "
+        "and redoing in all",
         "load_average_at_start": [round(v, 2) for v in os.getloadavg()],
     }
 
@@ -241,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             wait_s=0.0 if args.busy_ok else args.quiet_wait,
             window_s=max(args.cooldown, 0.05),
             retries=0 if args.busy_ok else args.retries,
+            budget_s=args.wait_budget,
         )
         if not meter.available():
             print("note: /proc/stat unreadable: the load during blocks is not measured")
@@ -266,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
             print("\npeak memory, each side in a fresh process:", flush=True)
             add_memory(results, args)
     env["load_average_at_end"] = [round(v, 2) for v in os.getloadavg()]
+    env["quiet_wait_spent_s"] = round(policy.spent_s, 1)
     env["duration_s"] = {
         "timing": round(timing_s, 1),
         "total": round(time.perf_counter() - started, 1),

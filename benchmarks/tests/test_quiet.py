@@ -130,3 +130,16 @@ def test_busy_neighbour_is_excluded_so_its_run_is_quiet():
     m = FakeMachine(foreign=lambda t: 0.0, neighbour=1.0)
     run = run_quiet_block(m.block(0.5), m.meter(exclude=[99]), QuietPolicy(), m.sleep)
     assert (run.tries, run.disturbed) == (1, False)
+
+
+def test_the_run_wide_budget_stops_waiting_and_redoing():
+    m = FakeMachine(foreign=lambda t: 1.0)
+    policy = QuietPolicy(wait_s=10.0, window_s=0.25, retries=5, budget_s=12.0)
+    first = run_quiet_block(m.block(0.5), m.meter(), policy, m.sleep)
+    # waits 10 s, redoes after waiting the 1.75 s left, then once more without waiting
+    assert first.disturbed and first.tries == 3
+    assert first.waited_s == pytest.approx(10.0 + 1.75 + 0.25)
+    assert policy.budget_left() == 0.0
+    second = run_quiet_block(m.block(0.5), m.meter(), policy, m.sleep)
+    assert (second.tries, second.disturbed) == (1, True)
+    assert second.waited_s == pytest.approx(0.25)  # one window: the cooldown
