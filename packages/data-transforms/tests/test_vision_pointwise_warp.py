@@ -131,21 +131,49 @@ def _generic(img, a, out_hw, fill):
     return out[:, :, 0] if img.ndim == 2 else out
 
 
+PIL_MODES = {1: "L", 3: "RGB", 4: "RGBA"}
+
+
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("angle", [0.0, 17.0, 30.0, 90.0, -123.4])
-def test_affine_nearest_equals_the_generic_warp(shape, angle):
+@pytest.mark.parametrize("angle", [17.0, 30.0, 45.0, -123.4, 179.9])
+@pytest.mark.parametrize("expand", [False, True])
+def test_nearest_rotation_equals_pillow_bit_for_bit(shape, angle, expand):
     img = _img(shape)
     h, w = shape[:2]
-    m, nw, nh = _dual.rotate_matrix(w, h, angle, True, None)
-    fill = tuple(range(50, 50 + _c(img)))
-    out = geometry.warp(img, m, (nh, nw), geometry.NEAREST, fill if _c(img) > 1 else 9)
-    ref = _generic(img, m, (nh, nw), fill if _c(img) > 1 else 9)
-    np.testing.assert_array_equal(out, ref)
+    fill = 9 if _c(img) == 1 else tuple(range(50, 50 + _c(img)))
+    m, nw, nh = _dual.rotate_matrix(w, h, angle, expand, None)
+    out = geometry.warp(img, m, (nh, nw), geometry.NEAREST, fill)
+    pil = Image.fromarray(img.reshape(h, w, -1).squeeze(-1) if _c(img) == 1 else img)
+    ref = np.asarray(pil.rotate(angle, Image.Resampling.NEAREST, expand, fillcolor=fill))
+    np.testing.assert_array_equal(out.reshape(ref.shape), ref)
 
 
-def test_affine_nearest_with_scale_shear_and_float_input():
-    img = np.random.default_rng(4).random((23, 29, 3)).astype(np.float32)
-    m = _dual.affine_matrix(29, 23, 12.0, (3.0, -2.0), 1.3, (5.0, -4.0))
-    np.testing.assert_array_equal(
-        geometry.warp(img, m, (31, 17), geometry.NEAREST, 0.5), _generic(img, m, (31, 17), 0.5)
-    )
+def test_nearest_affine_with_scale_shear_and_float_input_equals_pillow():
+    rng = np.random.default_rng(4)
+    img = _img((23, 29, 3), seed=4)
+    for _ in range(5):
+        m = _dual.affine_matrix(
+            29, 23, rng.uniform(-40, 40), (3.0, -2.0), rng.uniform(0.7, 1.3), (5.0, -4.0)
+        )
+        ref = Image.fromarray(img).transform(
+            (29, 23), Image.Transform.AFFINE, m, Image.Resampling.NEAREST
+        )
+        out = geometry.warp(img, m, (23, 29), geometry.NEAREST, 0)
+        np.testing.assert_array_equal(out, np.asarray(ref))
+    gray = rng.random((23, 29)).astype(np.float32)
+    m, nw, nh = _dual.rotate_matrix(29, 23, 33.0, False, None)
+    ref = np.asarray(Image.fromarray(gray, "F").rotate(33.0, Image.Resampling.NEAREST))
+    np.testing.assert_array_equal(geometry.warp(gray, m, (nh, nw), geometry.NEAREST, 0.0), ref)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_nearest_scale_and_huge_coordinates_take_the_float_kernel(shape):
+    # Pillow runs pure scale/translation (ScaleAffine) and coordinates past +-32768
+    # without 16.16 fixed point: these keep the per-pixel double-precision kernel.
+    img = _img(shape)
+    h, w = shape[:2]
+    fill = 9 if _c(img) == 1 else tuple(range(50, 50 + _c(img)))
+    for m in ([0.7, 0.0, 1.5, 0.0, 1.3, -2.0], [1.0, 0.01, 40000.0, 0.02, 1.0, 0.0]):
+        assert not geometry._fixed_point_ok(np.array(m + [0.0, 0.0]), h + 3, w + 2)
+        out = geometry.warp(img, m, (h + 3, w + 2), geometry.NEAREST, fill)
+        np.testing.assert_array_equal(out, _generic(img, m, (h + 3, w + 2), fill))
