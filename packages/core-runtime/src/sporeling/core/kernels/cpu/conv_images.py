@@ -11,7 +11,8 @@ built in the thread's own buffer and multiplied while they are still in L2, the 
 lands directly in the image's ``(C_out, OH*OW)`` block of the NCHW output, and the
 gradients read the incoming gradient where it lies. The weight gradient rebuilds each
 image's columns (in cache, cheaper than keeping the batch's columns from the forward) and
-accumulates ``g[n] @ cols[n].T`` into a per-thread sum (``beta = 1``), merged at the end.
+accumulates ``cols[n] @ g[n].T`` (the weight gradient, transposed) into a per-thread sum
+(``beta = 1``), merged at the end.
 
 The GEMM is OpenBLAS's ``cblas_?gemm`` (found by :mod:`.gemm_bias`), passed to the kernels
 as a ctypes function: Numba calls it without the GIL and the cached kernels take the
@@ -144,17 +145,19 @@ def _data_grad_kernel(gemm, gy, w2, dx, dcols, geo, groups, one, zero, lo, hi): 
 
 
 @numba.jit(**_JIT)
-def _weight_grad_kernel(gemm, x, gy, dw, cols, geo, groups, one, lo, hi):  # pragma: no cover
-    """dw += gy[n] @ cols(x[n]).T per group, for images ``lo:hi`` (``dw`` this thread's sum)."""
+def _weight_grad_kernel(gemm, x, gy, dwt, cols, geo, groups, one, lo, hi):  # pragma: no cover
+    """dwt[g] += cols_g(x[n]) @ gy_g[n].T for images ``lo:hi``; ``dwt`` (G, C_in/G*KH*KW,
+    C_out/G) is this thread's sum, transposed: on one core that product ran 1.2-1.6x faster
+    than ``gy[n] @ cols.T`` for ResNet-20's shapes (CPU time, single-threaded OpenBLAS)."""
     kh, kw, oh, ow = geo[6], geo[7], gy.shape[2], gy.shape[3]
     cout = gy.shape[1]
-    cog, kg, length = cout // groups, dw.shape[1], oh * ow
+    cog, kg, length = cout // groups, dwt.shape[1], oh * ow
     for n in range(lo, hi):
         _im2col_image(x, n, cols, kh, kw, geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], oh, ow)
         for g in range(groups):
-            a, b = _at(gy, (n * cout + g * cog) * length), _at(cols, g * kg * length)
-            c = _at(dw, g * cog * kg)
-            gemm(_ROW, _N, _T, cog, kg, length, one, a, length, b, length, one, c, kg)
+            a, b = _at(cols, g * kg * length), _at(gy, (n * cout + g * cog) * length)
+            c = _at(dwt, g * kg * cog)
+            gemm(_ROW, _N, _T, kg, cog, length, one, a, length, b, length, one, c, cog)
 
 
 def _geometry(geo: Geometry, kernel: tuple[int, int]) -> np.ndarray:
@@ -222,7 +225,7 @@ def conv2d_weight_grad_images(
     rows, length = c * kernel[0] * kernel[1], gy.shape[2] * gy.shape[3]
     threads = _threads(n)
     cols = np.empty((threads, rows, length), x.dtype)
-    sums = np.zeros((threads, cout, rows // groups), x.dtype)
+    sums = np.zeros((threads, groups, rows // groups, cout // groups), x.dtype)
     g2 = _geometry(geo, kernel)
     gemm, one = _cblas(_CHARS[x.dtype]), x.dtype.type(1)
 
@@ -230,7 +233,7 @@ def conv2d_weight_grad_images(
         _weight_grad_kernel(gemm, x, gy, sums[k], cols[k], g2, groups, one, lo, hi)
 
     _run(block, n)
-    dw = sums[0]
+    dwt = sums[0]
     for k in range(1, threads):
-        dw += sums[k]
-    return dw.reshape(cout, c // groups, *kernel)
+        dwt += sums[k]
+    return np.ascontiguousarray(dwt.transpose(0, 2, 1)).reshape(cout, c // groups, *kernel)
