@@ -16,6 +16,12 @@ batch ``n * b``. Modes:
   up its columns for every rank's ids, and the gradient's columns go back to their owner.
 
 Ids outside ``[0, vocab_size)`` look up zero rows and get no gradient, as everywhere.
+
+With ``vocab_cache_size=N`` each rank's part of a table sits behind the embedding cache of
+:mod:`.cache`: the Parameter the optimizers update holds N rows of the part (and the
+optimizers' moments N rows), the whole part and its moments live in host memory (or on
+disk), and the rows a step looks up or updates are made resident first. Training gives the
+parameters of the uncached run.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ import numpy as np
 from sporeling.core import Parameter, RowTensor, Tensor, value_and_grad
 from sporeling.core import communication as comm
 from sporeling.core.nn.optim import FTRL, LazyAdam
+
+from .cache import CachedEmbeddingLookup
 
 __all__ = ["SLICE_MODES", "Exchange", "ShardedTable", "ShardedTrainer", "ShardedWideDeepTrainer"]
 
@@ -82,6 +90,9 @@ class ShardedTable:
         slice_mode: str,
         exchange: Exchange,
         manual_shapes: tuple[int, ...] | None = None,
+        vocab_cache_size: int = 0,
+        storage: str = "memory",
+        path: str | None = None,
     ) -> None:
         if slice_mode not in SLICE_MODES:
             raise ValueError(
@@ -120,7 +131,39 @@ class ShardedTable:
             self.cols = cuts
             self.c0, self.c1 = int(cuts[r]), int(cuts[r + 1])
         part = np.ascontiguousarray(full[self.lo : self.hi, self.c0 : self.c1], np.float32)
-        self.param = Parameter(part, name=name)
+        self.cache: CachedEmbeddingLookup | None = None
+        if vocab_cache_size and part.shape[0] > 0:
+            # the part behind a cache: host (or disk) level = the whole part, Parameter = N rows
+            self.cache = CachedEmbeddingLookup(
+                part.shape[0], part.shape[1], vocab_cache_size, "zeros", storage,
+                None if path is None else f"{path}/{name}-rank{r}", prefetch=False,
+            )  # fmt: skip
+            self.cache.load_table(part)
+            self.param = self.cache.embedding_table
+            self.param.name = name
+        else:
+            self.param = Parameter(part, name=name)
+
+    def _resident(self, local: np.ndarray) -> np.ndarray:
+        """Where rows ``local`` (of this rank's part) are in ``param``: made resident first
+        when the part is cached."""
+        if self.cache is None:
+            return local
+        self.cache.prepare(local)
+        return self.cache.slot_of[local]
+
+    def _slot(self, local: np.ndarray) -> np.ndarray:
+        """Where rows ``local``, already resident, are in ``param``."""
+        return local if self.cache is None else self.cache.slot_of[local]
+
+    def attach_optimizer(self, optimizer: Any) -> None:
+        """Let the cache move ``optimizer``'s per-row state of ``param`` with its rows."""
+        if self.cache is None or optimizer is None:
+            return
+        for _, q in optimizer.parameters_and_names():
+            if q is not self.param and q.name.endswith("." + self.param.name):
+                if tuple(q.shape) == tuple(self.param.shape):
+                    self.cache.attach_state(q.name[: -len(self.param.name) - 1], q)
 
     # ---- forward ------------------------------------------------------------------------
 
@@ -139,15 +182,17 @@ class ShardedTable:
         uniq, inv = np.unique(flat[ok], return_inverse=True)
         inv = inv.reshape(-1)
         if self.mode == "batch_slice":
-            out[ok] = table[uniq][inv]
+            out[ok] = table[self._resident(uniq)][inv]
         elif self.mode == "table_column_slice":
             asked = self.x.all_gather_v(uniq)  # every rank's ids, by rank
-            answers = self.x.alltoallv([table[a] for a in asked])  # my columns, back to them
+            self._resident(np.concatenate(asked))
+            answers = self.x.alltoallv([table[self._slot(a)] for a in asked])  # my columns
             out[ok] = np.concatenate(answers, axis=1)[inv]
         else:
             owner = self._owner(uniq)
             asked = self.x.alltoallv([uniq[owner == d] for d in range(self.x.size)])
-            answers = self.x.alltoallv([table[a - self.lo] for a in asked])
+            self._resident(np.concatenate(asked) - self.lo)
+            answers = self.x.alltoallv([table[self._slot(a - self.lo)] for a in asked])
             rows = np.zeros((len(uniq), self.dim), np.float32)
             for d in range(self.x.size):
                 rows[owner == d] = answers[d]
@@ -179,13 +224,14 @@ class ShardedTable:
             got_rows = self.x.alltoallv([sums[owner == d] for d in range(n)])
             local_ids, local_rows = _segment_sum(np.concatenate(got_ids), np.concatenate(got_rows))
             local_ids = local_ids - self.lo
+        local_ids = self._resident(local_ids)  # (cache slots: every row of the step resident)
         return RowTensor(
             Tensor(local_ids.astype(np.int64)), Tensor(local_rows), tuple(self.param.shape)
         )
 
     def gather_full(self) -> np.ndarray:
         """The whole table on every rank (for checks and checkpoints)."""
-        part = self.param.asnumpy()
+        part = self.param.asnumpy() if self.cache is None else self.cache.full_table()
         if self.mode == "batch_slice":
             return part.copy()
         parts = self.x.all_gather_v(part if self.mode != "table_column_slice" else part.T)
@@ -200,7 +246,11 @@ class ShardedTrainer:
     parallel; FTRL for parameters named ``wide*`` and LazyAdam for the rest, loss scale
     ``sens``, as :class:`~sporeling.recommender.train.TrainStepWrap`. Needs ``comm.init()``
     first and a sparse model with ``table_names`` and ``head(*rows, vals)`` (WideDeepModel,
-    DeepFMModel, DCNv2Model); the model's own tables are the initial values."""
+    DeepFMModel, DCNv2Model); the model's own tables are the initial values.
+
+    ``vocab_cache_size=N`` puts each rank's part of every table behind an N-row embedding
+    cache (``storage`` 'memory' or 'disk' under ``path``); the cache statistics are
+    ``table.cache.stats`` for each of :attr:`tables`."""
 
     def __init__(
         self,
@@ -210,6 +260,9 @@ class ShardedTrainer:
         sens: float = 1024.0,
         ftrl_lr: float = 5e-2,
         adam_lr: float = 3.5e-4,
+        vocab_cache_size: int = 0,
+        storage: str = "memory",
+        path: str | None = None,
     ) -> None:
         if not getattr(model, "sparse", False) or not hasattr(model, "head"):
             raise ValueError(
@@ -227,7 +280,8 @@ class ShardedTrainer:
             if slice_mode == "table_column_slice" and table.shape[1] < self.x.size:
                 mode = "table_row_slice"  # Wide&Deep's 1-column wide table
             self.tables.append(ShardedTable(f"{name}.embedding_table", table.asnumpy(), mode,
-                                            self.x, manual_shapes))  # fmt: skip
+                                            self.x, manual_shapes, vocab_cache_size, storage,
+                                            path))  # fmt: skip
         self.dense = [p for p in model.trainable_params() if id(p) not in own]
         dense_w = [p for p in self.dense if "wide" in p.name]
         dense_d = [p for p in self.dense if "wide" not in p.name]
@@ -244,6 +298,9 @@ class ShardedTrainer:
             loss_scale=self.sens,
         )  # fmt: skip
         self._groups = [(self.optimizer_w, dense_w, wide_t), (self.optimizer_d, dense_d, deep_t)]
+        for opt, _, tables in self._groups:
+            for t in tables:
+                t.attach_optimizer(opt)
         k = len(self.tables)
 
         def loss_fn(*args: Tensor) -> Any:
