@@ -69,3 +69,5 @@ def test_parameter_server_one_server_two_workers():
     assert proc.returncode == 0, out[-4000:]
     assert out.count("parameter server OK") == 3, out[-4000:]
     assert out.count("(MS_PSERVER): parameter server OK") == 1, out[-4000:]
+    # the PS cache with two workers, each caching its own rows, equals one process
+    assert out.count("parameter-server cache, 2 workers OK") == 3, out[-4000:]

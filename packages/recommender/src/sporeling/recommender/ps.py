@@ -15,6 +15,15 @@ starts and connects the ranks. ``MS_SERVER_NUM`` in the environment sets ``serve
     else:
         for ids, vals, label in my_batches: trainer.step(ids, vals, label)
         trainer.finish()
+
+``ParameterServerTrainer(model, vocab_cache_size=N)`` is 1.8's PS cache with several workers:
+the servers hold the whole tables (:class:`~sporeling.recommender.ps_cache.EmbeddingServer`,
+rows initialised N(0, sigma^2) from a hash of the row id; ``sigma=`` 0.01 by default), each
+worker owns an equal range of every table's rows (``TABLE_ROW_SLICE`` among the workers, as
+1.8 requires there) behind an N-row cache with the optimizer moments, pulls missing rows from
+the servers and pushes evicted ones back; workers exchange ids and rows among themselves and
+apply the sparse updates in their caches. Workers call :meth:`full_parameters` (if wanted)
+before :meth:`finish`, which writes the caches back and stops the servers.
 """
 
 from __future__ import annotations
@@ -69,7 +78,7 @@ class ParameterServerTrainer(ShardedTrainer):
     """A CTR model (Wide&Deep, DeepFM, DCN-v2) in parameter-server mode (see the module doc);
     needs ``comm.init()`` and ``set_ps_context(enable_ps=True)``."""
 
-    def __init__(self, model: Any, **kwargs: Any) -> None:
+    def __init__(self, model: Any, vocab_cache_size: int = 0, **kwargs: Any) -> None:
         if not _CONTEXT["enable_ps"]:
             raise RuntimeError(
                 "ParameterServerTrainer: call set_ps_context(enable_ps=True) first (MindSpore "
@@ -80,14 +89,34 @@ class ParameterServerTrainer(ShardedTrainer):
             raise ValueError(
                 f"ParameterServerTrainer: server_num {servers} leaves no worker among {size} ranks"
             )
+        self.role = ps_role()
+        self.workers = size - servers
+        self.data_ranks = self.workers
+        self.server = None
+        if vocab_cache_size:
+            self._cached_setup(model, vocab_cache_size, servers, size, kwargs)
+            return
         vocab = model.vocab_size
         per = -(-vocab // servers)
         shapes = [max(0, min(per, vocab - k * per)) for k in range(servers)]
         shapes += [0] * (size - servers)  # workers hold no rows
         super().__init__(model, "field_slice", manual_shapes=tuple(shapes), **kwargs)
-        self.role = ps_role()
-        self.workers = size - servers
-        self.data_ranks = self.workers
+
+    def _cached_setup(
+        self, model: Any, cache: int, servers: int, size: int, kwargs: dict[str, Any]
+    ) -> None:
+        from .ps_cache import EmbeddingServer, server_tables
+
+        server_ranks, worker_ranks = list(range(servers)), list(range(servers, size))
+        sigma = float(kwargs.pop("sigma", 0.01))
+        if self.role == "MS_PSERVER":
+            self.server = EmbeddingServer(server_tables(model), server_ranks, worker_ranks, sigma)
+            return
+        comm.create_group("ps_workers", worker_ranks)
+        super().__init__(model, "table_row_slice", vocab_cache_size=cache, group="ps_workers",
+                         servers=(server_ranks, sigma), **kwargs)  # fmt: skip
+        self.data_ranks = None  # every rank of the workers' group holds data
+        self._servers = server_ranks
 
     def _more(self, flag: int) -> bool:
         got = comm.all_reduce(Tensor(np.array([flag], np.int64)), comm.ReduceOp.MAX)
@@ -96,11 +125,20 @@ class ParameterServerTrainer(ShardedTrainer):
     def step(self, ids: Any, vals: Any = None, label: Any = None) -> float:
         if self.role != "MS_WORKER":
             raise RuntimeError("ParameterServerTrainer.step: this rank is a server; call serve()")
-        self._more(1)
+        if self.server is None and getattr(self, "_servers", None) is None:
+            self._more(1)
         return super().step(ids, vals, label)
 
     def finish(self) -> None:
         """A worker's last call: the servers stop once every worker has finished."""
+        if getattr(self, "_servers", None) is not None:  # the cached form
+            from .ps_cache import stop_servers
+
+            for t in self.tables:
+                if t.cache is not None:
+                    t.cache.flush()
+            stop_servers(self._servers)
+            return
         while self._more(0):  # other workers still train: take part in their steps
             super().step(None)
 
@@ -108,6 +146,8 @@ class ParameterServerTrainer(ShardedTrainer):
         """Serve rows and apply updates until every worker has finished; returns the steps."""
         if self.role != "MS_PSERVER":
             raise RuntimeError("ParameterServerTrainer.serve: this rank is a worker")
+        if self.server is not None:  # the cached form: requests served, until every worker stops
+            return self.server.serve()
         steps = 0
         while self._more(0):
             super().step(None)

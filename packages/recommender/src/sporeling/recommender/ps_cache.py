@@ -1,4 +1,4 @@
-"""The embedding cache in front of parameter servers (MindSpore 1.8's PS cache, one worker).
+"""The embedding cache in front of parameter servers (MindSpore 1.8's PS cache).
 
 The worker's :class:`RemoteCachedEmbeddingLookup` keeps ``vocab_cache_size`` rows and their
 optimizer moments, as :class:`~sporeling.recommender.cache.CachedEmbeddingLookup` does, but its
@@ -8,11 +8,19 @@ pushed back, and :meth:`full_table` reads the whole table back. Servers run
 :class:`EmbeddingServer`.serve() until the worker calls :func:`stop_servers`. Rows never
 written start as N(0, sigma^2) from a hash of the row id, so the result equals a local cache
 over a disk level (same initial rows). Messages are point-to-point ``send``/``recv`` from the
-training thread (no prefetch thread: MPI calls stay on one thread); one worker.
+training thread (no prefetch thread: MPI calls stay on one thread).
+
+Several workers (as in 1.8, where more than one worker needs ``TABLE_ROW_SLICE``): each worker
+caches only its own range of rows (``offset``: its part starts at that global row), so no
+row is cached twice, and a server answers each worker on a thread of its own
+(``EmbeddingServer(..., worker=[ranks])``; MPI's ``MPI_THREAD_MULTIPLE``, mpi4py's default).
+:class:`~sporeling.recommender.ps.ParameterServerTrainer` with ``vocab_cache_size`` sets
+this up.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -48,7 +56,9 @@ def _ranges(vocab: int, servers: int) -> np.ndarray:
 
 class RemoteCachedEmbeddingLookup(CachedEmbeddingLookup):
     """``RemoteCachedEmbeddingLookup(vocab_size, embedding_size, vocab_cache_size, table_id,
-    servers, sigma=0.01)``: a cached lookup whose full table lives on the ranks ``servers``."""
+    servers, sigma=0.01, offset=0, total_vocab=None)``: a cached lookup whose full table lives
+    on the ranks ``servers``. With ``offset``, its ``vocab_size`` rows are the rows
+    ``offset ...`` of a table of ``total_vocab`` rows (a worker's part)."""
 
     _remote = True
 
@@ -60,6 +70,8 @@ class RemoteCachedEmbeddingLookup(CachedEmbeddingLookup):
         table_id: int,
         servers: list[int],
         sigma: float = 0.01,
+        offset: int = 0,
+        total_vocab: int | None = None,
     ) -> None:
         from sporeling.core.initializer import Normal
 
@@ -67,11 +79,12 @@ class RemoteCachedEmbeddingLookup(CachedEmbeddingLookup):
                          storage="remote", prefetch=False)  # fmt: skip
         self.table_id = int(table_id)
         self.servers = list(servers)
-        self.bounds = _ranges(vocab_size, len(self.servers))
+        self.offset = int(offset)
+        self.bounds = _ranges(vocab_size if total_vocab is None else total_vocab, len(servers))
         self._prefixes: list[str] = []
 
     def _by_server(self, ids: np.ndarray) -> list[np.ndarray]:
-        owner = np.searchsorted(self.bounds, ids, side="right") - 1
+        owner = np.searchsorted(self.bounds, ids + self.offset, side="right") - 1
         return [np.flatnonzero(owner == s) for s in range(len(self.servers))]
 
     def attach_state(self, prefix: str, state: Parameter) -> None:
@@ -81,8 +94,8 @@ class RemoteCachedEmbeddingLookup(CachedEmbeddingLookup):
             raise ValueError(f"{type(self).__name__}: attach '{state.name}' before the first step")
         self._state_params[prefix] = state
         self._prefixes.append(prefix)
-        for srv in self.servers:
-            _send(np.array([_CONFIG, self.table_id, 1], np.int64), srv)
+        for srv in self.servers:  # the state's index: every worker names the same ones
+            _send(np.array([_CONFIG, self.table_id, len(self._prefixes) - 1], np.int64), srv)
             _send(np.array([init], np.float64), srv)
 
     def _read_host(self, ids: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -93,7 +106,7 @@ class RemoteCachedEmbeddingLookup(CachedEmbeddingLookup):
             if pos.size == 0:
                 continue
             _send(np.array([_PULL, self.table_id, pos.size], np.int64), srv)
-            _send(ids[pos].astype(np.int64), srv)
+            _send(ids[pos].astype(np.int64) + self.offset, srv)
             rows[pos] = _recv((pos.size, dim), np.float32, srv)
             if k:
                 states[:, pos] = _recv((k, pos.size, dim), np.float32, srv)
@@ -104,7 +117,7 @@ class RemoteCachedEmbeddingLookup(CachedEmbeddingLookup):
             if pos.size == 0:
                 continue
             _send(np.array([_PUSH, self.table_id, pos.size], np.int64), srv)
-            _send(ids[pos].astype(np.int64), srv)
+            _send(ids[pos].astype(np.int64) + self.offset, srv)
             _send(rows[pos].astype(np.float32), srv)
             if self._prefixes:
                 _send(np.stack([states[p][pos] for p in self._prefixes]).astype(np.float32), srv)
@@ -129,14 +142,17 @@ class RemoteCachedEmbeddingLookup(CachedEmbeddingLookup):
 
 class EmbeddingServer:
     """One server's rows of each table (``tables``: table id -> (vocab_size, dim)) and their
-    optimizer state, served to the worker rank ``worker``."""
+    optimizer state, served to the worker rank ``worker`` (or to several: a list of ranks,
+    each answered on its own thread; their rows must not overlap, as with row slicing)."""
 
     def __init__(
-        self, tables: dict[int, tuple[int, int]], servers: list[int], worker: int,
+        self, tables: dict[int, tuple[int, int]], servers: list[int], worker: int | list[int],
         sigma: float = 0.01,
     ) -> None:  # fmt: skip
         me = servers.index(comm.get_rank())
-        self.worker, self.sigma = worker, sigma
+        self.workers = [worker] if isinstance(worker, int) else list(worker)
+        self.sigma = sigma
+        self._lock = threading.Lock()
         self.tables: dict[int, dict[str, Any]] = {}
         for tid, (vocab, dim) in tables.items():
             bounds = _ranges(vocab, len(servers))
@@ -147,32 +163,49 @@ class EmbeddingServer:
             }  # fmt: skip
 
     def serve(self) -> int:
-        """Answer the worker until it stops the servers; returns the requests served."""
+        """Answer the workers until each has stopped the servers; returns the requests."""
+        if len(self.workers) == 1:
+            return self._serve(self.workers[0])
+        counts = [0] * len(self.workers)
+
+        def run(k: int) -> None:
+            counts[k] = self._serve(self.workers[k])
+
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(len(self.workers))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return sum(counts)
+
+    def _serve(self, worker: int) -> int:
         served = 0
         while True:
-            op, tid, n = (int(x) for x in _recv((3,), np.int64, self.worker))
+            op, tid, n = (int(x) for x in _recv((3,), np.int64, worker))
             if op == _STOP:
                 return served
             served += 1
             t = self.tables[tid]
-            if op == _CONFIG:
-                init = float(_recv((1,), np.float64, self.worker)[0])
-                t["states"].append(np.full(t["rows"].shape, init, np.float32))
+            if op == _CONFIG:  # n: the state's index (each worker sends it once)
+                init = float(_recv((1,), np.float64, worker)[0])
+                with self._lock:
+                    if n == len(t["states"]):
+                        t["states"].append(np.full(t["rows"].shape, init, np.float32))
                 continue
-            local = _recv((n,), np.int64, self.worker) - t["lo"]
+            local = _recv((n,), np.int64, worker) - t["lo"]
             if op == _PULL:
                 fresh = local[t["fresh"][local]]
                 if fresh.size:  # first use: draw the initial rows
                     t["rows"][fresh] = initial_rows(fresh + t["lo"], t["dim"], self.sigma)
                     t["fresh"][fresh] = False
-                _send(t["rows"][local], self.worker)
+                _send(t["rows"][local], worker)
                 if t["states"]:
-                    _send(np.stack([s[local] for s in t["states"]]), self.worker)
+                    _send(np.stack([s[local] for s in t["states"]]), worker)
             elif op == _PUSH:
-                t["rows"][local] = _recv((n, t["dim"]), np.float32, self.worker)
+                t["rows"][local] = _recv((n, t["dim"]), np.float32, worker)
                 t["fresh"][local] = False
                 if t["states"]:
-                    got = _recv((len(t["states"]), n, t["dim"]), np.float32, self.worker)
+                    got = _recv((len(t["states"]), n, t["dim"]), np.float32, worker)
                     for s, g in zip(t["states"], got):
                         s[local] = g
 

@@ -45,17 +45,18 @@ class Exchange:
     """Variable-sized all-to-all over the world group, built from the core's fixed-size
     ``all_to_all`` (counts first, then blocks padded to the largest)."""
 
-    def __init__(self) -> None:
-        self.rank = comm.get_rank()
-        self.size = comm.get_group_size()
+    def __init__(self, group: str | None = None) -> None:
+        self.group = group or comm.GlobalComm.WORLD_COMM_GROUP
+        self.rank = comm.get_rank(self.group)
+        self.size = comm.get_group_size(self.group)
 
     def alltoallv(self, blocks: list[np.ndarray]) -> list[np.ndarray]:
         """``blocks[d]`` goes to rank ``d``; returns what each rank sent here, by source."""
         n = self.size
         counts = np.array([len(b) for b in blocks], np.int64)
-        got_counts = comm.all_to_all(Tensor(counts), 0, 0).asnumpy()
+        got_counts = comm.all_to_all(Tensor(counts), 0, 0, self.group).asnumpy()
         width = int(comm.all_reduce(Tensor(np.array([counts.max()], np.int64)),
-                                    comm.ReduceOp.MAX).asnumpy()[0])  # fmt: skip
+                                    comm.ReduceOp.MAX, self.group).asnumpy()[0])  # fmt: skip
         row = blocks[0].shape[1:]
         dtype = blocks[0].dtype
         if width == 0:
@@ -63,7 +64,7 @@ class Exchange:
         buf = np.zeros((n, width, *row), dtype)
         for d, b in enumerate(blocks):
             buf[d, : len(b)] = b
-        out = comm.all_to_all(Tensor(buf), 0, 0).asnumpy().reshape(n, width, *row)
+        out = comm.all_to_all(Tensor(buf), 0, 0, self.group).asnumpy().reshape(n, width, *row)
         return [out[s, : got_counts[s]] for s in range(n)]
 
     def all_gather_v(self, block: np.ndarray) -> list[np.ndarray]:
@@ -93,6 +94,7 @@ class ShardedTable:
         vocab_cache_size: int = 0,
         storage: str = "memory",
         path: str | None = None,
+        remote: tuple[int, list[int], float] | None = None,
     ) -> None:
         if slice_mode not in SLICE_MODES:
             raise ValueError(
@@ -132,7 +134,19 @@ class ShardedTable:
             self.c0, self.c1 = int(cuts[r]), int(cuts[r + 1])
         part = np.ascontiguousarray(full[self.lo : self.hi, self.c0 : self.c1], np.float32)
         self.cache: CachedEmbeddingLookup | None = None
-        if vocab_cache_size and part.shape[0] > 0:
+        if remote is not None and part.shape[0] > 0:
+            # the part behind a cache whose host level is parameter servers (their own
+            # initial rows: N(0, sigma^2) from a hash of the row id)
+            from .ps_cache import RemoteCachedEmbeddingLookup
+
+            table_id, servers, sigma = remote
+            self.cache = RemoteCachedEmbeddingLookup(
+                part.shape[0], part.shape[1], vocab_cache_size, table_id, servers, sigma,
+                offset=self.lo, total_vocab=self.vocab,
+            )  # fmt: skip
+            self.param = self.cache.embedding_table
+            self.param.name = name
+        elif vocab_cache_size and part.shape[0] > 0:
             # the part behind a cache: host (or disk) level = the whole part, Parameter = N rows
             self.cache = CachedEmbeddingLookup(
                 part.shape[0], part.shape[1], vocab_cache_size, "zeros", storage,
@@ -161,9 +175,9 @@ class ShardedTable:
         if self.cache is None or optimizer is None:
             return
         for _, q in optimizer.parameters_and_names():
-            if q is not self.param and q.name.endswith("." + self.param.name):
-                if tuple(q.shape) == tuple(self.param.shape):
-                    self.cache.attach_state(q.name[: -len(self.param.name) - 1], q)
+            mine = q is not self.param and q.name.endswith("." + self.param.name)
+            if mine and tuple(q.shape) == tuple(self.param.shape):
+                self.cache.attach_state(q.name[: -len(self.param.name) - 1], q)
 
     # ---- forward ------------------------------------------------------------------------
 
@@ -263,6 +277,8 @@ class ShardedTrainer:
         vocab_cache_size: int = 0,
         storage: str = "memory",
         path: str | None = None,
+        group: str | None = None,
+        servers: tuple[list[int], float] | None = None,
     ) -> None:
         if not getattr(model, "sparse", False) or not hasattr(model, "head"):
             raise ValueError(
@@ -270,7 +286,7 @@ class ShardedTrainer:
                 "(WideDeepModel, DeepFMModel, DCNv2Model); the L2 term of a dense model "
                 "touches the whole table"
             )
-        self.model, self.x, self.sens = model, Exchange(), float(sens)
+        self.model, self.x, self.sens = model, Exchange(group), float(sens)
         self.tables: list[ShardedTable] = []
         own: set[int] = set()
         for name in model.table_names:
@@ -279,9 +295,10 @@ class ShardedTrainer:
             mode = slice_mode
             if slice_mode == "table_column_slice" and table.shape[1] < self.x.size:
                 mode = "table_row_slice"  # Wide&Deep's 1-column wide table
+            remote = None if servers is None else (len(self.tables), servers[0], servers[1])
             self.tables.append(ShardedTable(f"{name}.embedding_table", table.asnumpy(), mode,
                                             self.x, manual_shapes, vocab_cache_size, storage,
-                                            path))  # fmt: skip
+                                            path, remote))  # fmt: skip
         self.dense = [p for p in model.trainable_params() if id(p) not in own]
         dense_w = [p for p in self.dense if "wide" in p.name]
         dense_d = [p for p in self.dense if "wide" not in p.name]
@@ -332,7 +349,7 @@ class ShardedTrainer:
             g_dense = [g.asnumpy() for g in gs]
             loss_value = float(loss.asnumpy())
         flat = np.concatenate([g.reshape(-1) for g in g_dense])
-        flat = comm.all_reduce(Tensor(flat)).asnumpy() / n  # data parallel: the mean
+        flat = comm.all_reduce(Tensor(flat), group=self.x.group).asnumpy() / n  # the mean
         dense_grads: dict[int, Tensor] = {}
         pos = 0
         for p, g in zip(self.dense, g_dense):
@@ -348,7 +365,7 @@ class ShardedTrainer:
             opt((*[dense_grads[id(p)] for p in dense], *sparse))
         for undo in restore:
             undo()
-        total = comm.all_reduce(Tensor(np.array([loss_value]))).asnumpy()
+        total = comm.all_reduce(Tensor(np.array([loss_value])), group=self.x.group).asnumpy()
         return float(total[0]) / n
 
     @staticmethod

@@ -50,3 +50,31 @@ got = trainer.full_parameters()
 for p in ref.trainable_params():
     np.testing.assert_allclose(got[p.name], p.asnumpy(), rtol=1e-5, atol=1e-6, err_msg=p.name)
 print(f"rank {rank} ({trainer.role}): parameter server OK", flush=True)
+
+# the PS cache with several workers: each worker caches 240 of its ~397 rows
+from sporeling.recommender.cache import initial_rows  # noqa: E402
+
+trainer = ParameterServerTrainer(make(), vocab_cache_size=240, sigma=0.2, adam_lr=1e-2)
+if trainer.role == "MS_PSERVER":
+    assert trainer.serve() > 0
+else:
+    assert trainer.deep.param.shape[0] == 240  # the cache, not the table
+    w = rank - 1
+    for ids, vals, y in batches:
+        sl = slice(w * local, (w + 1) * local)
+        loss = trainer.step(ids[sl], vals[sl], y[sl])
+    stats = trainer.deep.cache.stats
+    assert stats.write_backs > 0 and 0 < stats.hits < stats.lookups, stats
+    got = trainer.full_parameters()
+    trainer.finish()
+    ref = make()
+    for name in ref.table_names:  # the servers' initial rows
+        table = getattr(ref, name).embedding_table
+        table.set_data(Tensor(initial_rows(np.arange(gen.vocab_size), table.shape[1], 0.2)))
+    ref_step = TrainStepWrap(NetWithLossClass(ref), adam_lr=1e-2)
+    for ids, vals, y in batches:
+        ref_loss, _ = ref_step(Tensor(ids), Tensor(vals), Tensor(y))
+    assert abs(loss - float(ref_loss.asnumpy())) < 1e-6, (loss, float(ref_loss.asnumpy()))
+    for p in ref.trainable_params():
+        np.testing.assert_allclose(got[p.name], p.asnumpy(), rtol=1e-5, atol=1e-6, err_msg=p.name)
+print(f"rank {rank} ({trainer.role}): parameter-server cache, {workers} workers OK", flush=True)
