@@ -632,3 +632,29 @@ def test_inplace_ops_do_not_modify_x():
     assert x.tolist() == [[0, 0]] * 3 and out.tolist()[0] == [1, 1]
     out = ops.inplace_update(x, Tensor([5.0, 6.0]), 2)  # v without the leading row axis
     assert out.tolist()[2] == [5.0, 6.0]
+
+
+def test_assign_family_updates_parameters_under_jit():
+    """assign / assign_add / assign_sub on a Parameter are graph-mode effects: a compiled
+    function updates the Parameter on every call, as eager code does (regression: they read
+    the traced value and raised TracingError)."""
+    from sporeling.core import jit
+
+    p = Parameter(Tensor(np.zeros(3, np.float32)), name="p")
+    count = Parameter(Tensor(np.zeros(1, np.float32)), name="count")
+    acc = Parameter(Tensor(np.zeros(3, np.float32)), name="acc")
+
+    @jit
+    def step(x):
+        ops.assign(p, x * 2.0)
+        ops.assign_add(count, 1.0)
+        ops.assign_sub(acc, x)
+        return x + 1.0
+
+    for k in range(1, 4):
+        x = Tensor(np.arange(3, dtype=np.float32) * k)
+        np.testing.assert_array_equal(step(x).asnumpy(), x.asnumpy() + 1.0)
+        np.testing.assert_array_equal(p.asnumpy(), x.asnumpy() * 2.0)
+        assert count.asnumpy().tolist() == [float(k)]
+    np.testing.assert_array_equal(acc.asnumpy(), -np.arange(3) * 6.0)
+    assert step.compile_count == 1

@@ -9,7 +9,7 @@ import numpy as np
 from ..._primitive import ShapedArray
 from ...errors import check_axis, check_int, op_error
 from ...tensor import Parameter, Tensor
-from .._core import as_tensor, broadcast_shapes, broadcast_to, cast, reshape
+from .._core import as_tensor, assign_inplace, broadcast_shapes, broadcast_to, cast, reshape
 from .._elementwise import add, sub
 from ._common import _check_range, _index, _scatter_rows, _split3, _tensor
 from ._prims import (
@@ -49,6 +49,22 @@ def _mutate(x: Tensor, fn: Any) -> Tensor:
             data[...] = tmp
         else:
             x._data = tmp
+    return x
+
+
+def _traceable(x: Tensor) -> bool:
+    """A Parameter whose buffer takes writes directly: its update is the ``assign_inplace``
+    effect, which graph mode (``jit``) records and runs in order."""
+    data = x._data
+    return (
+        isinstance(x, Parameter)
+        and bool(getattr(data.flags, "writeable", True))
+        and (data.flags.c_contiguous)
+    )
+
+
+def _write(x: Tensor, value: Tensor) -> Tensor:
+    assign_inplace(x, broadcast_to(value, x.shape))
     return x
 
 
@@ -175,6 +191,8 @@ def assign(variable: Any, value: Any) -> Tensor:
     [5.0, 6.0]
     """
     x, v = _assign_value("assign", variable, value)
+    if _traceable(x):
+        return _write(x, v)
     if isinstance(x, Parameter):
         return _mutate(x, lambda a: a.__setitem__(Ellipsis, v._data))
     return _rebind(x, lambda old: broadcast_to(v, x.shape))
@@ -184,6 +202,8 @@ def _assign_arith(op: str, variable: Any, value: Any, sign: int) -> Tensor:
     x, v = _assign_value(op, variable, value)
     if x.dtype.category == 0:
         raise TypeError(f"{op}: argument 'variable' expected a numeric dtype, got Bool")
+    if _traceable(x):
+        return _write(x, add(x, v) if sign > 0 else sub(x, v))
     if isinstance(x, Parameter):
 
         def apply(a: Any) -> None:
