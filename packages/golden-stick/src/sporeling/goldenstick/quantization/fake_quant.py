@@ -14,11 +14,13 @@ from typing import Any
 import numpy as np
 
 from sporeling.core import Parameter, Tensor, nn, ops
+from sporeling.core import dtype as mstype
 
 from ..deploy_runtime import fake_quant_array
 
 __all__ = [
     "nudge",
+    "nudge_tensors",
     "fake_quant_array",
     "fake_quant",
     "SimulatedFakeQuantizerPerLayer",
@@ -50,15 +52,44 @@ def nudge(
     return (qmin - zp) * scale, (qmax - zp) * scale, scale, zp
 
 
-def fake_quant(x: Tensor, nmin: np.ndarray, nmax: np.ndarray, scale: np.ndarray) -> Tensor:
-    """Differentiable fake quant: forward as :func:`fake_quant_array`, gradient 1 inside the
-    (closed) range and 0 outside."""
-    data = x.asnumpy()
-    dt = data.dtype
-    out = fake_quant_array(data.astype(np.float64), nmin, nmax, scale).astype(dt)
-    mask = ((data >= nmin) & (data <= nmax)).astype(dt)
+def nudge_tensors(
+    lo: Tensor, hi: Tensor, num_bits: int, symmetric: bool, narrow_range: bool
+) -> tuple[Tensor, Tensor, Tensor]:
+    """:func:`nudge` in the core's ops (traceable by ``jit``; float64 like :func:`nudge`):
+    ``(nmin, nmax, scale)``."""
+    lo = ops.minimum(ops.cast(lo, mstype.float64), 0.0)
+    hi = ops.maximum(ops.cast(hi, mstype.float64), 0.0)
+    if symmetric:
+        a = ops.maximum(-lo, hi)
+        lo, hi = -a, a
+    qmin = 1.0 if narrow_range else 0.0
+    qmax = float(2**num_bits - 1)
+    scale = (hi - lo) / (qmax - qmin)
+    scale = ops.select(scale > 0, scale, ops.ones_like(scale))
+    if symmetric:  # the exact midpoint (see nudge)
+        zp = float(np.ceil((qmin + qmax) / 2))
+        return (qmin - zp) * scale, (qmax - zp) * scale, scale
+    zp = ops.round(ops.clip_by_value(qmin - lo / scale, qmin, qmax))
+    return (qmin - zp) * scale, (qmax - zp) * scale, scale
+
+
+def fake_quant(x: Tensor, nmin: Any, nmax: Any, scale: Any) -> Tensor:
+    """Differentiable fake quant: forward ``round((clip(x) - nmin) / scale) * scale + nmin``
+    (NumPy reference: :func:`fake_quant_array`), gradient 1 inside the (closed) range and 0
+    outside. Written in the core's ops, so it traces under ``jit``."""
+    f64 = mstype.float64  # as the int8 path computes its levels (float64)
+    nmin, nmax, scale = (
+        ops.cast(ops.stop_gradient(v if isinstance(v, Tensor) else Tensor(np.asarray(v))), f64)
+        for v in (nmin, nmax, scale)
+    )
+    x64 = ops.cast(x, f64)
+    # times the reciprocal, not a division: graph mode's fused kernels may turn x / s into
+    # x * (1 / s) (fast-math 'arcp'), which moves ties; eager then computes the same levels
+    inv = 1.0 / scale
+    out = ops.round((ops.clip_by_value(x64, nmin, nmax) - nmin) * inv) * scale + nmin
+    mask = ops.cast(ops.logical_and(x64 >= nmin, x64 <= nmax), x.dtype)
     # value: out; gradient: mask (x - stop_gradient(x) is 0 with derivative 1)
-    return Tensor(out) + (x - ops.stop_gradient(x)) * Tensor(mask)
+    return ops.stop_gradient(ops.cast(out, x.dtype)) + (x - ops.stop_gradient(x)) * mask
 
 
 class _FakeQuantizer(nn.Cell):
@@ -97,15 +128,37 @@ class _FakeQuantizer(nn.Cell):
         self.num_channels = num_channels
         self.minq = Parameter(np.zeros(num_channels, np.float32), name="minq", requires_grad=False)
         self.maxq = Parameter(np.zeros(num_channels, np.float32), name="maxq", requires_grad=False)
-        self.steps = 0
+        # training steps seen, a Parameter so that a jit-compiled step counts too
+        self.step_count = Parameter(np.zeros(1, np.float32), name="step_count", requires_grad=False)
 
-    def _observe(self, lo: np.ndarray, hi: np.ndarray) -> None:
-        if self.ema and self.steps > 1:
+    @property
+    def steps(self) -> int:
+        return int(self.step_count.asnumpy()[0])
+
+    def _count(self) -> Tensor:
+        """Count a training step; returns the new count (a value: a Parameter is never
+        read after its update in the same call, so graph mode cannot reorder the two)."""
+        steps = ops.stop_gradient(self.step_count + 1.0)
+        ops.assign(self.step_count, steps)
+        return steps
+
+    def _observe(self, lo: Tensor, hi: Tensor, steps: Tensor | None) -> tuple[Tensor, Tensor]:
+        """Record the range (its EMA after the first step, if asked); returns it."""
+        lo, hi = ops.stop_gradient(lo), ops.stop_gradient(hi)
+        if self.ema and steps is not None:
             d = self.ema_decay
-            lo = d * self.minq.asnumpy() + (1 - d) * lo
-            hi = d * self.maxq.asnumpy() + (1 - d) * hi
-        self.minq.set_data(Tensor(np.asarray(lo, np.float32).reshape(self.num_channels)))
-        self.maxq.set_data(Tensor(np.asarray(hi, np.float32).reshape(self.num_channels)))
+            later = steps > 1.0
+            lo = ops.select(later, d * self.minq + (1 - d) * lo, lo)
+            hi = ops.select(later, d * self.maxq + (1 - d) * hi, hi)
+        ops.assign(self.minq, lo)
+        ops.assign(self.maxq, hi)
+        return lo, hi
+
+    def _delayed(self, x: Tensor, out: Tensor, steps: Tensor | None) -> Tensor:
+        """``x`` itself during the first ``quant_delay`` training steps."""
+        if steps is None or self.quant_delay == 0:
+            return out
+        return ops.select(ops.broadcast_to(steps <= float(self.quant_delay), x.shape), x, out)
 
     def quant_params(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``nudge`` of the observed range: (nmin, nmax, scale, zero_point), each (C,)."""
@@ -146,16 +199,18 @@ class SimulatedFakeQuantizerPerLayer(_FakeQuantizer):
         super().__init__(1, ema, ema_decay, symmetric, narrow_range, num_bits, quant_delay)
 
     def construct(self, x: Tensor) -> Tensor:
+        bits, sym, narrow = self.num_bits, self.symmetric, self.narrow_range
         if self.training:
-            self.steps += 1
-            data = x.asnumpy()
-            self._observe(np.array([data.min()]), np.array([data.max()]))
-            if self.steps <= self.quant_delay:
-                return x
-        elif not self.calibrated:
-            return x  # never observed data: nothing to simulate yet
-        nmin, nmax, scale, _ = self.quant_params()
-        return fake_quant(x, nmin[0], nmax[0], scale[0])
+            steps = self._count()
+            lo, hi = self._observe(
+                ops.reshape(ops.reduce_min(x), (1,)), ops.reshape(ops.reduce_max(x), (1,)), steps
+            )
+            nmin, nmax, scale = nudge_tensors(lo, hi, bits, sym, narrow)
+            return self._delayed(x, fake_quant(x, nmin, nmax, scale), steps)
+        # eval: the recorded range; never observed data: nothing to simulate yet
+        nmin, nmax, scale = nudge_tensors(self.minq, self.maxq, bits, sym, narrow)
+        seen = ops.logical_or(self.minq != 0, self.maxq != 0)
+        return ops.select(ops.broadcast_to(seen, x.shape), fake_quant(x, nmin, nmax, scale), x)
 
 
 class SimulatedFakeQuantizerPerChannel(_FakeQuantizer):
@@ -184,14 +239,15 @@ class SimulatedFakeQuantizerPerChannel(_FakeQuantizer):
         self.channel_axis = channel_axis
 
     def construct(self, x: Tensor) -> Tensor:
-        data = x.asnumpy()
-        moved = np.moveaxis(data, self.channel_axis, 0).reshape(data.shape[self.channel_axis], -1)
-        if self.training:
-            self.steps += 1
-        self._observe(moved.min(axis=1), moved.max(axis=1))
-        if self.training and self.steps <= self.quant_delay:
-            return x
-        nmin, nmax, scale, _ = self.quant_params()
-        shape = [1] * data.ndim
-        shape[self.channel_axis] = -1
-        return fake_quant(x, nmin.reshape(shape), nmax.reshape(shape), scale.reshape(shape))
+        axis = self.channel_axis % x.ndim
+        perm = (axis, *(d for d in range(x.ndim) if d != axis))
+        moved = ops.reshape(ops.transpose(x, perm), (x.shape[axis], -1))
+        steps = self._count() if self.training else None
+        lo, hi = self._observe(ops.reduce_min(moved, 1), ops.reduce_max(moved, 1), steps)
+        nmin, nmax, scale = nudge_tensors(lo, hi, self.num_bits, self.symmetric, self.narrow_range)
+        shape = [1] * x.ndim
+        shape[axis] = -1
+        out = fake_quant(
+            x, ops.reshape(nmin, shape), ops.reshape(nmax, shape), ops.reshape(scale, shape)
+        )
+        return self._delayed(x, out, steps)

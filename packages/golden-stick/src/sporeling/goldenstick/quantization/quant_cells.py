@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from sporeling.core import Tensor, nn, ops
+from sporeling.core import Parameter, Tensor, nn, ops
 
 from .fake_quant import SimulatedFakeQuantizerPerChannel, SimulatedFakeQuantizerPerLayer
 
@@ -125,7 +125,12 @@ class BnFoldQuant(nn.Cell):
         self.act = act
         self.freeze_bn = policy["freeze_bn"]
         self.fake_quant_weight = _weight_quantizer(op, policy)
-        self.steps = 0
+        # training steps seen, a Parameter so that a jit-compiled step counts too
+        self.step_count = Parameter(np.zeros(1, np.float32), name="step_count", requires_grad=False)
+
+    @property
+    def steps(self) -> int:
+        return int(self.step_count.asnumpy()[0])
 
     def _axes(self, ndim: int) -> tuple[int, ...]:
         return (0, 2, 3) if ndim == 4 else (0,)
@@ -134,19 +139,26 @@ class BnFoldQuant(nn.Cell):
         op, bn = self.op, self.bn
         wshape = (-1,) + (1,) * (op.weight.ndim - 1)
         bshape = (1, -1, 1, 1) if isinstance(op, nn.Conv2d) else (1, -1)
-        if self.training and self.steps < self.freeze_bn:
-            self.steps += 1
+        updates: list[tuple[Parameter, Tensor]] = []
+        if self.training:
+            steps = ops.stop_gradient(self.step_count + 1.0)
+            updates.append((self.step_count, steps))
+            # batch statistics (and moving ones updated) for the first freeze_bn steps
+            batch = steps <= float(self.freeze_bn)
             raw = linear_forward(op, x, op.weight, None)
             axes = self._axes(raw.ndim)
-            mean = ops.mean(raw, axes)
-            var = ops.mean(ops.square(raw - ops.reshape(mean, bshape)), axes)
+            b_mean = ops.mean(raw, axes)
+            b_var = ops.mean(ops.square(raw - ops.reshape(b_mean, bshape)), axes)
             m = float(bn.momentum)
-            bn.moving_mean.set_data(Tensor(m * bn.moving_mean.asnumpy() + (1 - m) * mean.asnumpy()))
             n = raw.size // raw.shape[1]
-            unbiased = var.asnumpy() * (n / max(n - 1, 1))
-            bn.moving_variance.set_data(
-                Tensor(m * bn.moving_variance.asnumpy() + (1 - m) * unbiased)
-            )
+            old_mean, old_var = bn.moving_mean + 0.0, bn.moving_variance + 0.0
+            new_mean = m * old_mean + (1 - m) * ops.stop_gradient(b_mean)
+            new_var = m * old_var + (1 - m) * ops.stop_gradient(b_var) * (n / max(n - 1, 1))
+            batch = ops.broadcast_to(batch, old_mean.shape)
+            updates.append((bn.moving_mean, ops.select(batch, new_mean, old_mean)))
+            updates.append((bn.moving_variance, ops.select(batch, new_var, old_var)))
+            mean = ops.select(batch, b_mean, old_mean)
+            var = ops.select(batch, b_var, old_var)
         else:
             mean, var = bn.moving_mean, bn.moving_variance
         inv = bn.gamma / ops.sqrt(var + bn.eps)
@@ -155,6 +167,8 @@ class BnFoldQuant(nn.Cell):
         if op.bias is not None:
             bias = bias + op.bias * inv
         y = linear_forward(op, x, w, bias)
+        for param, value in updates:  # last: no read of these Parameters follows
+            ops.assign(param, value)
         return self.act(y) if self.act is not None else y
 
     def folded(self) -> tuple[np.ndarray, np.ndarray, None]:

@@ -58,24 +58,36 @@ class SlbFakeQuantizerPerLayer(nn.Cell):
             )
         self.num_bits = bit_num
         self.w_list = slb_values(bit_num)
-        self.temperature = 1.0
-        self.temperature_end = False
+        # Parameters, not Python values, so a jit-compiled network sees every change
+        self.temp = Parameter(np.ones(1, np.float32), name="temp", requires_grad=False)
+        self.end_flag = Parameter(np.zeros(1, np.float32), name="end_flag", requires_grad=False)
+
+    @property
+    def temperature(self) -> float:
+        return float(self.temp.asnumpy()[0])
+
+    @property
+    def temperature_end(self) -> bool:
+        return bool(self.end_flag.asnumpy()[0] > 0)
 
     def set_temperature(self, t: float) -> None:
         if isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0:
             raise ValueError(f"set_temperature: argument 't' expected a float > 0, got {t!r}")
-        self.temperature = float(t)
+        self.temp.set_data(Tensor(np.array([t], np.float32)))
 
     def set_temperature_end_flag(self) -> None:
-        self.temperature_end = True
+        self.end_flag.set_data(Tensor(np.ones(1, np.float32)))
 
     def construct(self, logits: Tensor) -> Tensor:
         values = Tensor(self.w_list)
-        if self.training and not self.temperature_end:
-            probs = ops.softmax(logits * self.temperature, -1)
-            return ops.reduce_sum(probs * values, -1)
-        idx = np.argmax(logits.asnumpy(), axis=-1)
-        return Tensor(self.w_list[idx])
+        n = len(self.w_list)
+        hard = ops.stop_gradient(
+            ops.reduce_sum(ops.one_hot(ops.argmax(logits, -1), n, 1.0, 0.0) * values, -1)
+        )
+        if not self.training:
+            return hard
+        soft = ops.reduce_sum(ops.softmax(logits * self.temp, -1) * values, -1)
+        return ops.select(ops.broadcast_to(self.end_flag > 0.5, soft.shape), hard, soft)
 
     def extend_repr(self) -> str:
         return (
