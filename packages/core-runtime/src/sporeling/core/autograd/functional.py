@@ -345,8 +345,10 @@ def vmap(fn: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callabl
     """Map ``fn`` over a batch axis of its inputs (MindSpore's ``ops.vmap``).
 
     ``in_axes``: an int, None (not mapped) or one entry per positional argument;
-    ``out_axes``: an int or one entry per output. Runs ``fn`` once per batch element and
-    stacks the results, so every op (and its gradient) is supported.
+    ``out_axes``: an int or one entry per output. Each primitive runs once over the batch
+    through its batching rule (``ops/batching.py``), or once per example where it has none;
+    a function that reads a mapped tensor's value or differentiates inside runs once per
+    batch element, the results stacked.
     """
     from .. import ops
 
@@ -365,6 +367,16 @@ def vmap(fn: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callabl
                 f"vmap: mapped inputs must share one batch size, got sizes {sorted(sizes)}"
             )
         n = sizes.pop()
+        try:  # one call per primitive over the batch (ops/batching.py)
+            out, _ = ops.batching.run_batched(fn, args, tuple(axes), n)
+        except ops.batching.Unbatchable:
+            pass  # the mapped function reads values or differentiates: once per example
+        else:
+            if isinstance(out, Tensor):
+                oa = out_axes[0] if isinstance(out_axes, (tuple, list)) else out_axes
+                return ops.batching.move_axis(out, 0, oa)
+            oas = out_axes if isinstance(out_axes, (tuple, list)) else (out_axes,) * len(out)
+            return tuple(ops.batching.move_axis(o, 0, a) for o, a in zip(out, oas, strict=True))
 
         def take(a: Any, ax: Any, i: int) -> Any:
             if ax is None or not isinstance(a, Tensor):

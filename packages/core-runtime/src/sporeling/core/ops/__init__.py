@@ -48,3 +48,5 @@ from .shard_api import shard  # noqa: E402, F401
 
 for _name in operations.__all__:  # MindSpore 2.x: ops.MatMul is ops.operations.MatMul
     globals().setdefault(_name, getattr(operations, _name))
+
+from . import batching  # noqa: E402, F401  (vmap's batching rules, installed on the primitives)
