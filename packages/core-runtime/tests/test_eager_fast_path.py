@@ -130,3 +130,21 @@ def test_full_reduction_plan_params_in_key():
     x.sum(), x.sum(keepdims=True)
     keys = [k for k in reduce_sum_p._eager_plans if k[1] == (2, 3)]
     assert len(keys) >= 2  # keep_dims is part of the key
+
+
+def test_reshape_and_transpose_shortcuts_keep_checks():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = Tensor(a)
+    for _ in range(2):  # the first call checks and memoizes, the second takes the shortcut
+        np.testing.assert_array_equal(x.reshape(2, 6).asnumpy(), a.reshape(2, 6))
+        np.testing.assert_array_equal(ops.transpose(x, (1, 0)).asnumpy(), a.T)
+        np.testing.assert_array_equal(ops.transpose(x, (-1, 0)).asnumpy(), a.T)
+        assert ops.transpose(x, (0, 1)) is x and ops.reshape(x, (3, 4)) is x
+    np.testing.assert_array_equal(x.reshape(-1, 3).asnumpy(), a.reshape(-1, 3))
+    with pytest.raises(ValueError, match="reshape"):
+        x.reshape(5, 3)
+    with pytest.raises(ValueError, match="transpose"):
+        ops.transpose(Tensor(np.zeros((2, 2, 2), np.float32)), (1, 0))  # memoized for 2-d only
+    with pytest.raises(ValueError, match="axis"):
+        ops.softmax(x, 2)
+    np.testing.assert_allclose(x.mean(-1).asnumpy(), a.mean(-1), rtol=1e-6)

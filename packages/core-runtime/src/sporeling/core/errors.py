@@ -27,6 +27,8 @@ def op_error(
 
 def check_int(op: str, arg: str, value: Any, minimum: int | None = None) -> int:
     """Validate an integer argument (bools rejected) and return it as ``int``."""
+    if type(value) is int and (minimum is None or value >= minimum):
+        return value  # the common case, before the import and isinstance checks (hot path)
     import numpy as np
 
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
@@ -38,6 +40,8 @@ def check_int(op: str, arg: str, value: Any, minimum: int | None = None) -> int:
 
 def check_axis(op: str, axis: Any, ndim: int, arg: str = "axis") -> int:
     """Normalize one axis into ``[0, ndim)`` or raise naming the op and the valid range."""
+    if type(axis) is int and -ndim <= axis < ndim:
+        return axis % ndim  # the common case (hot path)
     axis = check_int(op, arg, axis)
     bound = max(ndim, 1)
     if not -bound <= axis < bound:

@@ -78,6 +78,8 @@ def normalize_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
     """``None`` (all), an int or a sequence of ints -> a sorted tuple of distinct axes."""
     if axis is None or (type(axis) in (tuple, list) and not axis):
         return _ALL_AXES[ndim] if ndim < len(_ALL_AXES) else tuple(range(ndim))
+    if type(axis) is int and -ndim <= axis < ndim:
+        return (axis % ndim,)  # one int axis, the common case (hot path)
     if isinstance(axis, Tensor):
         axis = axis.tolist()
     items = axis if isinstance(axis, (tuple, list)) else (axis,)
@@ -219,6 +221,17 @@ def reshape(input_x: Tensor, input_shape: Any) -> Tensor:
     (2, 2)
     """
     x = _tensor_input("reshape", "input_x", input_x)
+    if type(input_shape) is tuple:  # non-negative Python ints only: the common case (hot path)
+        size = 1
+        for d in input_shape:
+            if type(d) is not int or d < 0:
+                break
+            size *= d
+        else:
+            if size == x._data.size:
+                if input_shape == x._data.shape:
+                    return x
+                return reshape_p.bind(x, shape=input_shape)
     shape = _resolve_shape("reshape", input_shape, x.size)
     if shape == x.shape:
         return x
@@ -318,9 +331,17 @@ transpose_p = Primitive(
 )
 
 
+#: (user permutation, ndim) -> the checked permutation (``()``: the identity, nothing to do)
+_CHECKED_PERMS: dict[tuple[tuple[int, ...], int], tuple[int, ...]] = {}
+
+
 def transpose(input_x: Tensor, input_perm: Any = None) -> Tensor:
     """Permute dimensions (reverse them when ``input_perm`` is None)."""
     x = _tensor_input("transpose", "input_x", input_x)
+    if type(input_perm) is tuple:  # a permutation already checked for this ndim (hot path)
+        perm = _CHECKED_PERMS.get((input_perm, x._data.ndim))
+        if perm is not None:
+            return transpose_p.bind(x, perm=perm) if perm else x
     if input_perm is None:
         perm = tuple(range(x.ndim - 1, -1, -1))
     else:
@@ -329,6 +350,12 @@ def transpose(input_x: Tensor, input_perm: Any = None) -> Tensor:
             raise op_error(
                 "transpose", "input_perm", tuple(input_perm), f"a permutation of range({x.ndim})"
             )
+    if (
+        type(input_perm) is tuple
+        and all(type(p) is int for p in input_perm)  # (hashable, and equal only to itself)
+        and len(_CHECKED_PERMS) < 4096
+    ):
+        _CHECKED_PERMS[(input_perm, x.ndim)] = () if perm == tuple(range(x.ndim)) else perm
     if perm == tuple(range(x.ndim)):
         return x
     return transpose_p.bind(x, perm=perm)

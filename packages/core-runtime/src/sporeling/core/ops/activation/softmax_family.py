@@ -8,6 +8,7 @@ import numpy as np
 
 from ..._primitive import Primitive, ShapedArray
 from ...errors import check_axis, op_error
+from ...kernels.cpu.softmax import softmax_lastaxis
 from ...tensor import Tensor
 from .._core import reduce_sum, reshape
 from .._elementwise import _check_family, exp, float_input
@@ -38,7 +39,6 @@ def _softmax_cpu_for(log: bool) -> Any:
     def impl(xp: Any, x: Any, *, axis: tuple[int, ...]) -> Any:
         if len(axis) != 1 or x.size == 0:
             return fallback(xp, x, axis=axis)
-        from ...kernels.cpu.softmax import softmax_lastaxis
 
         a = axis[0]
         last = a == x.ndim - 1
