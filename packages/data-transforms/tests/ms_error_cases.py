@@ -54,6 +54,21 @@ def sampler_with_shards(ds, mr, tmp, data):
     ds.MnistDataset(_mnist(data), sampler=ds.PKSampler(3), num_shards=2, shard_id=0)
 
 
+@case("sampler and num_samples cannot be specified at the same time", "num_samples=2")
+def sampler_with_num_samples(ds, mr, tmp, data):
+    ds.MnistDataset(_mnist(data), sampler=ds.SequentialSampler(), num_samples=2)
+
+
+@case("not an instance of a sampler", "int")
+def use_sampler_int(ds, mr, tmp, data):
+    ds.MnistDataset(_mnist(data)).use_sampler(1)
+
+
+@case("sampler", "str")
+def sampler_str(ds, mr, tmp, data):
+    ds.MnistDataset(_mnist(data), sampler="sampler")
+
+
 @case("num_shards is specified and currently requires shard_id as well", "num_shards=10")
 def num_shards_without_shard_id(ds, mr, tmp, data):
     ds.MnistDataset(_mnist(data), num_shards=10)

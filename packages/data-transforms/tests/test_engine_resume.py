@@ -103,12 +103,15 @@ def test_samplers():
     w = ds.NumpySlicesDataset(data, sampler=ds.WeightedRandomSampler([0] * 9 + [1], 5))
     assert ids(w) == [9] * 5
     assert ids(ds.NumpySlicesDataset(data, sampler=[3, 4])) == [3, 4]
+    with pytest.raises(RuntimeError, match="sampler and num_samples"):  # as MindSpore
+        ds.NumpySlicesDataset(data, sampler=ds.SequentialSampler(), num_samples=4)
     assert (
-        ds.NumpySlicesDataset(
-            data, sampler=ds.SequentialSampler(), num_samples=4
-        ).get_dataset_size()
+        ds.NumpySlicesDataset(data, sampler=ds.SequentialSampler(num_samples=4)).get_dataset_size()
         == 4
     )
+    source = ds.NumpySlicesDataset(data, shuffle=False)
+    source.use_sampler(ds.SubsetSampler([5, 2]))
+    assert ids(source.map(lambda x: x)) == [5, 2]
     with pytest.raises(RuntimeError, match="out of range"):
         ids(ds.NumpySlicesDataset(data, sampler=ds.SubsetSampler([10])))
     with pytest.raises(RuntimeError, match="weights vector must not contain negative"):

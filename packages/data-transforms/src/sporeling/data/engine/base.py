@@ -275,6 +275,14 @@ class Dataset:
         raise NotImplementedError
 
     # -- sizes and metadata --------------------------------------------------------------------
+    def use_sampler(self, new_sampler: Any) -> None:
+        """Make the pipeline's sources read the rows ``new_sampler`` picks (MindSpore's
+        ``use_sampler``; on a pipeline it goes to the sources below)."""
+        if not self.children:
+            raise TypeError(f"{type(self).__name__}.use_sampler: this source has no sampler")
+        for child in self.children:
+            child.use_sampler(new_sampler)
+
     def get_dataset_size(self) -> int:
         """Rows (batches after ``batch``) per epoch; -1 after an infinite ``repeat()``."""
         size = self._size()

@@ -103,7 +103,6 @@ class PKSampler(Sampler):
 def bind_source(sampler: Any, source: Any) -> None:
     """Give every PKSampler in ``sampler``'s chain the source's class labels."""
     while sampler is not None:
-        inner = getattr(sampler, "inner", None)  # a source's num_samples cap
         if isinstance(sampler, PKSampler):
             sampler._bind(source)
-        sampler = inner if inner is not None else getattr(sampler, "child", None)
+        sampler = getattr(sampler, "child", None)

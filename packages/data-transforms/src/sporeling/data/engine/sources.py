@@ -83,6 +83,12 @@ def resolve_sampler(
                 f"sampler={type(sampler).__name__}, num_shards={shards[0]}; use "
                 "DistributedSampler to shard with a sampler)"
             )
+        if num_samples is not None:
+            raise RuntimeError(
+                f"{where}: sampler and num_samples cannot be specified at the same time (got "
+                f"sampler={type(sampler).__name__}, num_samples={num_samples}; give the sampler "
+                "its num_samples)"
+            )
         if isinstance(sampler, (list, tuple, np.ndarray)):
             from .samplers import SubsetSampler
 
@@ -92,8 +98,6 @@ def resolve_sampler(
                 f"{where}: argument 'sampler' expected a Sampler or a list of indices, got "
                 f"{type(sampler).__name__}"
             )
-        if num_samples:
-            sampler = _Capped(sampler, num_samples)
         return sampler
     do_shuffle = default_shuffle if shuffle is None else shuffle
     if shards[0] is not None:
@@ -105,24 +109,8 @@ def resolve_sampler(
     return SequentialSampler(num_samples=num_samples)
 
 
-class _Capped(Sampler):
-    """A user sampler with the source's ``num_samples`` applied on top."""
-
-    def __init__(self, inner: Sampler, num_samples: int) -> None:
-        super().__init__(num_samples)
-        self.inner = inner
-
-    @property
-    def is_random(self) -> bool:
-        return self.inner.is_random
-
-    def _order(self, n: int, key: tuple[int, ...]) -> np.ndarray:
-        return self.inner.get_indices(n, key)
-
-
 def _sharded(sampler: Sampler) -> bool:
-    s = sampler.inner if isinstance(sampler, _Capped) else sampler
-    return isinstance(s, DistributedSampler)
+    return isinstance(sampler, DistributedSampler)
 
 
 class MappableSource(Dataset):
@@ -151,6 +139,23 @@ class MappableSource(Dataset):
         )
         self.on_error = check_on_error(where, on_error)
         self._size_cache: int | None = None
+
+    def use_sampler(self, new_sampler: Any) -> None:
+        """Read the rows ``new_sampler`` picks from now on (MindSpore's ``use_sampler``)."""
+        where = f"{type(self).__name__}.use_sampler"
+        if new_sampler is None:
+            raise TypeError(f"{where}: Input sampler can not be None.")
+        if isinstance(new_sampler, (list, tuple, np.ndarray)):
+            from .samplers import SubsetSampler
+
+            new_sampler = SubsetSampler(list(new_sampler))
+        if not isinstance(new_sampler, Sampler):
+            raise TypeError(
+                f"{where}: Input sampler is not an instance of a sampler (got "
+                f"{type(new_sampler).__name__} {new_sampler!r:.60})"
+            )
+        self.sampler = new_sampler
+        self._size_cache = None
 
     # -- to override ------------------------------------------------------------------------
     def _num_rows(self) -> int:

@@ -100,14 +100,13 @@ def _permutation(n: int) -> np.ndarray:
 
 def split_dataset(dataset: Dataset, sizes: Any, randomize: Any = True) -> tuple[Dataset, ...]:
     from .samplers import DistributedSampler, SubsetRandomSampler, SubsetSampler
-    from .sources import MappableSource, _Capped
+    from .sources import MappableSource
 
     _check_sizes(sizes, randomize)
     # a GeneratorDataset over a generator function is a source without random access
     mappable = isinstance(dataset, MappableSource) and getattr(dataset, "_random_access", True)
     sampler = getattr(dataset, "sampler", None)
-    inner = sampler.inner if isinstance(sampler, _Capped) else sampler
-    if isinstance(inner, DistributedSampler):
+    if isinstance(sampler, DistributedSampler):
         raise RuntimeError("Dataset.split: Dataset should not be sharded before split.")
     counts = absolute_split_sizes(sizes, dataset.get_dataset_size())
     if not mappable:
