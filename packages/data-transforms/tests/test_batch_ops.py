@@ -396,3 +396,24 @@ def test_in_pipeline_map_after_batch_and_per_batch_map():
         np.testing.assert_allclose(l1.sum(axis=1), 1.0, rtol=1e-6)
     cropped = _dataset().batch(3, per_batch_map=BatchRandomResizedCrop(6), input_columns=["image"])
     assert [r[0].shape for r in _epoch(cropped)] == [(3, 6, 6, 3)] * 4
+
+
+@pytest.mark.parametrize("nearest", [False, True])
+@pytest.mark.parametrize("size", [(24, 20), (7, 33), (1, 1)])
+def test_resized_crop_rgb8_fast_path_equals_the_per_pixel_loop(nearest, size):
+    # uint8 RGB takes the separable kernel; the same pixels with a fourth channel take the
+    # per-pixel loop: their first three channels must be the same bytes (also on an
+    # NCHW-transposed, non-contiguous view and with flips).
+    from sporeling.data.vision import _batch_kernels as k
+
+    rng = np.random.default_rng(11)
+    rgbx = rng.integers(0, 256, (5, 30, 40, 4), dtype=np.uint8)
+    boxes = np.array([[0, 0, 40, 30], [3, 2, 9, 5], [10, 4, 1, 1], [0, 7, 40, 2], [5, 5, 30, 20]])
+    flips = np.array([0, 1, 0, 1, 1], np.uint8)
+    ref = np.empty((5, *size, 4), np.uint8)
+    k._resized_crop_kernel(rgbx, boxes, flips, ref, nearest, 0.0, 255.0, True)
+    for rgb in (rgbx[..., :3].copy(), np.ascontiguousarray(rgbx[..., :3].transpose(0, 3, 1, 2))):
+        view = rgb if rgb.shape[-1] == 3 else rgb.transpose(0, 2, 3, 1)
+        out = np.empty((5, *size, 3), np.uint8)
+        k._resized_crop_kernel(view, boxes, flips, out, nearest, 0.0, 255.0, True)
+        np.testing.assert_array_equal(out, ref[..., :3])

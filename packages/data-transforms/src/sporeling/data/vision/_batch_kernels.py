@@ -64,6 +64,69 @@ def _cutmix_kernel(images, perm, boxes, out):
 
 
 @numba.njit(cache=True, nogil=True)
+def _source_rows(oy, sy, ch, nearest):
+    """Source rows (crop-relative) and the vertical weight of output row `oy`."""
+    if nearest:
+        ya = min(int(np.floor((oy + 0.5) * sy)), ch - 1)
+        return ya, ya, np.float32(0.0)
+    fy = max((oy + 0.5) * sy - 0.5, 0.0)
+    ya = min(int(np.floor(fy)), ch - 1)
+    return ya, min(ya + 1, ch - 1), np.float32(fy - ya)
+
+
+@numba.njit(cache=True, nogil=True)
+def _horizontal_rgb8(row, xa, xb, wx, dst):
+    # top = ra[a] * w0 + ra[b] * w1 of `_resized_crop_one`, per channel, in float32
+    for ox in range(xa.size):
+        a = xa[ox]
+        b = xb[ox]
+        w1 = wx[ox]
+        w0 = np.float32(1.0) - w1
+        dst[3 * ox] = row[a, 0] * w0 + row[b, 0] * w1
+        dst[3 * ox + 1] = row[a, 1] * w0 + row[b, 1] * w1
+        dst[3 * ox + 2] = row[a, 2] * w0 + row[b, 2] * w1
+
+
+@numba.njit(cache=True, nogil=True)
+def _resized_crop_rgb8(img, y0, ch, sy, xa, xb, wx, out, nearest):
+    """`_resized_crop_one`'s rows for uint8 RGB, separably: each source row's horizontal
+    interpolation is computed once into a float32 row and reused by the next output row
+    that needs it (a downscale by 1.3 shares about a third of its rows, an upscale most),
+    then one vertical pass blends two such rows. The same float32 values, rounding (half
+    to even: adding and subtracting 2**52 rounds a double in the default mode, with no
+    libm `rint` call) and saturation as the per-pixel loop, so the same bytes; 2-4x
+    faster per 224x224 image (the speed-ups of the per-image resize, issue 24)."""
+    oh, ow, _ = out.shape
+    n = 3 * ow
+    rows = np.empty((2, n), np.float32)  # rows[0]: source row `have0`; rows[1]: `have1`
+    have0 = -1
+    have1 = -1
+    magic = 4503599627370496.0  # 2**52
+    line = np.empty(n, np.uint8)
+    for oy in range(oh):
+        ya, yb, wy = _source_rows(oy, sy, ch, nearest)
+        if have0 != ya:
+            if have1 == ya:
+                rows[0, :] = rows[1, :]
+            else:
+                _horizontal_rgb8(img[ya + y0], xa, xb, wx, rows[0])
+            have0 = ya
+        if have1 != yb:
+            _horizontal_rgb8(img[yb + y0], xa, xb, wx, rows[1])
+            have1 = yb
+        top = rows[0]
+        bot = rows[1]
+        for i in range(n):  # contiguous: vectorizes
+            v = np.float64(top[i] + (bot[i] - top[i]) * wy)
+            line[i] = (min(max(v, 0.0), 255.0) + magic) - magic
+        orow = out[oy]
+        for ox in range(ow):
+            orow[ox, 0] = line[3 * ox]
+            orow[ox, 1] = line[3 * ox + 1]
+            orow[ox, 2] = line[3 * ox + 2]
+
+
+@numba.njit(cache=True, nogil=True)
 def _resized_crop_one(img, x0, y0, cw, ch, flip, out, nearest, lo, hi, is_int):
     """Crop (x0, y0, cw, ch) of one (H, W, C) image and resize it into `out` (OH, OW, C).
 
@@ -91,16 +154,11 @@ def _resized_crop_one(img, x0, y0, cw, ch, flip, out, nearest, lo, hi, is_int):
         xa[tx] = i0 + x0
         xb[tx] = min(i0 + 1, cw - 1) + x0
         wx[tx] = fx - i0
+    if c == 3 and is_int and lo == 0.0 and hi == 255.0:  # uint8 RGB: the fast path
+        _resized_crop_rgb8(img, y0, ch, sy, xa, xb, wx, out, nearest)
+        return
     for oy in range(oh):
-        if nearest:
-            ya = min(int(np.floor((oy + 0.5) * sy)), ch - 1)
-            yb = ya
-            wy = np.float32(0.0)
-        else:
-            fy = max((oy + 0.5) * sy - 0.5, 0.0)
-            ya = min(int(np.floor(fy)), ch - 1)
-            yb = min(ya + 1, ch - 1)
-            wy = np.float32(fy - ya)
+        ya, yb, wy = _source_rows(oy, sy, ch, nearest)
         ra = img[ya + y0]
         rb = img[yb + y0]
         orow = out[oy]
