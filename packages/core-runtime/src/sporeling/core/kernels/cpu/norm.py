@@ -131,12 +131,13 @@ def layer_norm_backward(
 # ---- batch norm ---------------------------------------------------------------------
 
 
-@numba.jit(**JIT_SERIAL)
-def _batch_norm_fwd_kernel(x3, w, b, eps, y3, mean, var):  # pragma: no cover - compiled
+@numba.jit(**_JIT)
+def _batch_norm_fwd_kernel(lo, hi, x3, w, b, eps, y3, mean, var):  # pragma: no cover
+    """Channels ``lo:hi`` (each channel's statistics and output are its own)."""
     wide_vectors()
-    nb, nc, nl = x3.shape
+    nb, _, nl = x3.shape
     cnt = nb * nl
-    for c in range(nc):
+    for c in range(lo, hi):
         s = 0.0
         for i in range(nb):
             for k in range(nl):
@@ -157,14 +158,15 @@ def _batch_norm_fwd_kernel(x3, w, b, eps, y3, mean, var):  # pragma: no cover - 
         var[c] = v
 
 
-@numba.jit(**JIT_SERIAL)
+@numba.jit(**_JIT)
 def _batch_norm_bwd_kernel(
-    gy3, gmean, gvar, x3, w, mean, var, eps, dx3, dw, db
+    lo, hi, gy3, gmean, gvar, x3, w, mean, var, eps, dx3, dw, db
 ):  # pragma: no cover - compiled
+    """Channels ``lo:hi``."""
     wide_vectors()
-    nb, nc, nl = x3.shape
+    nb, _, nl = x3.shape
     cnt = nb * nl
-    for c in range(nc):
+    for c in range(lo, hi):
         mu = mean[c]
         rstd = 1.0 / math.sqrt(var[c] + eps)
         sg = 0.0  # sum(gy)
@@ -190,11 +192,17 @@ def _batch_norm_bwd_kernel(
 def batch_norm_forward(
     x3: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Normalize each channel of ``x3`` (B, C, L); returns ``(y, mean, var)`` (biased)."""
+    """Normalize each channel of ``x3`` (B, C, L); returns ``(y, mean, var)`` (biased).
+    Large inputs run blocks of channels on several threads (:mod:`._rows`): serial, batch
+    norm was the one ResNet-20 step kernel left on one core."""
     y = np.empty_like(x3)
     mean = np.empty(x3.shape[1], x3.dtype)
     var = np.empty(x3.shape[1], x3.dtype)
-    _batch_norm_fwd_kernel(x3, w, b, eps, y, mean, var)
+
+    def block(_k: int, lo: int, hi: int) -> None:
+        _batch_norm_fwd_kernel(lo, hi, x3, w, b, eps, y, mean, var)
+
+    run_blocks(block, x3.shape[1], n_blocks(x3.shape[1], x3.size))
     return y, mean, var
 
 
@@ -212,5 +220,9 @@ def batch_norm_backward(
     dx = np.empty_like(x3)
     dw = np.empty(x3.shape[1], x3.dtype)
     db = np.empty(x3.shape[1], x3.dtype)
-    _batch_norm_bwd_kernel(gy3, gmean, gvar, x3, w, mean, var, eps, dx, dw, db)
+
+    def block(_k: int, lo: int, hi: int) -> None:
+        _batch_norm_bwd_kernel(lo, hi, gy3, gmean, gvar, x3, w, mean, var, eps, dx, dw, db)
+
+    run_blocks(block, x3.shape[1], n_blocks(x3.shape[1], x3.size))
     return dx, dw, db
