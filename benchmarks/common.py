@@ -60,6 +60,7 @@ class Context:
 
         from sporeling import core
 
+        core.set_context(enable_graph_kernel=True)  # graph numbers are measured with fusion
         self.core = core
         self.ops = core.ops
         self.torch = torch

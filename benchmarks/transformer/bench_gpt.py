@@ -37,7 +37,9 @@ def training(repeats: int) -> None:
     import torch
     import transformers as tr
 
-    from sporeling.core import Tensor, jit, nn
+    from sporeling.core import Tensor, jit, nn, set_context
+
+    set_context(enable_graph_kernel=True)  # measured with kernel fusion (off by default)
     from sporeling.transformer.hf import load_hf_gpt2
     from sporeling.transformer.models.gpt import GPTWithLoss
 

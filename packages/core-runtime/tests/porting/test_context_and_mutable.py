@@ -123,3 +123,12 @@ def test_gradient_of_a_mutable_dict_has_one_entry_per_value(mode):
         set_context(mode=PYNATIVE_MODE)
     np.testing.assert_allclose(ga.asnumpy(), 2 * b)
     np.testing.assert_allclose(gb.asnumpy(), 2 * a)
+
+
+def test_enable_graph_kernel_defaults_to_false_as_in_mindspore():
+    import subprocess
+    import sys
+
+    code = "from sporeling.core import get_context; print(get_context('enable_graph_kernel'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
