@@ -60,6 +60,7 @@ def _im2col_image(x, n, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):  # pragma
     cf = cols.reshape(-1)
     u_sw = np.uint64(sw)
     u_ow = np.uint64(ow)
+    flat = sh == 1 and sw == 1 and ow == w
     for r in range(n_ch * kh * kw):
         j = r % kw
         i = (r // kw) % kh
@@ -68,6 +69,26 @@ def _im2col_image(x, n, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):  # pragma
         x0, x1 = _valid_range(ow, sw, j * dw - pw, w)
         u_x0, u_x1 = np.uint64(x0), np.uint64(x1)
         plane = (n * n_ch + c) * h * w
+        if flat and y1 > y0 and x1 > x0:
+            # stride 1 and OW == W: the tap's valid block is one run of the input plane
+            # (a contiguous copy), with the padding columns it wrapped over zeroed after
+            base = np.uint64(r * oh * ow)
+            first, last = np.uint64(y0 * ow + x0), np.uint64((y1 - 1) * ow + x1)
+            s = np.uint64(plane + (y0 - ph + i * dh) * w + x0 + j * dw - pw)
+            for k in range(first):
+                cf[base + k] = 0
+            for k in range(last - first):
+                cf[base + first + k] = xf[s + k]
+            for k in range(last, np.uint64(oh * ow)):
+                cf[base + k] = 0
+            if x0 > 0 or x1 < ow:
+                for y in range(y0, y1):
+                    o = base + np.uint64(y * ow)
+                    for k in range(u_x0):
+                        cf[o + k] = 0
+                    for k in range(u_x1, u_ow):
+                        cf[o + k] = 0
+            continue
         for y in range(oh):
             o = np.uint64((r * oh + y) * ow)
             if y < y0 or y >= y1:
@@ -85,11 +106,14 @@ def _im2col_image(x, n, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):  # pragma
 
 @numba.jit(**_JIT)
 def _col2im_image(cols, out, n, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):  # pragma: no cover
-    """Adds the columns ``(C*KH*KW, OH*OW)`` of one image into ``out[n]`` (zeroed first)."""
+    """Adds the columns ``(C*KH*KW, OH*OW)`` of one image into ``out[n]`` (zeroed first);
+    the padding columns of ``cols`` are overwritten with zeros on the way."""
     _, n_ch, h, w = out.shape
     cf = cols.reshape(-1)
     of = out.reshape(-1)
     u_sw = np.uint64(sw)
+    u_ow = np.uint64(ow)
+    flat = sh == 1 and sw == 1 and ow == w
     base = n * n_ch * h * w
     for k in range(n_ch * h * w):
         of[base + k] = 0
@@ -101,6 +125,21 @@ def _col2im_image(cols, out, n, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):  # prag
                 x0, x1 = _valid_range(ow, sw, j * dw - pw, w)
                 u_x0, u_x1 = np.uint64(x0), np.uint64(x1)
                 row = ((c * kh + i) * kw + j) * oh
+                if flat and y1 > y0 and x1 > x0:
+                    # as in _im2col_image: one contiguous run, after zeroing the columns
+                    # that wrap over the padding (this buffer is scratch)
+                    block = np.uint64(row * ow)
+                    for y in range(y0, y1):
+                        o = block + np.uint64(y * ow)
+                        for k in range(u_x0):
+                            cf[o + k] = 0
+                        for k in range(u_x1, u_ow):
+                            cf[o + k] = 0
+                    first, last = np.uint64(y0 * ow + x0), np.uint64((y1 - 1) * ow + x1)
+                    dst = np.uint64(plane + (y0 - ph + i * dh) * w + x0 + j * dw - pw)
+                    for k in range(last - first):
+                        of[dst + k] += cf[block + first + k]
+                    continue
                 for y in range(y0, y1):
                     src = np.uint64((row + y) * ow) + u_x0
                     dst = np.uint64(plane + (y * sh - ph + i * dh) * w + x0 * sw + j * dw - pw)
