@@ -148,14 +148,18 @@ class PrimitiveWithInfer(PrimitiveWithCheck):
                 f"{self.name}: a PrimitiveWithInfer needs a kernel; here define "
                 "__call__(self, *inputs) (or infer_value) computing it with sporeling ops"
             )
-        return infer_value(*args)
+        from .bprop_registry import call_with_registered_bprop
+
+        return call_with_registered_bprop(self, infer_value, args)
 
 
 def _checked_call(call: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(call)
     def wrapper(self: Any, *args: Any) -> Any:
+        from .bprop_registry import call_with_registered_bprop
+
         self._check_inputs(args)
-        return call(self, *args)
+        return call_with_registered_bprop(self, lambda *xs: call(self, *xs), args)
 
     wrapper._checked = True  # type: ignore[attr-defined]
     return wrapper
