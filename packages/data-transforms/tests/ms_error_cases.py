@@ -348,6 +348,79 @@ def generator_raises(ds, mr, tmp, data):
     _run(ds.GeneratorDataset(lambda: (1 / 0 for _ in range(2)), ["a"]))
 
 
+# ---- vision / transforms (test_*.py of the ops) -----------------------------------------
+def _vision(ds):
+    import importlib
+
+    return importlib.import_module(ds.__name__ + ".vision")
+
+
+def _transforms(ds):
+    import importlib
+
+    return importlib.import_module(ds.__name__ + ".transforms")
+
+
+@case("size", "-1")
+def resize_negative(ds, mr, tmp, data):
+    _vision(ds).Resize(-1)
+
+
+@case("interpolation", "'x'")
+def resize_interpolation_str(ds, mr, tmp, data):
+    _vision(ds).Resize(4, interpolation="x")
+
+
+@case("mean[0]", "[0, 255]", "300")
+def normalize_mean_out_of_range(ds, mr, tmp, data):
+    _vision(ds).Normalize([300, 2, 3], [1, 1, 1])
+
+
+@case("std", "0")
+def normalize_std_zero(ds, mr, tmp, data):
+    _vision(ds).Normalize([1, 2, 3], [0, 1, 1])
+
+
+@case("prob", "'a'")
+def flip_prob_str(ds, mr, tmp, data):
+    _vision(ds).RandomHorizontalFlip("a")
+
+
+@case("prob", "1.5")
+def flip_prob_out_of_range(ds, mr, tmp, data):
+    _vision(ds).RandomHorizontalFlip(1.5)
+
+
+@case("distortion_scale", "2")
+def perspective_distortion_int(ds, mr, tmp, data):
+    _vision(ds).RandomPerspective(2)
+
+
+@case("scale")
+def random_resized_crop_scale(ds, mr, tmp, data):
+    _vision(ds).RandomResizedCrop(4, scale=(1.0, 0.5))
+
+
+@case("HWC2CHW", "(4,)")
+def hwc2chw_on_1d(ds, mr, tmp, data):
+    _vision(ds).HWC2CHW()(np.zeros((4,), np.uint8))
+
+
+@case("Duplicate")
+def duplicate_two_inputs(ds, mr, tmp, data):
+    _transforms(ds).Duplicate()(1, 2)
+
+
+@case("prob", "2")
+def random_apply_prob(ds, mr, tmp, data):
+    _transforms(ds).RandomApply([_vision(ds).Invert()], prob=2)
+
+
+@case("num_classes", "-1")
+def one_hot_negative(ds, mr, tmp, data):
+    _transforms(ds).OneHot(-1)
+
+
 # ---- split (test_split.py) ---------------------------------------------------------------
 def _n(ds, **kw):
     return ds.NumpySlicesDataset(list(range(10)), ["data"], **kw)

@@ -46,7 +46,10 @@ def test_normalize_and_normalize_pad():
     pad = vision.NormalizePad(mean, std)(img)
     assert pad.shape == (24, 32, 4) and (pad[..., 3] == 0).all()
     assert vision.NormalizePad(mean, std, dtype="float16")(img).dtype == np.float16
-    with pytest.raises(ValueError, match="Normalize: std values must be positive"):
+    with pytest.raises(
+        ValueError,
+        match=r"Normalize: Input std\[0\] is not within the required interval of \(0, 255\]",
+    ):
         vision.Normalize([0.0], [0.0])
     with pytest.raises(ValueError, match="same length"):
         vision.Normalize([0.0, 1.0], [1.0])

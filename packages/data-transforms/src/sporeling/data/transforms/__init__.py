@@ -1,6 +1,9 @@
 """sporeling.data.transforms: common transforms (MindSpore 1.8 `dataset.transforms`)."""
 
 from sporeling.data.transforms._base import (
+    InputIndexError,
+    InputTypeError,
+    InputValueError,
     PyTensorOperation,
     TensorOperation,
     Transform,
@@ -44,6 +47,9 @@ __all__ = [
     "Transform",
     "TypeCast",
     "Unique",
+    "InputTypeError",
+    "InputValueError",
+    "InputIndexError",
     "resolve_operations",
     "use_rng",
 ]

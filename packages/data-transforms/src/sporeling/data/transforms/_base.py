@@ -33,6 +33,9 @@ from PIL import Image
 from sporeling.data import config
 
 __all__ = [
+    "InputIndexError",
+    "InputTypeError",
+    "InputValueError",
     "LEGACY_MIX_ERROR",
     "PyTensorOperation",
     "TensorOperation",
@@ -126,6 +129,26 @@ def _to_pil_if_possible(x: Any) -> Any:
 _NAMED = re.compile(r"^[A-Z][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(\(\))?: ")
 
 
+class InputTypeError(RuntimeError, TypeError):
+    """A transform given input of a kind it cannot take. MindSpore raises RuntimeError when
+    an op called on data fails (its C++ ops) and TypeError from its Python ops; this is
+    both, so code and tests written for either catch it."""
+
+
+class InputValueError(RuntimeError, ValueError):
+    """A transform given input it cannot process (see InputTypeError)."""
+
+
+class InputIndexError(RuntimeError, IndexError):
+    """A transform whose input is too small for it (see InputTypeError)."""
+
+
+def _as_input_error(exc: BaseException) -> type[Exception]:
+    if isinstance(exc, IndexError):
+        return InputIndexError
+    return InputTypeError if isinstance(exc, (TypeError, AttributeError)) else InputValueError
+
+
 def _describe(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape} and dtype {value.dtype}"
@@ -189,18 +212,19 @@ class Transform:
 
     # -- running ------------------------------------------------------------------------
     def _run(self, impl: str | None, args: tuple[Any, ...]) -> Any:
-        """Run with the path `impl` ("C"/"PY"); an error that does not name an op (one from
-        NumPy, Numba or Pillow, or a bare ZeroDivisionError) is re-raised naming this op and
-        its input, as TypeError (wrong kind of input) or ValueError."""
+        """Run with the path `impl` ("C"/"PY"). A failure on the input is re-raised as
+        InputTypeError / InputValueError / InputIndexError (each also a RuntimeError, as
+        MindSpore raises); one that does not name an op (from NumPy, Numba or Pillow, or a
+        bare ZeroDivisionError) is re-worded to name this op and its input."""
         try:
             return self._run_path(impl, args)
+        except (InputTypeError, InputValueError, InputIndexError):
+            raise
         except (TypeError, ValueError, IndexError, ZeroDivisionError, AttributeError) as exc:
+            kind = _as_input_error(exc)
             if _NAMED.match(str(exc)):
-                raise
+                raise kind(str(exc)) from exc
             name = type(self).__name__
-            kind = TypeError if isinstance(exc, (TypeError, AttributeError)) else ValueError
-            if isinstance(exc, IndexError):
-                kind = IndexError
             got = ", ".join(_describe(a) for a in args)
             raise kind(f"{name}: cannot process {got} ({type(exc).__name__}: {exc})") from exc
 

@@ -218,8 +218,16 @@ def _mean_std(op: str, mean: Any, std: Any) -> tuple[np.ndarray, np.ndarray]:
             raise TypeError(f"{op}: {name} must be a list of numbers, got {v!r}.")
     if len(mean) != len(std):
         raise ValueError(f"{op}: mean and std must have the same length, got {mean} and {std}.")
-    if any(s <= 0 for s in std):
-        raise ValueError(f"{op}: std values must be positive, got {std}.")
+    for i, m in enumerate(mean):  # MindSpore's intervals for the unified Normalize
+        if not 0 <= m <= 255:
+            raise ValueError(
+                f"{op}: Input mean[{i}] is not within the required interval of [0, 255], got {m}."
+            )
+    for i, s in enumerate(std):
+        if not 0 < s <= 255:
+            raise ValueError(
+                f"{op}: Input std[{i}] is not within the required interval of (0, 255], got {s}."
+            )
     return np.asarray(mean, np.float32), np.asarray(std, np.float32)
 
 

@@ -323,7 +323,12 @@ class RandomPerspective(PyTensorOperation):
     def __init__(
         self, distortion_scale: float = 0.5, prob: float = 0.5, interpolation: Inter = Inter.BICUBIC
     ) -> None:
-        if not is_num(distortion_scale) or not 0 <= distortion_scale <= 1:
+        if not isinstance(distortion_scale, float):  # MindSpore takes a float only
+            raise TypeError(
+                f"RandomPerspective: distortion_scale must be a float in [0, 1], got "
+                f"{type(distortion_scale).__name__} {distortion_scale!r}."
+            )
+        if not 0 <= distortion_scale <= 1:
             raise ValueError(
                 f"RandomPerspective: distortion_scale must be in [0, 1], got {distortion_scale!r}."
             )

@@ -150,7 +150,9 @@ def check_range(
 
 
 def check_prob(op: str, prob: Any) -> float:
-    if not is_num(prob) or not 0.0 <= prob <= 1.0:
+    if not is_num(prob):  # TypeError first, as MindSpore checks the type before the range
+        raise TypeError(f"{op}: prob must be a number in [0, 1], got {prob!r}.")
+    if not 0.0 <= prob <= 1.0:
         raise ValueError(f"{op}: prob must be a number in [0, 1], got {prob!r}.")
     return float(prob)
 
