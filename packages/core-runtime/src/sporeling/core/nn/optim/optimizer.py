@@ -586,26 +586,24 @@ class Optimizer(Cell):
         """Fill ``bank.grad``; return ``(slot, rows, values)`` for row-sparse gradients that
         this optimizer updates lazily (their slots are left out of the dense update)."""
         xp = bank.device.xp
-        parts = []
         sparse = []
         for slot, i in enumerate(bank.positions):
             g = grads[i]
+            part = bank.grad[int(bank.off[slot]) : int(bank.off[slot + 1])]
             if _is_row_sparse(g):
                 p = self.parameters[i]
                 rows, vals = _dedup_rows(xp, g, p.shape, bank.dtype)
                 if self._rows_supported:
+                    # updated row by row, and its slot is left out of the dense update: its
+                    # part of bank.grad is not read, so it is not filled (zeroing a 1M-row
+                    # table's part cost 26 ms of a 90 ms Wide&Deep step)
                     sparse.append((slot, rows, vals))
-                    parts.append(xp.zeros(p.size, bank.dtype))
                     continue
-                dense = xp.zeros((p.shape[0], vals.shape[1]), bank.dtype)
+                dense = part.reshape(p.shape[0], -1)
+                dense[...] = 0
                 dense[rows] = vals
-                parts.append(dense.reshape(-1))
             else:
-                parts.append(bank.device.asarray(_raw(g)).reshape(-1))
-        if len(parts) == 1:
-            bank.grad[...] = parts[0]
-        else:
-            xp.concatenate(parts, out=bank.grad)
+                part[...] = bank.device.asarray(_raw(g)).reshape(-1)
         gcs = self.grad_centralization_flags
         for slot, i in enumerate(bank.positions):
             if gcs[i] and len(bank.shapes[slot]) > 1:
