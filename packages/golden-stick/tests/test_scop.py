@@ -88,6 +88,37 @@ def test_prune_any_conv_net_lenet_matches_zeroed_channels():
     assert count_params(small) < count_params(net)
 
 
+class _DepthwiseNet(nn.Cell):
+    """conv -> depthwise conv -> pointwise conv (MobileNet's block), then a classifier."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, weight_init="he_uniform")
+        self.dw = nn.Conv2d(8, 8, 3, group=8, weight_init="he_uniform")
+        self.pw = nn.Conv2d(8, 6, 1, weight_init="he_uniform")
+        self.relu = nn.ReLU()
+        self.fc = nn.Dense(6, 4)
+
+    def construct(self, x):
+        x = self.relu(self.dw(self.relu(self.conv(x))))
+        return self.fc(ops.mean(self.relu(self.pw(x)), (2, 3)))
+
+
+def test_depthwise_conv_is_pruned_with_its_input_channels():
+    net = _DepthwiseNet()
+    groups = [g for g in find_channel_groups(net) if g.prunable]
+    assert len(groups) == 2 and groups[0].depthwise == [net.dw]
+    x = Tensor(RNG.standard_normal((2, 3, 8, 8)).astype("f4"))
+    keep = np.array([1, 2, 5, 7])
+    small = prune_channels(net, {id(net.conv): keep})
+    assert small.dw.in_channels == small.dw.out_channels == small.dw.group == 4
+    assert small.pw.in_channels == 4 and small.dw.weight.shape == (4, 1, 3, 3)
+    w = net.conv.weight.asnumpy().copy()  # reference: the removed filters zeroed
+    w[np.setdiff1d(np.arange(8), keep)] = 0
+    net.conv.weight.set_data(Tensor(w))
+    np.testing.assert_allclose(small(x).asnumpy(), net(x).asnumpy(), rtol=1e-5, atol=1e-5)
+
+
 def _trained_kf(net):
     algo = PrunerKfCompressAlgo({})
     kf = algo.apply(net)

@@ -6,7 +6,8 @@ elementwise ``a + b`` (a residual connection) merges the spaces of both sides, s
 convolution whose output meets at an add is pruned with the same channels. Consumers
 (Conv2d inputs, Dense inputs after a global pooling or a Flatten) are recorded with the
 space they read. A space that reaches the network's input or output, an unknown op, a
-grouped convolution or a concat is frozen (never pruned). Like Torch-Pruning's dependency
+grouped convolution (other than a depthwise one, which carries its input's channels and is
+pruned with them) or a concat is frozen (never pruned). Like Torch-Pruning's dependency
 graph, this works for any conv network the rewrite tree can parse.
 """
 
@@ -51,6 +52,7 @@ class ChannelGroup:
     producers: list[nn.Cell] = field(default_factory=list)
     norms: list[nn.Cell] = field(default_factory=list)
     conv_consumers: list[nn.Cell] = field(default_factory=list)
+    depthwise: list[nn.Cell] = field(default_factory=list)
     dense_consumers: list[tuple[nn.Cell, int]] = field(default_factory=list)
     frozen: bool = False
     reasons: list[str] = field(default_factory=list)
@@ -93,6 +95,7 @@ class _Spaces:
         ga.producers += gb.producers
         ga.norms += gb.norms
         ga.conv_consumers += gb.conv_consumers
+        ga.depthwise += gb.depthwise
         ga.dense_consumers += gb.dense_consumers
         ga.frozen = ga.frozen or gb.frozen
         ga.reasons += gb.reasons
@@ -160,6 +163,14 @@ class _Walker:
             if isinstance(x, tuple):
                 self.sp.freeze(x, "a flattened tensor into a conv")
                 x = None
+            depthwise = cell.group == cell.in_channels == cell.out_channels
+            if depthwise and cell.group > 1 and isinstance(x, int):
+                # one filter per channel: its output channels are its input channels
+                if id(cell) in self.seen_producers:
+                    self.sp.freeze(x, "a convolution called twice")
+                self.seen_producers.add(id(cell))
+                self.sp.group(x).depthwise.append(cell)
+                return x
             if cell.group != 1:
                 self.sp.freeze(x, "a grouped convolution")
                 s = self.sp.new(cell.out_channels)

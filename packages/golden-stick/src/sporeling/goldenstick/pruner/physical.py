@@ -44,6 +44,10 @@ def prune_channels(network: nn.Cell, keep: dict[int, np.ndarray]) -> nn.Cell:
         for bn in group.norms:
             shapes.setdefault(id(bn), {})["num_features"] = len(idx)
             slices.setdefault(id(bn), {})["out"] = ("out", idx)
+        for conv in group.depthwise:  # in = out = group = the kept channels
+            n = len(idx)
+            shapes.setdefault(id(conv), {}).update(in_channels=n, out_channels=n, group=n)
+            slices.setdefault(id(conv), {})["out"] = ("out", idx)
         for conv in group.conv_consumers:
             shapes.setdefault(id(conv), {})["in_channels"] = len(idx)
             slices.setdefault(id(conv), {})["in"] = ("in", idx)
