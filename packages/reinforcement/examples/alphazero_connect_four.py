@@ -39,10 +39,16 @@ def main() -> None:
     p.add_argument("--sims", type=int, default=100, help="simulations per move")
     p.add_argument("--eval-games", type=int, default=50, help="games per side and opponent")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--noise", type=float, default=0.0, help="Dirichlet alpha at the roots")
     args = p.parse_args()
     threadpool_limits(1)
-    cfg = AlphaZeroConfig(iterations=args.iterations, games_per_iteration=args.games,
-                          simulations=args.sims, seed=args.seed)  # fmt: skip
+    cfg = AlphaZeroConfig(
+        iterations=args.iterations,
+        games_per_iteration=args.games,
+        simulations=args.sims,
+        seed=args.seed,
+        noise_alpha=args.noise,
+    )
     t0 = time.perf_counter()
     net = train_alphazero(Game, cfg, log=lambda m: print(m, flush=True))
     train_s = time.perf_counter() - t0

@@ -94,6 +94,9 @@ def test_self_play_records_and_a_training_round(net_and_func):
             assert np.all(zs == 0)
         else:
             np.testing.assert_array_equal(zs, np.where(movers == winners[g], 1.0, -1.0))
+    # Dirichlet noise at the roots: still one distribution over legal moves per position
+    noisy = self_play(Game, func, 2, 16, rng, noise_alpha=1.0)
+    np.testing.assert_allclose(noisy[1].sum(1), 1.0, rtol=1e-6)
     opt = nn.Adam(net.trainable_params(), learning_rate=1e-2)
     x = c4_encode_np(states)
     first = train_round(net, opt, x, pi, z, 1, 256, rng)

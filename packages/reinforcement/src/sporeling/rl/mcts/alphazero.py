@@ -150,10 +150,15 @@ def self_play(
     temperature_moves: int = 10,
     c: float = 1.5,
     seed: int = 0,
+    noise_alpha: float = 0.0,
+    noise_fraction: float = 0.25,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``games`` games searched together (PUCT with ``func``, or UCT with random rollouts
     when ``func`` is None). Moves are drawn from the visit counts for the first
-    ``temperature_moves`` moves, then the most visited. Returns ``(states (N, state_size),
+    ``temperature_moves`` moves, then the most visited. ``noise_alpha`` > 0 mixes
+    Dirichlet(``noise_alpha``) noise into each root's prior over its legal moves (weight
+    ``noise_fraction``), as AlphaZero does for exploration, after the first simulation has
+    expanded the root. Returns ``(states (N, state_size),
     visit distributions (N, actions), outcomes (N,) for the player to move, winners (games,)
     with -1 for a draw)``."""
     node = "PUCT" if func is not None else "UCT"
@@ -168,7 +173,19 @@ def self_play(
     move = 0
     while not done.all():
         search.set_roots(states)
-        search.run(simulations)
+        if noise_alpha > 0 and func is not None:
+            search.run(1)  # expands every root, with the network's prior
+            prior = search.tree["prior"]
+            for g in np.flatnonzero(~done):
+                root = search.roots[g]
+                legal = prior[g, root] > 0
+                noise = np.zeros(prior.shape[2], np.float32)
+                noise[legal] = rng.dirichlet(np.full(int(legal.sum()), noise_alpha))
+                mixed = (1 - noise_fraction) * prior[g, root] + noise_fraction * noise
+                prior[g, root] = mixed
+            search.run(simulations - 1)
+        else:
+            search.run(simulations)
         visits = search.visit_counts()
         for g in np.flatnonzero(~done):
             pi = visits[g] / visits[g].sum()
@@ -270,6 +287,7 @@ class AlphaZeroConfig:
     hidden: int = 128
     c: float = 1.5
     seed: int = 0
+    noise_alpha: float = 0.0  # > 0: Dirichlet noise at the self-play roots
 
 
 def train_alphazero(game: Any, cfg: AlphaZeroConfig, log: Any = print) -> PolicyValueNet:
@@ -284,7 +302,14 @@ def train_alphazero(game: Any, cfg: AlphaZeroConfig, log: Any = print) -> Policy
     for it in range(cfg.iterations):
         func = network_func(net)
         s, pi, z, winners = self_play(
-            game, func, cfg.games_per_iteration, cfg.simulations, rng, c=cfg.c, seed=cfg.seed + it
+            game,
+            func,
+            cfg.games_per_iteration,
+            cfg.simulations,
+            rng,
+            c=cfg.c,
+            seed=cfg.seed + it,
+            noise_alpha=cfg.noise_alpha,
         )
         history = [*history, (c4_encode_np(s), pi, z)][-cfg.window :]
         x = np.concatenate([h[0] for h in history])
