@@ -752,6 +752,13 @@ _CLASSES = _build()
 globals().update(_CLASSES)
 __all__ += sorted(_CLASSES)
 
+# sparse and random classes without a functional op of their name
+from . import operations_sparse_random as _sparse_random  # noqa: E402
+
+for _name in _sparse_random.__all__:
+    globals()[_name] = getattr(_sparse_random, _name)
+__all__ += list(_sparse_random.__all__)
+
 # MindSpore's ops.operations._grad_ops (the gradient primitives bprops call), also by its path
 from . import grad_ops as _grad_ops  # noqa: E402
 
