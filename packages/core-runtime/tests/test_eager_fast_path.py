@@ -130,6 +130,7 @@ def test_full_reduction_plan_params_in_key():
     x.sum(), x.sum(keepdims=True)
     keys = [k for k in reduce_sum_p._eager_plans if k[1] == (2, 3)]
     assert len(keys) >= 2  # keep_dims is part of the key
+    assert all(reduce_sum_p._eager_plans[k][4] for k in keys)  # parameters bound (specialized)
 
 
 def test_reshape_and_transpose_shortcuts_keep_checks():

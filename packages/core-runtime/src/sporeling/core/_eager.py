@@ -3,8 +3,9 @@
 Two paths (benchmarks/bench_dispatch.py measures them). The first call of a primitive with
 a given signature (device, input shapes and dtypes, parameters) takes the generic path: it
 checks every input, runs the abstract rule, picks the device's impl and conforms the result.
-When that signature gave one output, it leaves a *plan* on the primitive: the impl and the
-output's dtype and shape. Later calls with that signature take the fast path: one key
+When that signature gave one output, it leaves a *plan* on the primitive: the impl (with the
+parameters bound when the primitive has an ``eager_specialize`` rule) and the output's dtype
+and shape. Later calls with that signature take the fast path: one key
 built from the inputs, one dict lookup, the impl, the output wrapped, and at most one tape
 node; no per-argument lists, no abstract rule, no helper calls. A signature whose abstract
 rule raised never gets a plan, so bad input always reaches the generic path and its error.
@@ -105,14 +106,14 @@ class EagerInterpreter:
             plan = None
         if plan is None:
             return self._generic(prim, args, params)
-        impl, dtype, shape, floating = plan
+        impl, dtype, shape, floating, bound = plan
         xp = device.xp
         try:
             if n == 1:
-                out = impl(xp, dx, **params) if params else impl(xp, dx)
+                out = impl(xp, dx) if bound or not params else impl(xp, dx, **params)
                 track = x._node is not None or x._requires_grad
             else:
-                out = impl(xp, dx, dy, **params) if params else impl(xp, dx, dy)
+                out = impl(xp, dx, dy) if bound or not params else impl(xp, dx, dy, **params)
                 track = (
                     x._node is not None
                     or x._requires_grad
@@ -212,11 +213,21 @@ class EagerInterpreter:
         key = _plan_key(args, params)
         plans = prim._eager_plans
         try:
-            if len(plans) >= _MAX_PLANS:
-                plans.clear()
-            plans[key] = (impl, aval.dtype.np, aval.shape, aval.dtype.category == 2)
+            hash(key)
         except TypeError:  # unhashable parameters: no plan
-            pass
+            return
+        bound = None
+        if params and prim.eager_specialize is not None:
+            bound = prim.eager_specialize(impl, [a._data for a in args], params)
+        if len(plans) >= _MAX_PLANS:
+            plans.clear()
+        plans[key] = (
+            impl if bound is None else bound,
+            aval.dtype.np,
+            aval.shape,
+            aval.dtype.category == 2,
+            bound is not None,
+        )
 
     @staticmethod
     def _device_error(prim: Any, args: tuple[Any, ...]) -> None:

@@ -103,6 +103,9 @@ class Primitive:
         self._abstract_cache: dict[Any, Any] = {}
         self._impl_by_device: dict[Any, Impl] = {}  # memo of impl_for
         self._eager_plans: dict[Any, Any] = {}  # the eager fast path's memo (_eager.py)
+        #: optional ``(impl, arrays, params) -> fn(xp, *arrays)`` with the parameters bound,
+        #: for the eager fast path's plan (saves the ``**params`` call of a hot op), or None
+        self.eager_specialize: Callable[..., Any] | None = None
         REGISTRY[name] = self
 
     def __repr__(self) -> str:

@@ -304,7 +304,18 @@ def _sum_vjp(
     return broadcast_to(g, x.shape)
 
 
+def _sum_specialize(impl: Any, arrays: list[Any], params: dict[str, Any]) -> Any:
+    """The eager plan's kernel for one signature: NumPy's reduce with the axes, dtype and
+    keepdims bound (the ``**params`` call and dtype test cost ~0.3 us of a 4x4 sum)."""
+    if impl is not _sum_impl or type(arrays[0]) is not np.ndarray:
+        return None
+    axis, keep = params["axis"], params["keep_dims"]
+    dtype = None if arrays[0].dtype.kind == "f" else np.int64
+    return lambda xp, x: _add_reduce(x, axis, dtype, None, keep)
+
+
 reduce_sum_p = Primitive("reduce_sum", "reduce", _reduce_abstract, impl=_sum_impl, vjp=_sum_vjp)
+reduce_sum_p.eager_specialize = _sum_specialize
 
 
 def reduce_sum(x: Tensor, axis: Any = (), keep_dims: bool = False) -> Tensor:

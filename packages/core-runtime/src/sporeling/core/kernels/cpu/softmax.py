@@ -63,11 +63,11 @@ def softmax_lastaxis(x: np.ndarray, log: bool = False) -> np.ndarray:
     n = x.shape[-1] if x.ndim else 1
     x2 = x.reshape(-1, n)
     out = np.empty_like(x2)
-    run_blocks(
-        lambda _, lo, hi: _softmax_kernel(lo, hi, x2, out, log),
-        x2.shape[0],
-        n_blocks(x2.shape[0], x2.size),
-    )
+    blocks = n_blocks(x2.shape[0], x2.size)
+    if blocks == 1:  # on this thread, without run_blocks' closure (tiny inputs: ~0.3 us)
+        _softmax_kernel(0, x2.shape[0], x2, out, log)
+    else:
+        run_blocks(lambda _, lo, hi: _softmax_kernel(lo, hi, x2, out, log), x2.shape[0], blocks)
     return out.reshape(x.shape)
 
 

@@ -76,6 +76,8 @@ log_softmax_p = Primitive(
 
 
 def _softmax_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
+    if type(axis) is int:  # one axis, the common case (hot path)
+        return (check_axis(op, axis, ndim),)
     items = axis if isinstance(axis, (tuple, list)) else (axis,)
     if len(items) == 0:
         raise op_error(op, "axis", axis, "an int or a non-empty tuple of ints")
