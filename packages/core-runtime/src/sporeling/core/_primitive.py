@@ -11,10 +11,32 @@ A primitive holds small rules (as in JAX):
   so that gradients are themselves differentiable (second order) and traceable. It
   returns one entry per input: a Tensor, ``None`` (no gradient) or a zero-argument
   callable that computes it, so that unneeded gradients are never computed.
-* ``kind`` — ``"elementwise"``, ``"reduce"``, ``"movement"``, ``"opaque"``, ``"random"``,
-  ``"creation"`` — for the graph compiler's fusion passes.
+* ``kind`` — one of :class:`Kind` (a closed set: ``"elementwise"``, ``"reduce"``,
+  ``"movement"``, ``"opaque"``, ``"random"``, ``"creation"``, ``"effect"``) for the graph
+  compiler's passes; any other value is refused at registration.
+
+What the graph compiler knows about an op lives here too, so that no pass keeps a table
+keyed by op names (a missing entry there silently skipped an optimisation):
+
 * ``scalar`` — for elementwise ops, a scalar expression over ``x`` (unary) or ``x, y``
-  (binary), e.g. ``"1/(1+exp(-x))"``, from which the fuser generates kernels.
+  (binary), e.g. ``"1/(1+exp(-x))"``, from which the fuser generates kernels. Numeric
+  params appear by name (``"where(x > 0, x, alpha * x)"``) and are substituted.
+* ``scalar_rule(params)`` — for an op whose scalar form depends on a non-numeric param
+  (gelu's ``approximate``, cast's ``dtype``): the expression for those params, or None
+  when they cannot fuse.
+* ``ufunc`` — the name of the array-module ufunc the impl is exactly (``"add"``), so the
+  buffer-reuse pass can call it with ``out=`` an input buffer that dies there.
+* ``cpu_into(xp, *arrays, out=buf, **params)`` — a CPU implementation that writes its one
+  result into a given buffer (``out=None``: allocate); the memory plan gives such ops
+  buffers of its arena.
+* ``fresh`` — results are always new arrays, never an input or a view of one (default:
+  true when ``ufunc`` or ``cpu_into`` is given).
+* ``pinned`` — calls are never removed, merged, folded or moved across one another
+  (default: true for the ``"effect"`` and ``"random"`` kinds; collectives set it too).
+* ``decomposition`` — a :class:`Decomposition`: the op written with other ops, and when the
+  graph compiler should use that form (so a row op fuses with its neighbours).
+* ``with_bias`` — the primitive computing this op plus a bias vector along the last axis
+  (``dense`` -> ``dense_bias``): the bias pass folds ``add(op(...), b)`` into it.
 
 ``bind`` hands a call to the active interpreter (eager by default). Ops never branch on
 the interpreter or device outside their impls.
@@ -22,12 +44,22 @@ the interpreter or device outside their impls.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .dtype import DType, from_numpy
 
-__all__ = ["Primitive", "ShapedArray", "REGISTRY", "current_interpreter", "interpreter"]
+__all__ = [
+    "Decomposition",
+    "Kind",
+    "Primitive",
+    "ShapedArray",
+    "REGISTRY",
+    "current_interpreter",
+    "interpreter",
+]
 
 REGISTRY: dict[str, Primitive] = {}
 
@@ -69,6 +101,34 @@ class ShapedArray:
 Impl = Callable[..., Any]
 
 
+class Kind(enum.StrEnum):
+    """The closed set of primitive kinds the graph compiler's passes distinguish."""
+
+    ELEMENTWISE = "elementwise"  # one result element per (broadcast) input element
+    REDUCE = "reduce"  # sums, maxima... over axes
+    MOVEMENT = "movement"  # reshapes, transposes, broadcasts, slices
+    OPAQUE = "opaque"  # anything else with a hand-written kernel (matmul, conv, softmax)
+    RANDOM = "random"  # draws from the global generator: never merged or reordered
+    CREATION = "creation"  # new arrays from params alone (zeros, arange)
+    EFFECT = "effect"  # writes into existing state (assign, optimizer steps)
+    FUSED = "fused"  # a kernel the fusion pass generated (never registered)
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    """An op written with other ops, kept beside the op it replaces.
+
+    ``rule(*tensors, **params)`` returns a tuple of Tensors, one per result of the op (it
+    receives the params named in ``params``). ``when(inputs, params)`` (inputs have
+    ``shape``, ``ndim`` and ``dtype``) says whether the graph compiler should expand an
+    equation into the rule, typically where the parts fuse with their neighbours.
+    """
+
+    rule: Callable[..., tuple[Any, ...]]
+    when: Callable[[Any, dict[str, Any]], bool]
+    params: tuple[str, ...] = ()
+
+
 class Primitive:
     """One registered operation (see the module docstring for its rules)."""
 
@@ -84,11 +144,27 @@ class Primitive:
         vjp: Callable[..., Any] | None = None,
         scalar: str | None = None,
         multiple_results: bool = False,
+        scalar_rule: Callable[[dict[str, Any]], str | None] | None = None,
+        ufunc: str | None = None,
+        cpu_into: Impl | None = None,
+        fresh: bool | None = None,
+        pinned: bool | None = None,
+        decomposition: Decomposition | None = None,
+        with_bias: Primitive | None = None,
     ) -> None:
         if name in REGISTRY:
             raise ValueError(f"primitive {name!r} is already registered")
+        try:
+            known = Kind(kind)
+        except ValueError:
+            raise ValueError(
+                f"primitive {name!r}: argument 'kind' expected one of "
+                f"{[k.value for k in Kind if k is not Kind.FUSED]}, got {kind!r}"
+            ) from None
+        if known is Kind.FUSED:
+            raise ValueError(f"primitive {name!r}: kind 'fused' is for generated kernels only")
         self.name = name
-        self.kind = kind
+        self.kind = known
         self.abstract = abstract
         self.impls: dict[str, Impl] = {}
         if impl is not None:
@@ -100,6 +176,13 @@ class Primitive:
         self.vjp = vjp
         self.scalar = scalar
         self.multiple_results = multiple_results
+        self.scalar_rule = scalar_rule
+        self.ufunc = ufunc
+        self.cpu_into = cpu_into
+        self.fresh = (ufunc is not None or cpu_into is not None) if fresh is None else fresh
+        self.pinned = known in (Kind.EFFECT, Kind.RANDOM) if pinned is None else pinned
+        self.decomposition = decomposition
+        self.with_bias = with_bias
         self._abstract_cache: dict[Any, Any] = {}
         self._impl_by_device: dict[Any, Impl] = {}  # memo of impl_for
         self._eager_plans: dict[Any, Any] = {}  # the eager fast path's memo (_eager.py)

@@ -145,6 +145,7 @@ all_reduce_p = Primitive(
     "comm_all_reduce",
     "opaque",
     _same,
+    pinned=True,  # a collective: every rank runs the same ones in the same order
     impl=lambda xp, x, *, op, group: collective(
         _agreed("all_reduce", group, x), "allreduce", x, op=op
     ),
@@ -162,6 +163,7 @@ all_gather_p = Primitive(
     "comm_all_gather",
     "opaque",
     _gather_abstract,
+    pinned=True,  # a collective: every rank runs the same ones in the same order
     impl=lambda xp, x, *, group: collective(_agreed("all_gather", group, x), "allgather", x),
     vjp=lambda g, x, *, out, group: reduce_scatter_p.bind(g, op="sum", group=group),
 )
@@ -190,6 +192,7 @@ reduce_scatter_p: Primitive = Primitive(
     "comm_reduce_scatter",
     "opaque",
     _scatter_abstract,
+    pinned=True,  # a collective: every rank runs the same ones in the same order
     impl=lambda xp, x, *, op, group: collective(
         _agreed("reduce_scatter", group, x), "reduce_scatter", x, op=op
     ),
@@ -206,6 +209,7 @@ broadcast_p = Primitive(
     "comm_broadcast",
     "opaque",
     _same,
+    pinned=True,  # a collective: every rank runs the same ones in the same order
     impl=lambda xp, x, *, root, group: collective(
         _agreed("broadcast", group, x), "broadcast", x, root=root
     ),
@@ -238,6 +242,7 @@ all_to_all_p: Primitive = Primitive(
     "comm_all_to_all",
     "opaque",
     _a2a_abstract,
+    pinned=True,  # a collective: every rank runs the same ones in the same order
     impl=_a2a_impl,
     vjp=lambda g, x, *, out, split_dim, concat_dim, group: all_to_all_p.bind(
         g, split_dim=concat_dim, concat_dim=split_dim, group=group

@@ -588,7 +588,13 @@ def _call_vjp(cts: Any, *inputs: Tensor, out: Any, fn: JitFunction, key: Any) ->
 
 
 jit_call_p = Primitive(
-    "jit_call", "opaque", _call_abstract, impl=_call_impl, vjp=_call_vjp, multiple_results=True
+    "jit_call",
+    "opaque",
+    _call_abstract,
+    impl=_call_impl,
+    vjp=_call_vjp,
+    multiple_results=True,
+    pinned=True,  # a nested compiled call: its graph was optimised on its own
 )
 
 

@@ -116,9 +116,8 @@ class Executable:
 
 def _writing_into_given(e: Any, impl: Any) -> Any:
     """``impl`` also accepting ``out=`` (a buffer or None per output) from the memory plan;
-    outputs without one may still be written into a dying input (buffer reuse)."""
-    from ..kernels.cpu import blas
-
+    outputs without one may still be written into a dying input (buffer reuse). Primitives
+    write through their ``cpu_into`` implementation."""
     if e.prim.kind == "fused":
         alias = e.out_alias or ()
 
@@ -130,19 +129,12 @@ def _writing_into_given(e: Any, impl: Any) -> Any:
             return impl(xp, *arrays, outs=outs)
 
         return run_fused
-    if e.prim.name == "dense":
-        return lambda xp, x, w, out=None: blas.matmul(x, w.T, out=None if out is None else out[0])
-    if e.prim.name == "dense_bias":
-        return lambda xp, x, w, b, out=None: blas.matmul(
-            x, w.T, out=None if out is None else out[0], bias=b
-        )
-    if e.prim.name == "matmul":
-        return lambda xp, x, y, out=None: blas.matmul(x, y, out=None if out is None else out[0])
-    if e.prim.name == "getitem_grad_sum":
-        return lambda xp, *gs, out=None, **params: impl(
-            xp, *gs, out=None if out is None else out[0], **params
-        )
-    raise AssertionError(f"memory plan: {e.prim.name} cannot write into a given buffer")
+    into = e.prim.cpu_into
+    if into is None:
+        raise AssertionError(f"memory plan: {e.prim.name} cannot write into a given buffer")
+    return lambda xp, *arrays, out=None, **params: into(
+        xp, *arrays, out=None if out is None else out[0], **params
+    )
 
 
 def _into(e: Any, impl: Any) -> Any:

@@ -1,18 +1,18 @@
 """Static memory plan: the large intermediates of a CPU graph live in buffers kept across calls.
 
 A fresh NumPy array for every intermediate costs a page fault per 4 KiB page each time the
-allocator hands the memory back to the kernel and takes it again (glibc trims freed heap
-memory over 16 MiB and maps large blocks anew): a GPT training step faulted 11,000 times,
-~45 MiB, about 50 ms of its 400. Like MindSpore's static memory reuse, a compiled graph here
-gives each large value its producer writes into a buffer of an *arena* that the next call
-uses again, and values whose lifetimes do not overlap share one buffer.
+allocator hands the memory back to the kernel and takes it again (glibc trims freed heap memory
+over 16 MiB and maps large blocks anew): a GPT training step faulted 11,000 times, ~45 MiB,
+about 50 ms of its 400. Like MindSpore's static memory reuse, a compiled graph here gives each
+large value its producer writes into a buffer of an *arena* that the next call uses again, and
+values whose lifetimes do not overlap share one buffer.
 
 A value qualifies when its producer can write into a given buffer (a fused kernel's full
-outputs, a matrix product) and no graph output is, or may be a view of, it. Lifetimes follow
-views: any reader other than a fresh-result producer (fused kernels, matrix products) may
-return a view of its input, so the buffer stays taken until the last reader of any such
-value. A buffer is given again only to values produced strictly after its last reader, so a
-kernel never writes over its own inputs.
+outputs, a primitive with ``cpu_into``: matrix products) and no graph output is, or may be a
+view of, it. Lifetimes follow views: any reader other than a fused kernel or a primitive whose
+results are always new arrays (``Primitive.fresh``) may return a view of its input, so the
+buffer stays taken until the last reader of any such value. A buffer is given again only to
+values produced strictly after its last reader, so a kernel never writes over its own inputs.
 """
 
 from __future__ import annotations
@@ -29,21 +29,18 @@ __all__ = ["MemoryPlan", "plan_memory", "PLANNED_MIN_BYTES"]
 #: smaller values come from malloc's free lists without page faults; they stay fresh arrays
 PLANNED_MIN_BYTES = 1 << 16
 
-#: primitives whose results are always new arrays and that can write into a given one
-_WRITERS = {"matmul", "dense", "dense_bias", "getitem_grad_sum"}
-
 
 def _writes_into(e: Any) -> list[int]:
     """Indices of ``e``'s outputs that its producer can write into a given buffer."""
     if e.prim.kind == "fused":
         return list(range(len(e.prim.out_meta)))
-    if e.prim.name in _WRITERS:
+    if e.prim.cpu_into is not None:
         return [0]
     return []
 
 
 def _fresh_results(e: Any) -> bool:
-    return e.prim.kind == "fused" or e.prim.name in _WRITERS
+    return e.prim.kind == "fused" or e.prim.fresh
 
 
 @dataclass

@@ -119,8 +119,8 @@ def _minmax_vjp(pick_x_when: str) -> Any:
     return vjp
 
 
-maximum_p = binary_op("maximum", vjp=_minmax_vjp("greater"), scalar="max(x, y)")
-minimum_p = binary_op("minimum", vjp=_minmax_vjp("less"), scalar="min(x, y)")
+maximum_p = binary_op("maximum", vjp=_minmax_vjp("greater"), scalar="max(x, y)", ufunc=True)
+minimum_p = binary_op("minimum", vjp=_minmax_vjp("less"), scalar="min(x, y)", ufunc=True)
 
 
 def maximum(x: Any, y: Any) -> Tensor:

@@ -115,6 +115,7 @@ cast_p = Primitive(
     impl=lambda xp, x, *, dtype: x.astype(dtype.np),
     vjp=_cast_vjp,
     scalar="x",
+    scalar_rule=lambda params: "x",  # the result's dtype does the conversion
 )
 
 
@@ -262,6 +263,9 @@ broadcast_to_p = Primitive(
     _broadcast_abstract,
     impl=lambda xp, x, *, shape: xp.broadcast_to(x, shape),
     vjp=lambda g, x, *, out, shape: sum_to(g, x.shape),
+    # fused, the input is read with broadcast indexing: the expression is the input itself
+    scalar="x",
+    scalar_rule=lambda params: "x",
 )
 
 
@@ -314,7 +318,9 @@ def _sum_specialize(impl: Any, arrays: list[Any], params: dict[str, Any]) -> Any
     return lambda xp, x: _add_reduce(x, axis, dtype, None, keep)
 
 
-reduce_sum_p = Primitive("reduce_sum", "reduce", _reduce_abstract, impl=_sum_impl, vjp=_sum_vjp)
+reduce_sum_p = Primitive(
+    "reduce_sum", "reduce", _reduce_abstract, impl=_sum_impl, vjp=_sum_vjp, fresh=True
+)
 reduce_sum_p.eager_specialize = _sum_specialize
 
 

@@ -69,20 +69,25 @@ def unary_op(
     family: str = "float",
     out_dtype: _dt.DType | None = None,
     impl: Callable[..., Any] | None = None,
+    ufunc: bool = False,
 ) -> Primitive:
-    """Register an elementwise unary primitive ``name`` (``impl`` or ``xp.<fn>``)."""
+    """Register an elementwise unary primitive ``name`` (``impl`` or ``xp.<fn>``);
+    ``ufunc``: ``xp.<fn>`` is a ufunc the graph compiler may call with ``out=``."""
 
     def abstract(x: ShapedArray) -> ShapedArray:
         _check_family(name, "x", x, family)
         return ShapedArray(x.shape, out_dtype or x.dtype)
 
+    fname = fn or name
     if impl is None:
-        fname = fn or name
 
         def impl(xp: Any, x: Any) -> Any:
             return getattr(xp, fname)(x)
 
-    return Primitive(name, "elementwise", abstract, impl=impl, vjp=vjp, scalar=scalar)
+    return Primitive(
+        name, "elementwise", abstract, impl=impl, vjp=vjp, scalar=scalar,
+        ufunc=fname if ufunc else None,
+    )  # fmt: skip
 
 
 def binary_op(
@@ -94,8 +99,10 @@ def binary_op(
     family: str = "numeric",
     out_dtype: _dt.DType | None = None,
     impl: Callable[..., Any] | None = None,
+    ufunc: bool = False,
 ) -> Primitive:
-    """Register an elementwise binary primitive with broadcasting."""
+    """Register an elementwise binary primitive with broadcasting (``ufunc``: as for
+    :func:`unary_op`)."""
 
     def abstract(x: ShapedArray, y: ShapedArray) -> ShapedArray:
         _check_family(name, "x", x, family)
@@ -104,13 +111,16 @@ def binary_op(
             raise TypeError(f"{name}: inputs must share a dtype, got {x.dtype} and {y.dtype}")
         return ShapedArray(broadcast_shapes(name, x.shape, y.shape), out_dtype or x.dtype)
 
+    fname = fn or name
     if impl is None:
-        fname = fn or name
 
         def impl(xp: Any, x: Any, y: Any) -> Any:
             return getattr(xp, fname)(x, y)
 
-    return Primitive(name, "elementwise", abstract, impl=impl, vjp=vjp, scalar=scalar)
+    return Primitive(
+        name, "elementwise", abstract, impl=impl, vjp=vjp, scalar=scalar,
+        ufunc=fname if ufunc else None,
+    )  # fmt: skip
 
 
 def _weak_scalar(t: Tensor, value: Any, min_category: int) -> Tensor | None:
@@ -178,19 +188,24 @@ def _unb(g: Tensor, t: Tensor) -> Tensor:
 
 
 add_p = binary_op(
-    "add", vjp=lambda g, x, y, *, out: (lambda: _unb(g, x), lambda: _unb(g, y)), scalar="x + y"
+    "add",
+    vjp=lambda g, x, y, *, out: (lambda: _unb(g, x), lambda: _unb(g, y)),
+    scalar="x + y",
+    ufunc=True,
 )
 sub_p = binary_op(
     "sub",
     "subtract",
     vjp=lambda g, x, y, *, out: (lambda: _unb(g, x), lambda: _unb(neg(g), y)),
     scalar="x - y",
+    ufunc=True,
 )
 mul_p = binary_op(
     "mul",
     "multiply",
     vjp=lambda g, x, y, *, out: (lambda: _unb(g * y, x), lambda: _unb(g * x, y)),
     scalar="x * y",
+    ufunc=True,
 )
 div_p = binary_op(
     "div",
@@ -198,12 +213,17 @@ div_p = binary_op(
     family="float",
     vjp=lambda g, x, y, *, out: (lambda: _unb(g / y, x), lambda: _unb(neg(g) * out / y, y)),
     scalar="x / y",
+    ufunc=True,
 )
-neg_p = unary_op("neg", "negative", family="numeric", vjp=lambda g, x, *, out: neg(g), scalar="-x")
-exp_p = unary_op("exp", vjp=lambda g, x, *, out: g * out, scalar="exp(x)")
-log_p = unary_op("log", vjp=lambda g, x, *, out: g / x, scalar="log(x)")
-sqrt_p = unary_op("sqrt", vjp=lambda g, x, *, out: g / (out * 2), scalar="sqrt(x)")
-square_p = unary_op("square", family="numeric", vjp=lambda g, x, *, out: g * x * 2, scalar="x * x")
+neg_p = unary_op(
+    "neg", "negative", family="numeric", vjp=lambda g, x, *, out: neg(g), scalar="-x", ufunc=True
+)
+exp_p = unary_op("exp", vjp=lambda g, x, *, out: g * out, scalar="exp(x)", ufunc=True)
+log_p = unary_op("log", vjp=lambda g, x, *, out: g / x, scalar="log(x)", ufunc=True)
+sqrt_p = unary_op("sqrt", vjp=lambda g, x, *, out: g / (out * 2), scalar="sqrt(x)", ufunc=True)
+square_p = unary_op(
+    "square", family="numeric", vjp=lambda g, x, *, out: g * x * 2, scalar="x * x", ufunc=True
+)
 
 
 def _pow_vjp(g: Tensor, x: Tensor, y: Tensor, *, out: Tensor) -> Any:

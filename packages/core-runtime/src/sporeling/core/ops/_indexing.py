@@ -235,6 +235,7 @@ getitem_grad_sum_p = Primitive(
     "opaque",
     _slices_abstract,
     impl=_slices_impl,
+    cpu_into=_slices_impl,
     vjp=lambda gg, *gs, out, templates, shape, order=None: tuple(
         getitem_p.bind(gg, template=t) for t in templates
     ),

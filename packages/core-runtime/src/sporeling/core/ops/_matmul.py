@@ -70,6 +70,7 @@ matmul_p = Primitive(
     _matmul_abstract,
     impl=lambda xp, x, y: xp.matmul(x, y),
     cpu=lambda xp, x, y: blas.matmul(x, y),
+    cpu_into=lambda xp, x, y, *, out=None: blas.matmul(x, y, out=out),
     vjp=_matmul_vjp,
 )
 
@@ -118,34 +119,6 @@ def _dense_vjp(g: Tensor, x: Tensor, w: Tensor, *, out: Tensor) -> tuple[Any, An
     return dx, dw
 
 
-dense_p = Primitive(
-    "dense",
-    "opaque",
-    _dense_abstract,
-    impl=lambda xp, x, w: xp.matmul(x, w.T),
-    cpu=lambda xp, x, w: blas.matmul(x, w.T),
-    vjp=_dense_vjp,
-)
-
-
-def dense(input: Any, weight: Any, bias: Any = None) -> Tensor:  # noqa: A002 - MindSpore's name
-    """``input @ weight.T + bias`` (MindSpore's ``ops.dense``; weight is (out, in)).
-
-    One primitive, so the weight gradient comes out in the weight's own layout (a copy-free
-    flatten into the optimizer's buffer) instead of as a transposed view.
-
-    >>> dense(Tensor([[1.0, 2.0]]), Tensor([[3.0, 4.0]])).tolist()
-    [[11.0]]
-    """
-    x, w = promote_args("dense", input, weight, ("input", "weight"))
-    y = dense_p.bind(x, w)
-    if bias is not None:
-        from ._elementwise import add
-
-        y = add(y, bias)
-    return y
-
-
 def _dense_bias_abstract(x: ShapedArray, w: ShapedArray, b: ShapedArray) -> ShapedArray:
     out = _dense_abstract(x, w)
     if b.shape != (w.shape[0],) or b.dtype != x.dtype:
@@ -170,5 +143,36 @@ dense_bias_p = Primitive(
     _dense_bias_abstract,
     impl=lambda xp, x, w, b: xp.matmul(x, w.T) + b,
     cpu=lambda xp, x, w, b: blas.matmul(x, w.T, bias=b),
+    cpu_into=lambda xp, x, w, b, *, out=None: blas.matmul(x, w.T, out=out, bias=b),
     vjp=_dense_bias_vjp,
 )
+
+
+dense_p = Primitive(
+    "dense",
+    "opaque",
+    _dense_abstract,
+    impl=lambda xp, x, w: xp.matmul(x, w.T),
+    cpu=lambda xp, x, w: blas.matmul(x, w.T),
+    cpu_into=lambda xp, x, w, *, out=None: blas.matmul(x, w.T, out=out),
+    vjp=_dense_vjp,
+    with_bias=dense_bias_p,
+)
+
+
+def dense(input: Any, weight: Any, bias: Any = None) -> Tensor:  # noqa: A002 - MindSpore's name
+    """``input @ weight.T + bias`` (MindSpore's ``ops.dense``; weight is (out, in)).
+
+    One primitive, so the weight gradient comes out in the weight's own layout (a copy-free
+    flatten into the optimizer's buffer) instead of as a transposed view.
+
+    >>> dense(Tensor([[1.0, 2.0]]), Tensor([[3.0, 4.0]])).tolist()
+    [[11.0]]
+    """
+    x, w = promote_args("dense", input, weight, ("input", "weight"))
+    y = dense_p.bind(x, w)
+    if bias is not None:
+        from ._elementwise import add
+
+        y = add(y, bias)
+    return y

@@ -150,6 +150,7 @@ reduce_max_p = Primitive(
     _reduce_abstract("amax"),
     impl=lambda xp, x, *, axis, keep_dims: xp.max(x, axis=axis, keepdims=keep_dims),
     vjp=_extreme_vjp,
+    fresh=True,
 )
 reduce_min_p = Primitive(
     "reduce_min",
@@ -157,6 +158,7 @@ reduce_min_p = Primitive(
     _reduce_abstract("amin"),
     impl=lambda xp, x, *, axis, keep_dims: xp.min(x, axis=axis, keepdims=keep_dims),
     vjp=_extreme_vjp,
+    fresh=True,
 )
 
 

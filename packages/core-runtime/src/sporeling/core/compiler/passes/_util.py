@@ -11,8 +11,9 @@ ORDERED_KINDS = frozenset({"effect", "random"})
 
 
 def never_touch(prim: Any) -> bool:
-    """Effects, random draws, collectives and nested compiled calls: left exactly as traced."""
-    return prim.kind in ORDERED_KINDS or prim.name.startswith("comm_") or prim.name == "jit_call"
+    """Effects, random draws, collectives and nested compiled calls (``Primitive.pinned``):
+    left exactly as traced."""
+    return prim.kind in ORDERED_KINDS or bool(getattr(prim, "pinned", False))
 
 
 def params_key(params: dict[str, Any]) -> tuple[Any, ...] | None:

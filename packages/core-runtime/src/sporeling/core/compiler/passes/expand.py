@@ -1,11 +1,13 @@
-"""Expanding row ops: softmax, log-softmax and layer norm (forward and backward) over the last
-axis are rewritten as the reductions and elementwise ops they are made of, so fusion can put
-them in one row kernel with their neighbours (the GELU before a layer norm, the scale and mask
-before an attention softmax, the bias and scale gradients after a layer-norm backward).
-Exact GELU becomes ``x * Phi(x)``, so a training graph computes ``Phi(x)`` once for the
-forward and the gradient.
+"""Expanding ops into their parts: an equation whose primitive has a
+:class:`~..._primitive.Decomposition` that applies to it (its ``when``) is rewritten as the
+ops its rule is made of, so fusion can put them in one kernel with their neighbours.
+Softmax, log-softmax and layer norm (forward and backward) over the last axis become the
+reductions and elementwise ops of one row kernel (with the GELU before a layer norm, the
+scale and mask before an attention softmax, the bias and scale gradients after a layer-norm
+backward); exact GELU becomes ``x * Phi(x)``, so a training graph computes ``Phi(x)`` once
+for the forward and the gradient. The rules live beside their ops, not here.
 
-Each rule is an op-level composite traced on the equation's own input Vars; its constants
+Each rule is traced on the equation's own input Vars; its constants
 (``1/n``, ``epsilon``) become graph constants and its results take over the equation's
 output Vars. Only float32/float64 equations over the last axis are expanded, only while
 fusion is on (``enable_graph_kernel``: without fusion the hand-written kernels are faster)
@@ -32,71 +34,6 @@ __all__ = ["expand_row_ops"]
 _FLOATS = {np.dtype("float32"), np.dtype("float64")}
 
 
-def _softmax(x: Tensor) -> tuple[Tensor, ...]:
-    from ... import ops
-
-    e = ops.exp(x - ops.amax(x, -1, keep_dims=True))
-    return (e / ops.reduce_sum(e, -1, keep_dims=True),)
-
-
-def _log_softmax(x: Tensor) -> tuple[Tensor, ...]:
-    from ... import ops
-
-    d = x - ops.amax(x, -1, keep_dims=True)
-    return (d - ops.log(ops.reduce_sum(ops.exp(d), -1, keep_dims=True)),)
-
-
-def _layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, *, epsilon: float) -> tuple[Tensor, ...]:
-    """Statistics in float64, like the hand-written kernel: rows with a large common offset
-    keep their variance (a float32 mean would be off by an ulp of the offset)."""
-    from ... import dtype, ops
-
-    inv_n = 1.0 / x.shape[-1]
-    x64 = ops.cast(x, dtype.float64)
-    mean = ops.reduce_sum(x64, -1, keep_dims=True) * inv_n
-    d = x64 - mean
-    var = ops.reduce_sum(d * d, -1, keep_dims=True) * inv_n
-    y = ops.cast(d * (1.0 / ops.sqrt(var + epsilon)), x.dtype) * gamma + beta
-    return y, ops.cast(mean, x.dtype), ops.cast(var, x.dtype)
-
-
-def _gelu(x: Tensor) -> tuple[Tensor, ...]:
-    """``x * Phi(x)`` as eager mode computes it: the gradient's ``Phi(x)`` then merges with
-    the forward's (CSE), so the forward kernel stores it and the backward kernel reads it
-    instead of evaluating erfc again (the costliest part of a GELU gradient)."""
-    from ...ops.activation.elementwise import ndtr_p
-
-    return (x * ndtr_p.bind(x),)
-
-
-def _layer_norm_grad(*args: Tensor, epsilon: float) -> tuple[Tensor, ...]:
-    from ...ops.activation.normalization import _ln_grad_composite
-
-    nd = args[3].ndim
-    return _ln_grad_composite(*args, begin_norm_axis=nd - 1, begin_params_axis=nd - 1,
-                              epsilon=epsilon)  # fmt: skip
-
-
-def _last_axis(e: Eqn) -> bool:
-    return bool(e.params.get("axis") == (e.inputs[0].ndim - 1,))
-
-
-def _norm_last(e: Eqn, x_index: int) -> bool:
-    last = e.inputs[x_index].ndim - 1
-    return e.params.get("begin_norm_axis") == last and e.params.get("begin_params_axis") == last
-
-
-#: primitive name -> (applies to this equation?, composite, parameters it takes)
-_RULES: dict[str, tuple[Callable[[Eqn], bool], Callable[..., tuple[Tensor, ...]], tuple[str, ...]]]
-_RULES = {
-    "softmax": (_last_axis, _softmax, ()),
-    "log_softmax": (_last_axis, _log_softmax, ()),
-    "layer_norm": (lambda e: _norm_last(e, 0), _layer_norm, ("epsilon",)),
-    "layer_norm_grad": (lambda e: _norm_last(e, 3), _layer_norm_grad, ("epsilon",)),
-    "gelu": (lambda e: e.params.get("approximate") == "none", _gelu, ()),
-}
-
-
 def expand_row_ops(graph: Graph) -> Graph:
     on_gpu = graph.device is not None and graph.device.xp is not np
     if not get_context("enable_graph_kernel") or on_gpu:
@@ -104,12 +41,12 @@ def expand_row_ops(graph: Graph) -> Graph:
     eqns: list[Eqn] = []
     n = 0
     for e in graph.eqns:
-        rule = _RULES.get(e.prim.name)
+        d = getattr(e.prim, "decomposition", None)
         floats = all(v.dtype in _FLOATS for v in (*e.inputs, *e.outputs))
-        if rule is None or not floats or not e.inputs[0].ndim or not rule[0](e):
+        if d is None or not floats or not e.inputs[0].ndim or not d.when(e.inputs, e.params):
             eqns.append(e)
             continue
-        expanded = _trace(graph, e, rule[1], {k: e.params[k] for k in rule[2]})
+        expanded = _trace(graph, e, d.rule, {k: e.params[k] for k in d.params})
         if expanded is None:
             eqns.append(e)
             continue

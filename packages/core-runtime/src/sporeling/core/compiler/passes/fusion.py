@@ -39,6 +39,7 @@ __all__ = ["elementwise_fusion", "FusedPrimitive", "fusible_expression"]
 _DTYPES = {np.dtype(t) for t in ("float32", "float64", "int32", "int64", "bool")}
 _FLOATS = {np.dtype("float32"), np.dtype("float64")}
 _REDUCE = {"reduce_sum": "sum", "reduce_max": "max"}
+_SCALAR_KINDS = ("elementwise", "movement")
 _EXPR_MEMO: dict[Any, Any] = {}
 
 
@@ -48,9 +49,9 @@ def fusible_expression(e: Any) -> tuple[str, tuple[str, ...]] | None:
     if any(v.dtype not in _DTYPES for v in (*e.inputs, *e.outputs)):
         return None
     prim = e.prim
-    if prim.name == "broadcast_to":
-        return ("x", ("x",)) if len(e.inputs) == 1 else None
-    if prim.kind != "elementwise" or not prim.scalar or prim.multiple_results:
+    # a movement op with a scalar form fuses too: broadcast_to is "x", read with broadcast
+    # indexing
+    if prim.kind not in _SCALAR_KINDS or not prim.scalar or prim.multiple_results:
         return None
     pk = params_key(e.params)
     key = (prim.name, pk, len(e.inputs))
@@ -62,23 +63,21 @@ def fusible_expression(e: Any) -> tuple[str, tuple[str, ...]] | None:
     return found
 
 
-#: GELU's tanh approximation (nn.GELU's default) as a scalar expression, so it fuses too
-_GELU_TANH = "x * 0.5 * (1 + tanh((x + 0.044715 * x * x * x) * 0.7978845608028654))"
-
-
 def _expression(prim: Any, params: dict[str, Any], n_inputs: int) -> Any:
+    """The primitive's scalar form for these params (``scalar_rule`` where it has one),
+    numeric params substituted by value."""
+    rule = prim.scalar_rule
+    expr = prim.scalar if rule is None else rule(params)
+    if expr is None:
+        return None
     mapping = {}
     for k, val in params.items():
-        if prim.name == "cast" and k == "dtype":
-            continue  # the result's dtype does the conversion
-        if prim.name == "gelu" and k == "approximate":
-            if val == "tanh":  # the primitive's scalar form is the erf form; this is the other
-                return _GELU_TANH, ("x",)
-            continue
-        if type(val) not in (int, float):
+        if type(val) in (int, float):
+            mapping[k] = repr(float(val))
+        elif rule is None:  # a param only a scalar_rule can express
             return None
-        mapping[k] = repr(float(val))
-    expr = codegen.substitute(prim.scalar, mapping) if mapping else prim.scalar
+    if mapping:
+        expr = codegen.substitute(expr, mapping)
     try:
         names = codegen.expression_inputs(expr)
     except (codegen.UnsupportedExpression, SyntaxError):
@@ -449,6 +448,11 @@ class FusedPrimitive:
         self.n_full = 0 if several or on_cpu else len(outs)
         self.name = "fused[" + ",".join(m.prim.name for m in members) + "]"
         self.impls = {"any": self.run}
+        # the fields passes read on a Primitive (a generated kernel is never registered)
+        self.fresh = True
+        self.ufunc = self.cpu_into = self.scalar = self.scalar_rule = None
+        self.decomposition = self.with_bias = None
+        self.pinned = False
         self._warm = False
         self._fallback = False
 

@@ -13,6 +13,7 @@ are at least 2-d, and the permutation keeps every batch axis in place.
 from __future__ import annotations
 
 from ...ops._core import transpose_p
+from ...ops._matmul import matmul_p
 from ..graph import Eqn, Graph, Var
 from ._util import count_readers
 
@@ -25,7 +26,7 @@ def _swap_last_two(ndim: int) -> tuple[int, ...]:
 
 def transpose_products(graph: Graph) -> Graph:
     readers = count_readers(graph)
-    products = {e.outputs[0].id: e for e in graph.eqns if e.prim.name == "matmul"}
+    products = {e.outputs[0].id: e for e in graph.eqns if e.prim is matmul_p}
     rewritten: dict[int, list[Eqn]] = {}  # id(equation) -> its replacement ([]: dropped)
     for e in graph.eqns:
         if e.prim is not transpose_p or len(e.inputs) != 1:

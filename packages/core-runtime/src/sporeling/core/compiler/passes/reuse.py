@@ -1,9 +1,11 @@
 """Buffer reuse: an elementwise result is written into an input buffer that dies there.
 
 An input qualifies when this equation is its last use, it has the output's shape and dtype,
-and its buffer is provably private: produced by a fused kernel, a NumPy ufunc or a matrix
-product (fresh arrays: a Dense layer's bias is added in place) and read only by equations
-that never return views of it (fused kernels, ufuncs, sums/maxima). Graph inputs, captured
+and its buffer is provably private: produced by a fused kernel or a primitive whose results
+are always new arrays (``Primitive.fresh``: ufuncs, matrix products — a Dense layer's bias
+is added in place — reductions) and read only by such equations, which never return views
+of it. The equation itself is a fused kernel or an elementwise primitive that names its
+array-module ufunc (``Primitive.ufunc``), called with ``out=``. Graph inputs, captured
 tensors, constants and graph outputs never qualify.
 At run time the buffer must also be C-contiguous and writeable, else a fresh one is used.
 """
@@ -16,36 +18,13 @@ from ..graph import Graph, Var
 
 __all__ = ["buffer_reuse", "write_into"]
 
-#: elementwise primitives whose impl is exactly this array-module ufunc (so ``out=`` works)
-UFUNCS = {
-    "add": "add",
-    "sub": "subtract",
-    "mul": "multiply",
-    "div": "true_divide",
-    "neg": "negative",
-    "exp": "exp",
-    "log": "log",
-    "sqrt": "sqrt",
-    "square": "square",
-    "maximum": "maximum",
-    "minimum": "minimum",
-    "tanh": "tanh",
-    "sin": "sin",
-    "cos": "cos",
-}
-_FRESH_READERS = {"reduce_sum", "reduce_max", "reduce_min"}
-
-
-#: opaque primitives whose result is always a new array (``xp.matmul``)
-_FRESH_RESULTS = {"matmul", "dense", "dense_bias"}
-
 
 def _fresh(prim: Any) -> bool:
-    return (
-        prim.kind == "fused"
-        or (prim.kind == "elementwise" and prim.name in UFUNCS)
-        or prim.name in _FRESH_RESULTS
-    )
+    return prim.kind == "fused" or prim.fresh
+
+
+def _ufunc(prim: Any) -> str | None:
+    return prim.ufunc if prim.kind == "elementwise" else None
 
 
 def buffer_reuse(graph: Graph) -> Graph:
@@ -60,13 +39,13 @@ def buffer_reuse(graph: Graph) -> Graph:
             producer[v.id] = e
         for v in e.inputs:
             last[v.id] = i
-            ok = _fresh(e.prim) or e.prim.name in _FRESH_READERS
+            ok = _fresh(e.prim)
             safe_readers[v.id] = safe_readers.get(v.id, True) and ok
     n = 0
     for i, e in enumerate(graph.eqns):
         if e.prim.kind == "fused":
             candidates = e.outputs[: e.prim.n_full]
-        elif e.prim.kind == "elementwise" and e.prim.name in UFUNCS and len(e.outputs) == 1:
+        elif _ufunc(e.prim) is not None and len(e.outputs) == 1:
             candidates = e.outputs
         else:
             continue
@@ -104,7 +83,7 @@ def write_into(e: Any, impl: Any) -> Any:
             return impl(xp, *arrays, outs=[None if j is None else arrays[j] for j in alias])
 
         return run_fused
-    ufunc_name = UFUNCS[e.prim.name]
+    ufunc_name = e.prim.ufunc
     j = alias[0]
 
     def run_ufunc(xp: Any, *arrays: Any, **params: Any) -> Any:

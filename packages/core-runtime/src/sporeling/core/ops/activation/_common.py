@@ -47,11 +47,27 @@ def _abs(x: Tensor) -> Tensor:
     return select(x < 0, neg(x), x)
 
 
-def _param_op(name: str, impl: Any, vjp: Any, scalar: str) -> Primitive:
+def _param_op(
+    name: str,
+    impl: Any,
+    vjp: Any,
+    scalar: str,
+    scalar_rule: Any = None,
+    decomposition: Any = None,
+) -> Primitive:
     """An elementwise float primitive with static parameters (alpha, lambd...)."""
 
     def abstract(x: ShapedArray, **params: Any) -> ShapedArray:
         _check_family(name, "x", x, "float")
         return ShapedArray(x.shape, x.dtype)
 
-    return Primitive(name, "elementwise", abstract, impl=impl, vjp=vjp, scalar=scalar)
+    return Primitive(
+        name,
+        "elementwise",
+        abstract,
+        impl=impl,
+        vjp=vjp,
+        scalar=scalar,
+        scalar_rule=scalar_rule,
+        decomposition=decomposition,
+    )

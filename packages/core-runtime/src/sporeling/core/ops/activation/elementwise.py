@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._primitive import Decomposition
 from ...errors import check_axis, op_error
 from ...tensor import Tensor
 from .._compare import select
@@ -296,11 +297,25 @@ def _gelu_vjp(g: Tensor, x: Tensor, *, out: Tensor, approximate: str) -> Tensor:
     return g * (ndtr_p.bind(x) + x * exp(x * x * -0.5) * _INV_SQRT_2PI)
 
 
+def _gelu_parts(x: Tensor) -> tuple[Tensor, ...]:
+    """``x * Phi(x)`` as eager mode computes it: in a training graph the gradient's
+    ``Phi(x)`` then merges with the forward's (CSE), so the forward kernel stores it and the
+    backward kernel reads it instead of evaluating erfc again (the costliest part of a GELU
+    gradient)."""
+    return (x * ndtr_p.bind(x),)
+
+
+_GELU_ERF_SCALAR = "x * 0.5 * (1 + erf(x * 0.7071067811865476))"
+#: the tanh approximation (nn.GELU's default), so it fuses too
+_GELU_TANH_SCALAR = "x * 0.5 * (1 + tanh((x + 0.044715 * x * x * x) * 0.7978845608028654))"
+
 gelu_p = _param_op(
     "gelu",
     _gelu_impl,
     _gelu_vjp,
-    "x * 0.5 * (1 + erf(x * 0.7071067811865476))",  # approximate='tanh' is the tanh form
+    _GELU_ERF_SCALAR,
+    scalar_rule=lambda p: _GELU_TANH_SCALAR if p.get("approximate") == "tanh" else _GELU_ERF_SCALAR,
+    decomposition=Decomposition(_gelu_parts, lambda inputs, p: p.get("approximate") == "none"),
 )
 fast_gelu_p = unary_op(
     "fast_gelu",

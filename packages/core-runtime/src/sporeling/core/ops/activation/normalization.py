@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from ..._primitive import Primitive, ShapedArray
+from ..._primitive import Decomposition, Primitive, ShapedArray
 from ...errors import check_axis, op_error
 from ...tensor import Tensor
 from .._core import as_tensor, assign_inplace, cast, full, reduce_sum, reshape
-from .._elementwise import _check_family, float_input
+from .._elementwise import _check_family, float_input, sqrt
 from ..math import rsqrt
 from ._common import _number, _up
 
@@ -231,6 +231,43 @@ def _ln_grad_vjp(cts: Any, *inputs: Tensor, out: Any, **params: Any) -> tuple[An
     return _vjp_of(lambda *ins: _ln_grad_composite(*ins, **params), cts, inputs)
 
 
+def _ln_parts(
+    x: Tensor,
+    gamma: Tensor,
+    beta: Tensor,
+    *,
+    begin_norm_axis: int,
+    begin_params_axis: int,
+    epsilon: float,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The layer norm written with ops. Statistics in float64, like the hand-written kernel:
+    rows with a large common offset keep their variance (a float32 mean would be off by an
+    ulp of the offset)."""
+    from ... import dtype
+
+    axes = tuple(range(begin_norm_axis, x.ndim))
+    inv_n = 1.0 / math.prod(x.shape[begin_norm_axis:])
+    x64 = cast(x, dtype.float64)
+    mean = reduce_sum(x64, axes, keep_dims=True) * inv_n
+    d = x64 - mean
+    var = reduce_sum(d * d, axes, keep_dims=True) * inv_n
+    y = cast(d * (1.0 / sqrt(var + epsilon)), x.dtype) * gamma + beta
+    return y, cast(mean, x.dtype), cast(var, x.dtype)
+
+
+def _norm_over_last(x_index: int) -> Any:
+    """Expanded only over the last axis (parameters too): there the parts fuse into row
+    kernels with their neighbours (the GELU before, the bias and scale gradients after)."""
+
+    def when(inputs: Any, params: dict[str, Any]) -> bool:
+        last = inputs[x_index].ndim - 1
+        return params.get("begin_norm_axis") == last and params.get("begin_params_axis") == last
+
+    return when
+
+
+_LN_PARAMS = ("begin_norm_axis", "begin_params_axis", "epsilon")
+
 layer_norm_grad_p = Primitive(
     "layer_norm_grad",
     "opaque",
@@ -239,6 +276,7 @@ layer_norm_grad_p = Primitive(
     cpu=_ln_grad_cpu,
     vjp=_ln_grad_vjp,
     multiple_results=True,
+    decomposition=Decomposition(_ln_grad_composite, _norm_over_last(3), _LN_PARAMS),
 )
 
 
@@ -258,6 +296,7 @@ layer_norm_p = Primitive(
     cpu=_ln_cpu,
     vjp=_ln_vjp,
     multiple_results=True,
+    decomposition=Decomposition(_ln_parts, _norm_over_last(0), _LN_PARAMS),
 )
 
 

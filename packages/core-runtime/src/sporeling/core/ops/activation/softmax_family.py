@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._primitive import Primitive, ShapedArray
+from ..._primitive import Decomposition, Primitive, ShapedArray
 from ...errors import check_axis, op_error
 from ...kernels.cpu.softmax import softmax_lastaxis
 from ...tensor import Tensor
@@ -49,6 +49,26 @@ def _softmax_cpu_for(log: bool) -> Any:
     return impl
 
 
+def _softmax_parts(x: Tensor, *, axis: tuple[int, ...]) -> tuple[Tensor, ...]:
+    from ..reduction import reduce_max_p
+
+    e = exp(x - reduce_max_p.bind(x, axis=axis, keep_dims=True))
+    return (e / reduce_sum(e, axis, keep_dims=True),)
+
+
+def _log_softmax_parts(x: Tensor, *, axis: tuple[int, ...]) -> tuple[Tensor, ...]:
+    from .._elementwise import log
+    from ..reduction import reduce_max_p
+
+    d = x - reduce_max_p.bind(x, axis=axis, keep_dims=True)
+    return (d - log(reduce_sum(exp(d), axis, keep_dims=True)),)
+
+
+def _over_last_axis(inputs: Any, params: dict[str, Any]) -> bool:
+    """Expanded only over the last axis: there the parts fuse into one row kernel."""
+    return bool(params.get("axis") == (inputs[0].ndim - 1,))
+
+
 def _axes_abstract(name: str) -> Any:
     def abstract(x: ShapedArray, *, axis: tuple[int, ...]) -> ShapedArray:
         _check_family(name, "x", x, "float")
@@ -64,6 +84,7 @@ softmax_p = Primitive(
     impl=_softmax_any,
     cpu=_softmax_cpu_for(False),
     vjp=lambda g, x, *, out, axis: out * (g - reduce_sum(g * out, axis, keep_dims=True)),
+    decomposition=Decomposition(_softmax_parts, _over_last_axis, ("axis",)),
 )
 log_softmax_p = Primitive(
     "log_softmax",
@@ -72,6 +93,7 @@ log_softmax_p = Primitive(
     impl=_log_softmax_any,
     cpu=_softmax_cpu_for(True),
     vjp=lambda g, x, *, out, axis: g - exp(out) * reduce_sum(g, axis, keep_dims=True),
+    decomposition=Decomposition(_log_softmax_parts, _over_last_axis, ("axis",)),
 )
 
 
