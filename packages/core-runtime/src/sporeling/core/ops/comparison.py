@@ -50,9 +50,10 @@ def le(x: Any, y: Any) -> Tensor:
     return less_equal(x, y)
 
 
-isfinite_p = unary_op("isfinite", family="all", out_dtype=_dt.bool_)
+# x - x is 0 for every finite value (integers and bools too), NaN for inf and NaN
+isfinite_p = unary_op("isfinite", family="all", out_dtype=_dt.bool_, scalar="x - x == 0")
 isnan_p = unary_op("isnan", family="all", out_dtype=_dt.bool_, scalar="x != x")
-isinf_p = unary_op("isinf", family="all", out_dtype=_dt.bool_)
+isinf_p = unary_op("isinf", family="all", out_dtype=_dt.bool_, scalar="x == x and x - x != x - x")
 
 
 def isfinite(x: Any) -> Tensor:
@@ -83,11 +84,16 @@ def _isclose_abstract(
     return ShapedArray(broadcast_shapes("isclose", x.shape, y.shape), _dt.bool_)
 
 
+#: NumPy's rule: finite pairs within the tolerances; infinities only equal to themselves
+_ISCLOSE = "where(x - x == 0 and y - y == 0, abs(x - y) <= atol + rtol * abs(y), x == y)"
+
 isclose_p = Primitive(
     "isclose",
     "elementwise",
     _isclose_abstract,
     impl=lambda xp, x, y, *, rtol, atol, equal_nan: xp.isclose(x, y, rtol, atol, equal_nan),
+    scalar=_ISCLOSE,
+    scalar_rule=lambda p: f"({_ISCLOSE}) or (x != x and y != y)" if p["equal_nan"] else _ISCLOSE,
 )
 
 

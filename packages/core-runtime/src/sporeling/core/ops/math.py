@@ -171,12 +171,18 @@ def _float_pair(op: str, x: Any, y: Any, names: tuple[str, str]) -> tuple[Tensor
 
 # ---- trigonometric, hyperbolic, exponential and logarithmic -------------------------------
 
-acos_p = unary_op("acos", "arccos", vjp=lambda g, x, *, out: neg(g) / sqrt(1 - x * x))
-acosh_p = unary_op("acosh", "arccosh", vjp=lambda g, x, *, out: g / sqrt(x * x - 1))
-asin_p = unary_op("asin", "arcsin", vjp=lambda g, x, *, out: g / sqrt(1 - x * x))
-asinh_p = unary_op("asinh", "arcsinh", vjp=lambda g, x, *, out: g / sqrt(x * x + 1))
-atan_p = unary_op("atan", "arctan", vjp=lambda g, x, *, out: g / (x * x + 1))
-atanh_p = unary_op("atanh", "arctanh", vjp=lambda g, x, *, out: g / (1 - x * x))
+acos_p = unary_op(
+    "acos", "arccos", vjp=lambda g, x, *, out: neg(g) / sqrt(1 - x * x), scalar="acos(x)"
+)
+acosh_p = unary_op(
+    "acosh", "arccosh", vjp=lambda g, x, *, out: g / sqrt(x * x - 1), scalar="acosh(x)"
+)
+asin_p = unary_op("asin", "arcsin", vjp=lambda g, x, *, out: g / sqrt(1 - x * x), scalar="asin(x)")
+asinh_p = unary_op(
+    "asinh", "arcsinh", vjp=lambda g, x, *, out: g / sqrt(x * x + 1), scalar="asinh(x)"
+)
+atan_p = unary_op("atan", "arctan", vjp=lambda g, x, *, out: g / (x * x + 1), scalar="atan(x)")
+atanh_p = unary_op("atanh", "arctanh", vjp=lambda g, x, *, out: g / (1 - x * x), scalar="atanh(x)")
 sin_p = unary_op("sin", vjp=lambda g, x, *, out: g * cos(x), scalar="sin(x)", ufunc=True)
 cos_p = unary_op("cos", vjp=lambda g, x, *, out: neg(g * sin(x)), scalar="cos(x)", ufunc=True)
 tan_p = unary_op("tan", vjp=lambda g, x, *, out: g * (out * out + 1), scalar="sin(x) / cos(x)")
@@ -186,8 +192,8 @@ tanh_p = unary_op(
     "tanh", vjp=lambda g, x, *, out: g * (1 - out * out), scalar="tanh(x)", ufunc=True
 )
 exp2_p = unary_op("exp2", vjp=lambda g, x, *, out: g * out * _LN2, scalar=f"exp(x * {_LN2!r})")
-expm1_p = unary_op("expm1", vjp=lambda g, x, *, out: g * (out + 1))
-log1p_p = unary_op("log1p", vjp=lambda g, x, *, out: g / (x + 1))
+expm1_p = unary_op("expm1", vjp=lambda g, x, *, out: g * (out + 1), scalar="expm1(x)")
+log1p_p = unary_op("log1p", vjp=lambda g, x, *, out: g / (x + 1), scalar="log1p(x)")
 log2_p = unary_op("log2", vjp=lambda g, x, *, out: g / (x * _LN2), scalar=f"log(x) * {1 / _LN2!r}")
 rsqrt_p = unary_op(
     "rsqrt",
@@ -319,7 +325,9 @@ def rad2deg(x: Any) -> Tensor:
 # ---- error function and Bessel functions --------------------------------------------------
 
 
-def _special_op(name: str, kernel: str, vjp: Callable[..., Any]) -> Primitive:
+def _special_op(
+    name: str, kernel: str, vjp: Callable[..., Any], scalar: str | None = None
+) -> Primitive:
     """A float-only elementwise primitive evaluated by the special-function kernels."""
 
     def abstract(x: ShapedArray) -> ShapedArray:
@@ -342,7 +350,9 @@ def _special_op(name: str, kernel: str, vjp: Callable[..., Any]) -> Primitive:
         # CuPy's special kernels take float32/float64; float16 goes through float32
         return fn(x.astype(xp.float32) if x.dtype == xp.float16 else x)
 
-    return Primitive(name, "elementwise", abstract, impl=generic, cpu=cpu, gpu=gpu, vjp=vjp)
+    return Primitive(
+        name, "elementwise", abstract, impl=generic, cpu=cpu, gpu=gpu, vjp=vjp, scalar=scalar
+    )
 
 
 def _where0(x: Tensor, at_zero: float, fn: Callable[[Tensor], Tensor]) -> Tensor:
@@ -356,8 +366,12 @@ def _sign_of(x: Tensor) -> Tensor:
     return sign(x)
 
 
-erf_p = _special_op("erf", "erf", lambda g, x, *, out: g * exp(neg(x * x)) * _TWO_OVER_SQRT_PI)
-erfc_p = _special_op("erfc", "erfc", lambda g, x, *, out: g * exp(neg(x * x)) * -_TWO_OVER_SQRT_PI)
+erf_p = _special_op(
+    "erf", "erf", lambda g, x, *, out: g * exp(neg(x * x)) * _TWO_OVER_SQRT_PI, "erf(x)"
+)
+erfc_p = _special_op(
+    "erfc", "erfc", lambda g, x, *, out: g * exp(neg(x * x)) * -_TWO_OVER_SQRT_PI, "erfc(x)"
+)
 erfinv_p = _special_op(
     "erfinv", "erfinv", lambda g, x, *, out: g * exp(out * out) * (math.sqrt(math.pi) / 2)
 )
@@ -581,10 +595,22 @@ def _xdivy_vjp(g: Tensor, x: Tensor, y: Tensor, *, out: Tensor) -> Any:
     return dx, dy
 
 
-atan2_p = binary_op("atan2", "arctan2", family="float", vjp=_atan2_vjp)
+atan2_p = binary_op("atan2", "arctan2", family="float", vjp=_atan2_vjp, scalar="atan2(x, y)")
 hypot_p = binary_op("hypot", family="float", vjp=_hypot_vjp, scalar="sqrt(x * x + y * y)")
-logaddexp_p = binary_op("logaddexp", family="float", vjp=_logaddexp_vjp(False))
-logaddexp2_p = binary_op("logaddexp2", family="float", vjp=_logaddexp_vjp(True))
+# equal inputs first: NumPy gives x + log(2) there, also for infinities (inf - inf is NaN)
+logaddexp_p = binary_op(
+    "logaddexp",
+    family="float",
+    vjp=_logaddexp_vjp(False),
+    scalar="where(x == y, x + 0.6931471805599453, max(x, y) + log1p(exp(-abs(x - y))))",
+)
+logaddexp2_p = binary_op(
+    "logaddexp2",
+    family="float",
+    vjp=_logaddexp_vjp(True),
+    scalar="where(x == y, x + 1.0, max(x, y) + "
+    "log1p(exp(-abs(x - y) * 0.6931471805599453)) * 1.4426950408889634)",
+)
 xlogy_p = binary_op(
     "xlogy",
     family="float",
@@ -724,8 +750,8 @@ def truncate_mod(x: Any, y: Any) -> Tensor:
 
 # ---- integer and bitwise ops --------------------------------------------------------------
 
-gcd_p = binary_op("gcd", family="int")
-lcm_p = binary_op("lcm", family="int")
+gcd_p = binary_op("gcd", family="int", scalar="gcd(x, y)")
+lcm_p = binary_op("lcm", family="int", scalar="where(x == 0 or y == 0, 0, abs(x // gcd(x, y) * y))")
 bitwise_and_p = binary_op("bitwise_and", family="intbool", scalar="x & y")
 bitwise_or_p = binary_op("bitwise_or", family="intbool", scalar="x | y")
 bitwise_xor_p = binary_op("bitwise_xor", family="intbool", scalar="x ^ y")
@@ -894,7 +920,8 @@ def addn(x: Any) -> Tensor:
     return addn_p.bind(*x)
 
 
-isreal_p = unary_op("isreal", family="all", out_dtype=_dt.bool_)
+# every dtype the fuser handles is real: True, written so that it reads x
+isreal_p = unary_op("isreal", family="all", out_dtype=_dt.bool_, scalar="x == x or x != x")
 
 
 def isreal(x: Any) -> Tensor:
