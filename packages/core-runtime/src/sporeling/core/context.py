@@ -57,19 +57,5 @@ def get_context(key: str) -> Any:
     return _SETTINGS[key]
 
 
-_PARALLEL_NAMES = (
-    "ParallelMode",
-    "set_auto_parallel_context",
-    "get_auto_parallel_context",
-    "reset_auto_parallel_context",
-)
-
-
-def __getattr__(name: str) -> Any:
-    # MindSpore 1.8 scripts write context.set_auto_parallel_context(...) and
-    # context.ParallelMode: served lazily from sporeling.core.parallel.
-    if name in _PARALLEL_NAMES:
-        from . import parallel
-
-        return getattr(parallel, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# MindSpore 1.8 scripts write context.set_auto_parallel_context(...) and
+# context.ParallelMode: sporeling.core.parallel sets those names here when it is imported.

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .. import _hooks
 from ..tensor import Tensor
 from .tape import GradMode, _zeros_for, backward
 
@@ -220,10 +221,9 @@ def _differentiate(
         pos_grads = pg[0] if isinstance(grad_position, int) else pg
     weight_grads = tuple(_grads_for(w, found) for w in ws)
     if weight_grads and _DEPTH[0] == 0:
-        from ..parallel.semi_auto import auto_data_parallel_active, reduce_weight_gradients
-
-        if auto_data_parallel_active():  # SEMI_AUTO/AUTO_PARALLEL: data parallel by default
-            weight_grads = reduce_weight_gradients(weight_grads)
+        hooks = _hooks.parallel
+        if hooks.auto_data_parallel_active():  # SEMI_AUTO/AUTO_PARALLEL: data parallel by default
+            weight_grads = hooks.reduce_weight_gradients(weight_grads)
     if pos_grads is None:
         result = weight_grads
     elif ws:

@@ -11,3 +11,12 @@ from .management import *  # noqa: F403
 from .management import __all__ as _mgmt
 
 __all__ = [*_mgmt, *_coll]
+
+# MindSpore's collective primitive classes are ops too (``ops.AllReduce(op, group)(x)``):
+# this layer adds them to ops, which does not import it.
+from .. import ops as _ops  # noqa: E402
+from . import collectives as _collectives  # noqa: E402
+
+for _name in ("AllReduce", "AllGather", "ReduceScatter", "Broadcast", "AlltoAll", "Send",
+              "Receive", "ReduceOp"):  # fmt: skip
+    setattr(_ops, _name, getattr(_collectives, _name))

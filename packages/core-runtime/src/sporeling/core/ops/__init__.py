@@ -32,12 +32,9 @@ for _old, _fn in _ALIASES.items():
     globals().setdefault(_old, _fn)
 _install_tensor_methods()
 
-# MindSpore's collective primitive classes (ops.AllReduce(op, group)(x), ...).
-from ..communication import collectives as _collectives  # noqa: E402
-
-for _name in ("AllReduce", "AllGather", "ReduceScatter", "Broadcast", "AlltoAll", "Send",
-              "Receive", "ReduceOp"):  # fmt: skip
-    globals()[_name] = getattr(_collectives, _name)
+# MindSpore's collective primitive classes (ops.AllReduce(op, group)(x), ...) live in
+# sporeling.core.communication, which adds them here when it is imported (ops is the lower
+# layer and does not import it; ``import sporeling.core`` imports both).
 
 # MindSpore's operator classes and module paths (ops.operations as P, ops.composite as C,
 # ops.functional as F); imported last, they are built from the functional ops above.

@@ -17,6 +17,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from .. import _hooks
+
 __all__ = [
     "Primitive",
     "PrimitiveWithInfer",
@@ -85,12 +87,10 @@ class Primitive:
         the elementwise ones listed there) run it; for the others the strategy is recorded and
         the op computes its whole result on every rank (same values), with a warning.
         """
-        from ..parallel import shard as _shard
-
         self.in_strategy, self.out_strategy = in_strategy, out_strategy
         self.add_prim_attr("in_strategy", in_strategy)
-        sharded = getattr(_shard, self.name, None)
-        if isinstance(sharded, type) and issubclass(sharded, _shard.ShardedPrimitive):
+        sharded = _hooks.parallel.sharded_primitive(self.name)
+        if sharded is not None:
             kwargs = {k: self.attrs[k] for k in ("transpose_a", "transpose_b") if k in self.attrs}
             op = sharded(**kwargs) if kwargs else sharded()
             self._sharded = op.shard(in_strategy, out_strategy)

@@ -26,6 +26,7 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
+from .. import _hooks
 from ..autograd import no_grad
 from ..nn.cell import Cell
 from ..tensor import Tensor
@@ -129,10 +130,8 @@ class Model:
         self._amp_level = amp_level
         self._boost_level = boost_level
         self._metrics = metrics
-        from ..parallel.context import get_auto_parallel_context
-
-        self._parallel_mode = get_auto_parallel_context("parallel_mode")
-        self._device_number = get_auto_parallel_context("device_num")
+        self._parallel_mode = _hooks.parallel.get_auto_parallel_context("parallel_mode")
+        self._device_number = _hooks.parallel.get_auto_parallel_context("device_num")
         self._check_amp_level_arg(optimizer, amp_level)
         self._check_boost_level(boost_level)
         self._train_network = self._build_train_network()

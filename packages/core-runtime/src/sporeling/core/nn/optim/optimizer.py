@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _hooks
 from ..._backend import CPU
 from ..._primitive import Primitive
 from ...errors import describe
@@ -253,9 +254,7 @@ class Optimizer(Cell):
         self.fused_kernel = True  # False forces the xp-generic rules (tests, debugging)
         # enable_parallel_optimizer: shard the state and the update over the data-parallel
         # group (sporeling.core.parallel.optimizer_parallel), read once, as MindSpore does.
-        from ...parallel.optimizer_parallel import parallel_optimizer_enabled
-
-        self.use_parallel = parallel_optimizer_enabled()
+        self.use_parallel = _hooks.parallel.parallel_optimizer_enabled()
 
     # ---- argument parsing -----------------------------------------------------------
     def _parameters_base_check(self, parameters: Any, what: str) -> list[Any]:
@@ -554,9 +553,7 @@ class Optimizer(Cell):
             bank.wd[:] = [eff_wd[i] for i in bank.positions]
             rows = self._gather(bank, grads, inv_scale)
             if self.use_parallel:
-                from ...parallel.optimizer_parallel import sharded_update
-
-                sharded_update(self, bank, step, inv_scale, rows)
+                _hooks.parallel.sharded_update(self, bank, step, inv_scale, rows)
             else:
                 self._update(bank, step, inv_scale, rows)
         return True

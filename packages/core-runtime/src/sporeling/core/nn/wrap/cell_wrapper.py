@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from ... import _hooks, ops
 from ... import dtype as _dt
-from ... import ops
 from ...autograd import grad as _grad
 from ...autograd import value_and_grad
 from ...errors import op_error
@@ -160,9 +160,7 @@ class TrainOneStepCell(Cell):
         self.grad_reducer: Callable[[Any], Any] = _identity
         # As in MindSpore: under data_parallel / hybrid_parallel the gradients are
         # all-reduced (bucketed, overlapped with backward; sporeling.core.parallel).
-        from ...parallel.data_parallel import grad_reducer_for
-
-        reducer = grad_reducer_for(cls, self.weights, optimizer)
+        reducer = _hooks.parallel.grad_reducer_for(cls, self.weights, optimizer)
         if reducer is not None:
             self.reducer_flag = True
             self.grad_reducer = reducer

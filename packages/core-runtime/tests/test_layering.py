@@ -1,0 +1,120 @@
+"""The core's layers import one way (DESIGN.md, "Layers"), checked over its whole import graph.
+
+kernels <- primitive/tensor/autograd <- ops <- nn <- train, compiler <- parallel,
+communication: a module never imports a higher layer, not even lazily inside a function
+(a higher layer registers hooks into a lower one instead). Every import in the source counts.
+
+The imports that still go upward are listed in :data:`KNOWN_UPWARD`, each with what it
+is for. The test fails on any upward import not listed (a new one) and on a listed one that
+is gone (so the list only shrinks). The same goes for the modules held in import cycles
+that span more than one folder (:data:`KNOWN_CYCLE_FOLDERS`).
+"""
+
+from pathlib import Path
+
+import pytest
+from _import_graph import (
+    LAYERS,
+    folder_of,
+    import_graph,
+    layer_of,
+    strongly_connected,
+    upward_imports,
+)
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "sporeling" / "core"
+C = "sporeling.core."
+
+#: upward imports not yet replaced by hooks: (importer, imported) -> what it is for
+KNOWN_UPWARD = {
+    # Tensor operators and methods (x + y, x.sum()) call ops; the tape accumulates gradients
+    # with ops. Undoing this needs ops to install the methods and the accumulation into the
+    # Tensor class (a hook), which the dispatch work in flight also touches.
+    (C + "_tensor_methods", C + "ops"): "Tensor methods",
+    (C + "_tensor_methods", C + "ops._core"): "Tensor methods",
+    (C + "tensor", C + "ops._core"): "Tensor operators",
+    (C + "sparse_tensor", C + "ops"): "sparse tensor methods",
+    (C + "sparse_tensor", C + "ops.sparse"): "sparse tensor methods",
+    (C + "autograd.tape", C + "ops._core"): "gradient accumulation",
+    (C + "autograd.functional", C + "ops"): "grad/vjp helpers written with ops",
+    (C + "autograd.taylor", C + "ops"): "jvp rules written with ops",
+    # Cell.construct compiles through jit (graph mode)
+    (C + "nn.cell", C + "compiler.api"): "Cell graph mode",
+    (C + "nn.cell", C + "compiler.graph"): "Cell graph mode",
+    (C + "nn.cell", C + "compiler.tracer"): "Cell graph mode",
+    # still imported by nn: micro-batch interleave, pipeline stages, synchronised batch norm
+    # (the gradient reducer, optimizer sharding, semi-auto gradients, Model's parallel mode
+    # and Primitive.shard go through sporeling.core._hooks, filled by parallel)
+    (C + "nn.layers.micro_batch", C + "communication.management"): "micro-batch interleave",
+    (C + "nn.layers.micro_batch", C + "communication.overlap"): "micro-batch interleave",
+    (C + "nn.layers.micro_batch", C + "parallel.interleave"): "micro-batch interleave",
+    (C + "nn.layers.pipeline_cell", C + "communication"): "pipeline stages",
+    (C + "nn.layers.pipeline_cell", C + "communication.management"): "pipeline stages",
+    (C + "nn.layers.pipeline_cell", C + "compiler.graph"): "pipeline stages",
+    (C + "nn.layers.pipeline_cell", C + "parallel.context"): "pipeline stages",
+    (C + "nn.layers.pipeline_cell", C + "parallel.pipeline"): "pipeline stages",
+    (C + "nn.layers.sync_batch_norm", C + "communication"): "SyncBatchNorm all-reduce",
+    # MindSpore's P.<Layer> classes (P.Dense...) built from nn
+    (C + "ops.operations", C + "nn"): "P.<layer> classes",
+}
+
+#: folders whose modules are still held in one import cycle (lazy imports included): the
+#: big one runs through the Tensor -> ops and nn -> compiler/communication imports above
+_BIG_CYCLE = """_eager _tensor_methods autograd communication compiler initializer nn ops parallel
+parameter_tuple sparse_tensor tensor"""
+KNOWN_CYCLE_FOLDERS = {
+    frozenset({"_backend", "context"}),  # device lookup <-> set_context(device_target=...)
+    frozenset(_BIG_CYCLE.split()),
+}
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return import_graph(SRC)
+
+
+def test_every_module_has_a_layer(graph):
+    for m in graph:
+        layer_of(m)  # raises KeyError naming the module
+
+
+def test_no_new_upward_import(graph):
+    found = upward_imports(graph)
+    new = sorted(found - set(KNOWN_UPWARD))
+    assert not new, "imports into a higher layer (register a hook instead):\n" + "\n".join(
+        f"  {a} -> {b}" for a, b in new
+    )
+    gone = sorted(set(KNOWN_UPWARD) - found)
+    assert not gone, f"no longer imported: remove from KNOWN_UPWARD: {gone}"
+
+
+def test_cycles_spanning_folders_only_shrink(graph):
+    spans = {
+        frozenset(folder_of(m) for m in comp)
+        for comp in strongly_connected(graph)
+        if len({folder_of(m) for m in comp}) > 1
+    }
+    assert spans == KNOWN_CYCLE_FOLDERS
+
+
+def test_the_check_fails_on_an_upward_import():
+    """A synthetic graph: ops importing nn is upward, nn importing ops is not."""
+    synthetic = {
+        C + "ops.math": {C + "_primitive", C + "nn.cell"},
+        C + "nn.cell": {C + "ops.math", C + "kernels.cpu.blas"},
+        C + "kernels.cpu.blas": set(),
+        C + "_primitive": {C + "dtype"},
+        C + "dtype": set(),
+    }
+    assert upward_imports(synthetic) == {(C + "ops.math", C + "nn.cell")}
+    assert strongly_connected(synthetic) == [{C + "ops.math", C + "nn.cell"}]
+    synthetic[C + "ops.math"] = {C + "_primitive"}
+    assert upward_imports(synthetic) == set() and strongly_connected(synthetic) == []
+
+
+def test_layers_follow_the_design_order():
+    order = [layer_of(C + name) for name in ("kernels", "tensor", "ops", "nn", "train")]
+    assert order == sorted(order) and len(set(order)) == 5
+    assert layer_of(C + "compiler") == layer_of(C + "train")
+    assert layer_of(C + "parallel") == layer_of(C + "communication") > layer_of(C + "compiler")
+    assert len(LAYERS) == 7
