@@ -27,11 +27,10 @@ __all__ = [
     "full",
     "zeros_like",
     "ones_like",
-    "as_tensor",
     "broadcast_shapes",
-    "sum_to",
     "normalize_axes",
 ]
+# as_tensor and sum_to are helpers for defining ops: sporeling.core.extend exports them
 
 # ---- helpers shared by public wrappers ------------------------------------------------
 

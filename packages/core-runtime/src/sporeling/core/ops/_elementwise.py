@@ -32,11 +32,8 @@ __all__ = [
     "pow",
     "sqrt",
     "square",
-    "unary_op",
-    "binary_op",
-    "promote_args",
-    "float_input",
 ]
+# unary_op, binary_op, promote_args and float_input are helpers for defining ops, not ops
 
 #: dtype families an elementwise op accepts
 FAMILIES = {

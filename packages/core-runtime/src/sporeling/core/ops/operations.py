@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import dtype as _dt
 from ..tensor import Tensor
+from ._elementwise import promote_args as _promote_args
 from .primitive import Primitive, PrimitiveWithCheck, PrimitiveWithInfer, prim_attr_register
 
 F: Any = None  # sporeling.core.ops, set by _build() (this module is imported at its end)
@@ -248,7 +249,7 @@ def _squared_difference(self: Any, x: Any, y: Any) -> Tensor:
 
 
 def _div_no_nan(self: Any, x: Any, y: Any) -> Tensor:
-    x, y = F.promote_args("DivNoNan", x, y, min_category=2)
+    x, y = _promote_args("DivNoNan", x, y, min_category=2)
     zero = F.equal(y, F.zeros_like(y))
     safe = F.select(zero, F.ones_like(y), y)
     return F.select(zero, F.zeros_like(F.div(x, safe)), F.div(x, safe))
