@@ -21,10 +21,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "context",
         "_hooks",
         "kernels",
-    ),  # fmt: skip
+    ),
     (
         "_primitive",
         "tensor",
+        "_placeholder",
         "_eager",
         "_tensor_methods",
         "autograd",
@@ -32,7 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "initializer",
         "parameter_tuple",
         "sparse_tensor",
-    ),  # fmt: skip
+    ),
     ("ops",),
     ("nn",),
     ("train", "compiler", "rewrite"),

@@ -79,6 +79,10 @@ TESTED_THROUGH = {
     "unsorted_segment": "unsorted_segment_sum",
     "nn_embedding_lookup": "Embedding",
     "nn_embedding_scatter": "Embedding",
+    # graph-mode control flow: the effectful forms and the loop's gradient
+    "cond_effect": "cond",
+    "while_loop_effect": "while_loop",
+    "while_loop_grad": "while_loop",
 }
 
 
