@@ -6,8 +6,8 @@ communication: a module never imports a higher layer, not even lazily inside a f
 
 The imports that still go upward are listed in :data:`KNOWN_UPWARD`, each with what it
 is for. The test fails on any upward import not listed (a new one) and on a listed one that
-is gone (so the list only shrinks). The same goes for the modules held in import cycles
-that span more than one folder (:data:`KNOWN_CYCLE_FOLDERS`).
+is gone (so the list only shrinks). An import cycle spanning folders may not reach a folder
+outside :data:`KNOWN_CYCLE_FOLDERS`.
 """
 
 from pathlib import Path
@@ -89,12 +89,15 @@ def test_no_new_upward_import(graph):
 
 
 def test_cycles_spanning_folders_only_shrink(graph):
+    """No cycle reaches a folder outside the known ones (or joins two known cycles)."""
     spans = {
         frozenset(folder_of(m) for m in comp)
         for comp in strongly_connected(graph)
         if len({folder_of(m) for m in comp}) > 1
     }
-    assert spans == KNOWN_CYCLE_FOLDERS
+    for span in spans:
+        assert any(span <= known for known in KNOWN_CYCLE_FOLDERS), sorted(span)
+    assert spans, "no cycle spans folders any more: empty KNOWN_CYCLE_FOLDERS"
 
 
 def test_the_check_fails_on_an_upward_import():

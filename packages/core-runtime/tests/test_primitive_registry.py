@@ -122,7 +122,7 @@ def test_every_elementwise_primitive_has_a_scalar_form_or_a_reason():
         "elementwise primitives without a scalar form must be on NO_SCALAR_FORM with a "
         "reason (and entries leave it when they gain one)"
     )
-    assert len(elementwise) - len(NO_SCALAR_FORM) == 85  # of 105: the fuser inlines these
+    assert len(elementwise) - len(NO_SCALAR_FORM) >= 85  # of 105: the fuser inlines these
     for name in elementwise - set(NO_SCALAR_FORM):
         tree = ast.parse(REGISTRY[name].scalar, mode="eval")  # params appear by name
         assert {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} & {"x", "c"}, name
