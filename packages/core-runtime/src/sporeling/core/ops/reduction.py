@@ -34,11 +34,12 @@ from ._core import (
     full,
     normalize_axes,
     reduce_sum,
+    reduce_sum_p,
     reshape,
     transpose,
     zeros_like,
 )
-from ._elementwise import exp, log, pow, sqrt, square
+from ._elementwise import div_p, exp, log, pow, sqrt, square
 from ._join import concat
 
 __all__ = [
@@ -286,6 +287,17 @@ def mean(x: Tensor, axis: Any = (), keep_dims: bool = False) -> Tensor:
     >>> mean(Tensor([[1.0, 2.0], [3.0, 5.0]]), 1).tolist()
     [1.5, 4.0]
     """
+    if type(x) is Tensor and type(keep_dims) is bool:  # float32/float64: the common case
+        d = x._data  # (hot path: the sum and the division, without the general checks)
+        if d.dtype.kind == "f" and d.dtype.itemsize >= 4:
+            axes = normalize_axes("mean", axis, d.ndim)
+            n = 1
+            for a in axes:
+                n *= d.shape[a]
+            if n:  # sum / n, with n a weak scalar of x's dtype, as div(sum, float(n)) makes it
+                total = reduce_sum_p.bind(x, axis=axes, keep_dims=keep_dims)
+                count = Tensor._wrap(x._device.xp.asarray(float(n), d.dtype), x._device)
+                return div_p.bind(total, count)
     t = _tensor("mean", "x", x)
     keep = _check_bool("mean", "keep_dims", keep_dims)
     axes = normalize_axes("mean", axis, t.ndim)
