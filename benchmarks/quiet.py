@@ -86,6 +86,10 @@ class LoadMeter:
     def available(self) -> bool:
         return self.machine_reader() is not None
 
+    def slack_s(self) -> float:
+        """Rounding of the tick counters read: the machine's, and each excluded pid's."""
+        return TICK_SLACK_S * (1 + len(self.exclude))
+
     def sample(self) -> CpuSample:
         return CpuSample(
             wall=self.clock(),
@@ -110,11 +114,13 @@ def foreign_cores(foreign_s: float | None, wall_s: float) -> float | None:
     return foreign_s / wall_s
 
 
-def is_disturbed(foreign_s: float | None, wall_s: float, threshold: float) -> bool:
-    """More than ``threshold`` foreign cores, beyond the tick counter's rounding."""
+def is_disturbed(
+    foreign_s: float | None, wall_s: float, threshold: float, slack_s: float = TICK_SLACK_S
+) -> bool:
+    """More than ``threshold`` foreign cores, beyond the tick counters' rounding."""
     if foreign_s is None:
         return False  # unknown (no /proc): the report says the load was not measured
-    return foreign_s > threshold * wall_s + TICK_SLACK_S
+    return foreign_s > threshold * wall_s + slack_s
 
 
 @dataclass
@@ -153,7 +159,8 @@ def wait_quiet(
         a = meter.sample()
         sleep(policy.window_s)
         b = meter.sample()
-        if not is_disturbed(LoadMeter.foreign_s(a, b), b.wall - a.wall, policy.threshold):
+        fs = LoadMeter.foreign_s(a, b)
+        if not is_disturbed(fs, b.wall - a.wall, policy.threshold, meter.slack_s()):
             return True, b.wall - start
         if b.wall - start >= wait_s:
             return False, b.wall - start
@@ -190,7 +197,7 @@ def run_quiet_block(
         tries += 1
         fs = LoadMeter.foreign_s(a, b)
         wall = b.wall - a.wall
-        disturbed = is_disturbed(fs, wall, policy.threshold)
+        disturbed = is_disturbed(fs, wall, policy.threshold, meter.slack_s())
         if not disturbed or tries > policy.retries or policy.budget_left() <= 0.0:
             return BlockRun(elapsed, foreign_cores(fs, wall), disturbed, tries, waited)
         policy.spent_s += wall  # this try is thrown away

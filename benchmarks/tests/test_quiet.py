@@ -143,3 +143,11 @@ def test_the_run_wide_budget_stops_waiting_and_redoing():
     second = run_quiet_block(m.block(0.5), m.meter(), policy, m.sleep)
     assert (second.tries, second.disturbed) == (1, True)
     assert second.waited_s == pytest.approx(0.25)  # one window: the cooldown
+
+
+def test_each_excluded_pid_adds_its_tick_rounding_to_the_slack():
+    assert LoadMeter().slack_s() == pytest.approx(TICK_SLACK_S)
+    assert LoadMeter(exclude=[1, 2]).slack_s() == pytest.approx(3 * TICK_SLACK_S)
+    # 2.5 ticks of foreign time in a 10 ms block: disturbed alone, within a neighbour's slack
+    assert is_disturbed(2.5 / TICKS_PER_S, 0.01, 0.3, LoadMeter().slack_s())
+    assert not is_disturbed(2.5 / TICKS_PER_S, 0.01, 0.3, LoadMeter(exclude=[7]).slack_s())
