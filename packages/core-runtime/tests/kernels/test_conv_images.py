@@ -103,7 +103,15 @@ def test_kernels_match_the_float64_reference(case, dtype):
 
 def test_images_split_over_more_threads_than_cores(monkeypatch):
     """Blocks of images on several threads, each with its own buffer and weight-grad sum."""
+    blocks = []
+    real = conv_images.run_blocks
+    monkeypatch.setattr(
+        conv_images,
+        "run_blocks",
+        lambda fn, rows, b, chunks: blocks.append(b) or real(fn, rows, b, chunks),
+    )
     monkeypatch.setattr(conv_images, "max_blocks", lambda: 3)
+    monkeypatch.setattr(conv_images, "PARALLEL_MIN", 0)
     rng = np.random.default_rng(1)
     x = rng.standard_normal((7, 5, 9, 8)).astype(np.float32)
     w = rng.standard_normal((6, 5, 3, 3)).astype(np.float32)
@@ -119,6 +127,15 @@ def test_images_split_over_more_threads_than_cores(monkeypatch):
     dw = conv_images.conv2d_weight_grad_images(x, gy, geo, 1, (3, 3))
     np.testing.assert_allclose(dx, dx_want, **_tol(x.dtype))
     np.testing.assert_allclose(dw, dw_want, **_tol(x.dtype))
+    assert blocks == [3, 3, 3]
+
+
+def test_small_convolutions_stay_on_the_calling_thread(monkeypatch):
+    monkeypatch.setattr(conv_images, "max_blocks", lambda: 2)
+    monkeypatch.setattr(conv_images, "run_blocks", lambda *a, **k: pytest.fail("handed off"))
+    x = np.ones((4, 2, 5, 5), np.float32)
+    out = conv_images.conv2d_images(x, np.ones((3, 2, 3, 3), np.float32), (1,) * 6, 1, (5, 5))
+    assert out[0, 0, 2, 2] == 18 and out[0, 0, 0, 0] == 8
 
 
 @pytest.fixture

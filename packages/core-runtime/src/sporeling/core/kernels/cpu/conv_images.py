@@ -33,7 +33,7 @@ import numba
 import numpy as np
 
 from ._config import JIT_SERIAL
-from ._rows import max_blocks, run_blocks
+from ._rows import PARALLEL_MIN, max_blocks, run_blocks
 from .blas import single_threaded_blas
 from .conv import _valid_range
 from .gemm_bias import _cblas
@@ -203,13 +203,20 @@ def _geometry(geo: Geometry, kernel: tuple[int, int]) -> np.ndarray:
     return np.array((*geo, *kernel), np.int64)
 
 
-def _threads(n_img: int) -> int:
+def _threads(n_img: int, columns: int) -> int:
+    """Threads for ``n_img`` images of ``columns`` im2col elements each: one below
+    :data:`._rows.PARALLEL_MIN` elements in all (a hand-off costs more than it saves)."""
+    if n_img * columns < PARALLEL_MIN:
+        return 1
     return max(1, min(max_blocks(), n_img))
 
 
-def _run(fn: Any, n_img: int) -> None:
-    """``fn(k, lo, hi)`` over blocks of images, the BLAS held to one thread meanwhile."""
-    blocks = _threads(n_img)
+def _run(fn: Any, n_img: int, blocks: int) -> None:
+    """``fn(k, lo, hi)`` over ``blocks`` blocks of images, the BLAS held to one thread when
+    there are several (on one block the BLAS keeps its own threads)."""
+    if blocks == 1:
+        fn(0, 0, n_img)
+        return
     with single_threaded_blas():
         run_blocks(fn, n_img, blocks, chunks=blocks if n_img < 4 * blocks else 2 * blocks)
 
@@ -223,7 +230,8 @@ def conv2d_images(
     cout, kernel = w.shape[0], (w.shape[2], w.shape[3])
     out = np.empty((n, cout, *out_hw), x.dtype)
     rows, length = c * kernel[0] * kernel[1], out_hw[0] * out_hw[1]
-    cols = np.empty((_threads(n), rows, length), x.dtype)
+    threads = _threads(n, rows * length)
+    cols = np.empty((threads, rows, length), x.dtype)
     g2 = _geometry(geo, kernel)
     gemm, one, zero = _cblas(_CHARS[x.dtype]), x.dtype.type(1), x.dtype.type(0)
     w2 = w.reshape(cout, -1)
@@ -231,7 +239,7 @@ def conv2d_images(
     def block(k: int, lo: int, hi: int) -> None:
         _forward_kernel(gemm, x, w2, out, cols[k], g2, groups, one, zero, lo, hi)
 
-    _run(block, n)
+    _run(block, n, threads)
     return out
 
 
@@ -243,7 +251,8 @@ def conv2d_data_grad_images(
     cout, kernel = w.shape[0], (w.shape[2], w.shape[3])
     dx = np.empty(in_shape, gy.dtype)
     rows, length = in_shape[1] * kernel[0] * kernel[1], gy.shape[2] * gy.shape[3]
-    dcols = np.empty((_threads(n), rows, length), gy.dtype)
+    threads = _threads(n, rows * length)
+    dcols = np.empty((threads, rows, length), gy.dtype)
     g2 = _geometry(geo, kernel)
     gemm, one, zero = _cblas(_CHARS[gy.dtype]), gy.dtype.type(1), gy.dtype.type(0)
     w2 = w.reshape(cout, -1)
@@ -251,7 +260,7 @@ def conv2d_data_grad_images(
     def block(k: int, lo: int, hi: int) -> None:
         _data_grad_kernel(gemm, gy, w2, dx, dcols[k], g2, groups, one, zero, lo, hi)
 
-    _run(block, n)
+    _run(block, n, threads)
     return dx
 
 
@@ -262,7 +271,7 @@ def conv2d_weight_grad_images(
     n, c = x.shape[:2]
     cout = gy.shape[1]
     rows, length = c * kernel[0] * kernel[1], gy.shape[2] * gy.shape[3]
-    threads = _threads(n)
+    threads = _threads(n, rows * length)
     cols = np.empty((threads, rows, length), x.dtype)
     sums = np.zeros((threads, groups, rows // groups, cout // groups), x.dtype)
     g2 = _geometry(geo, kernel)
@@ -271,7 +280,7 @@ def conv2d_weight_grad_images(
     def block(k: int, lo: int, hi: int) -> None:
         _weight_grad_kernel(gemm, x, gy, sums[k], cols[k], g2, groups, one, lo, hi)
 
-    _run(block, n)
+    _run(block, n, threads)
     dwt = sums[0]
     for k in range(1, threads):
         dwt += sums[k]
