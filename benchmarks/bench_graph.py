@@ -3,14 +3,15 @@ Sporeling's own eager mode.
 
 1. ``y = layer_norm(gelu(x * w + b))`` on 8192x1024 float32, loss ``sum(y * r)``, forward
    and gradients for x, w, b: ``jit(value_and_grad(...))`` vs PyTorch eager and
-   ``torch.compile`` (inductor, CPU). Goal: faster than torch.compile.
+   ``torch.compile`` (inductor, CPU). Goal: 3x torch.compile's speed (issue 24).
 2. A GPT-style decoder training step (4 layers, d_model 256, 4 heads, seq 128, vocab 1024,
    batch 16, AdamW) from ``sporeling.core.nn`` layers (Embedding, Dense, LayerNorm, exact
    GELU, attention with a causal mask), compiled with ``jit``, vs the same model in PyTorch
-   eager (weights copied). Goal: >= 1.0 (tokens/s ratio). Also graph vs Sporeling eager; the
+   eager (weights copied). Goal: >= 1.2 (tokens/s ratio, issue 24). Also graph vs Sporeling eager; the
    first call's compile time and the recompiles over the timed steps go in the note.
 3. The MLP and LeNet training steps of bench_mlp_train / bench_lenet: graph vs Sporeling
-   eager (the "torch" column is Sporeling eager there). Goal: > 1.0.
+   eager (the "torch" column is Sporeling eager there; goal > 1.0) and graph vs PyTorch
+   (issue 24: goal >= 1.0). Every case's note gives the first (compiling) call's time.
 """
 
 from __future__ import annotations
@@ -57,9 +58,12 @@ def _fused_chain(ctx: Context) -> list[Case]:
         loss = th_loss(tx, tw, tb)
         return loss, torch.autograd.grad(loss, (tx, tw, tb))
 
+    t0 = time.perf_counter()
+    step(sx, sw, sb)  # the first call traces, optimises and compiles (issue 24: measured)
+    first_s = time.perf_counter() - t0
     cases = [
         Case("ln(gelu(x*w+b)) 8192x1024 fwd+bwd, vs eager", lambda: step(sx, sw, sb), th_eager,
-             tol=1e-3, note="graph mode (jit) vs PyTorch eager")
+             tol=1e-3, note=f"graph mode (jit) vs PyTorch eager; first call {first_s:.1f} s")
     ]  # fmt: skip
     try:
         compiled = torch.compile(th_loss, backend="inductor")
@@ -73,7 +77,7 @@ def _fused_chain(ctx: Context) -> list[Case]:
         note = f"vs torch.compile (inductor, first call {time.perf_counter() - t0:.1f} s)"
         name = "ln(gelu(x*w+b)) 8192x1024 fwd+bwd, vs torch.compile"
         cases.append(
-            Case(name, lambda: step(sx, sw, sb), th_compiled, tol=1e-3, goal=1.0, note=note)
+            Case(name, lambda: step(sx, sw, sb), th_compiled, tol=1e-3, goal=3.0, note=note)
         )
     except Exception as exc:  # no C++ toolchain, inductor bug...: say why
         why = f"torch.compile failed: {type(exc).__name__}: {str(exc)[:200]}"
@@ -228,7 +232,7 @@ def _gpt(ctx: Context) -> list[Case]:
         f"first-step loss {float(first.asnumpy()):.4f} vs torch {float(th_first.item()):.4f}"
     )
     return [
-        Case("GPT step vs PyTorch eager (tokens/s ratio)", sp_step, th_step, goal=1.0, tol=2e-3,
+        Case("GPT step vs PyTorch eager (tokens/s ratio)", sp_step, th_step, goal=1.2, tol=2e-3,
              note=note),
         Case("GPT step, graph vs Sporeling eager", lambda: sp_graph2(sx, sy),
              lambda: sp_eager(sx, sy), goal=1.0, tol=1e-4,
@@ -262,9 +266,19 @@ def _training(ctx: Context) -> list[Case]:
         graph_src, _, _, _ = train_step.step_pair(ctx, make_sp, make_th, x, y, lr, seed=0)
         cell = graph_src.__closure__  # the TrainOneStepCell inside step_pair's sp()
         step = _jit_step(ctx, cell)
-        note = "torch column = Sporeling eager (same weights)"
+        t0 = time.perf_counter()
+        step(), eager()  # the first graph call compiles; one step each keeps the two level
+        first_s = time.perf_counter() - t0
+        note = f"torch column = Sporeling eager (same weights); graph first call {first_s:.1f} s"
         name = f"{label} train step, graph vs Sporeling eager"
         out.append(Case(name, step, eager, goal=1.0, tol=1e-4, note=note))
+        # issue 24's goal for the MLP: the compiled step against PyTorch itself (a fresh
+        # pair from the same weights; one step each before the check, so they stay level)
+        graph_src, th, _, _ = train_step.step_pair(ctx, make_sp, make_th, x, y, lr, seed=0)
+        step2 = _jit_step(ctx, graph_src.__closure__)
+        step2(), th()
+        name = f"{label} train step, graph vs PyTorch"
+        out.append(Case(name, step2, th, goal=1.0, tol=1e-4, note="PyTorch eager, same weights"))
     return out
 
 
