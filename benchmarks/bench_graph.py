@@ -7,8 +7,9 @@ Sporeling's own eager mode.
 2. A GPT-style decoder training step (4 layers, d_model 256, 4 heads, seq 128, vocab 1024,
    batch 16, AdamW) from ``sporeling.core.nn`` layers (Embedding, Dense, LayerNorm, exact
    GELU, attention with a causal mask), compiled with ``jit``, vs the same model in PyTorch
-   eager (weights copied). Goal: >= 1.2 (tokens/s ratio, issue 24). Also graph vs Sporeling eager; the
-   first call's compile time and the recompiles over the timed steps go in the note.
+   eager (weights copied). Goal: >= 1.2 (tokens/s ratio, issue 24). Also graph vs
+   Sporeling eager; the first call's compile time and the recompiles over the timed steps
+   go in the note.
 3. The MLP and LeNet training steps of bench_mlp_train / bench_lenet: graph vs Sporeling
    eager (the "torch" column is Sporeling eager there; goal > 1.0) and graph vs PyTorch
    (issue 24: goal >= 1.0). Every case's note gives the first (compiling) call's time.
