@@ -15,6 +15,7 @@ from sporeling.core import (
     ops,
     set_context,
     value_and_grad,
+    vmap,
 )
 from sporeling.core.compiler import TracingError, jit
 from sporeling_testing.gradcheck import check_grad
@@ -321,3 +322,22 @@ def test_branches_that_disagree_say_which_variable():
 
     with pytest.raises(TracingError, match="`x` is float32\\[2\\] before the body"):
         jit(h)(t(1.0, 2.0))
+
+
+def test_functions_handed_to_grad_and_vmap_inside_jit_are_converted():
+    def loss(x, y):
+        return ops.reduce_sum(branchy(x, y))
+
+    def per_row(a):
+        return loss(a, Tensor(np.array([0.3, 0.7, 1.1])))
+
+    y = Tensor(np.array([0.3, 0.7, 1.1]))
+    for sign in (1.0, -1.0):
+        x = Tensor(sign * np.array([0.5, 1.0, 1.5]))
+        np.testing.assert_allclose(
+            jit(grad(loss))(x, y).asnumpy(), grad(loss)(x, y).asnumpy(), rtol=1e-12
+        )
+    rows = Tensor(np.array([[0.5, 1.0, 1.5], [-0.5, -1.0, -1.5]]))
+    np.testing.assert_allclose(
+        jit(vmap(per_row))(rows).asnumpy(), vmap(per_row)(rows).asnumpy(), rtol=1e-12
+    )

@@ -71,8 +71,10 @@ def converted(fn: Any) -> Any:
     there is nothing to convert or it cannot be (the reason goes to the notes)."""
     func = getattr(fn, "__func__", fn)
     code = getattr(func, "__code__", None)
-    if code is None or not isinstance(func, types.FunctionType) or _library(func):
+    if code is None or not isinstance(func, types.FunctionType):
         return fn
+    if _library(func):  # grad(f), vmap(f), ...: the user functions it closes over
+        return _closing_over_converted(fn, func)
     entry = _CACHE.get(code)
     if entry is None:
         try:
@@ -103,6 +105,39 @@ def _library(func: Any) -> bool:
     (and stay exactly as written); so are generators and coroutines."""
     module = func.__globals__.get("__name__") or ""  # not __module__: functools.wraps copies it
     return module.startswith("sporeling.") or bool(func.__code__.co_flags & 0x2A0)
+
+
+def _closing_over_converted(fn: Any, func: Any, depth: int = 0) -> Any:
+    """A library function (``grad(f)``'s closure) rebuilt around converted versions of the
+    user functions in its closure cells; ``fn`` itself when there are none."""
+    if not func.__closure__ or depth > 2:
+        return fn
+    cells = []
+    changed = False
+    for cell in func.__closure__:
+        try:
+            value = cell.cell_contents
+        except ValueError:  # not bound yet
+            return fn
+        new = value
+        if isinstance(value, (types.FunctionType, types.MethodType)):
+            inner = getattr(value, "__func__", value)
+            if _library(inner):
+                new = _closing_over_converted(value, inner, depth + 1)
+            else:
+                new = converted(value)
+        changed = changed or new is not value
+        cells.append(types.CellType(new))
+    if not changed:
+        return fn
+    rebuilt = types.FunctionType(
+        func.__code__, func.__globals__, func.__name__, func.__defaults__, tuple(cells)
+    )
+    rebuilt.__kwdefaults__ = func.__kwdefaults__
+    rebuilt.__dict__.update(func.__dict__)
+    if isinstance(fn, types.MethodType):
+        return types.MethodType(rebuilt, fn.__self__)
+    return rebuilt
 
 
 def call(fn: Any) -> Any:
