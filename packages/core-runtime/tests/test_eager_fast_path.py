@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sporeling.core import Parameter, Tensor, grad, no_grad, ops
-from sporeling.core._primitive import Primitive, ShapedArray
+from sporeling.core._primitive import REGISTRY, Primitive, ShapedArray
 from sporeling.core.ops._core import reduce_sum_p
 from sporeling.core.ops._elementwise import add_p
 
@@ -63,10 +63,25 @@ def test_gradients_through_the_fast_path_and_parameters():
         assert (w * x)._node is None
 
 
-def test_a_new_impl_drops_the_plans():
-    p = Primitive(
+@pytest.fixture
+def make_primitive():
+    """Primitives made for one test, taken out of the registry afterwards (the registry
+    tests walk it and would find them)."""
+    made: list[str] = []
+
+    def make(name, *args, **kwargs):
+        made.append(name)
+        return Primitive(name, *args, **kwargs)
+
+    yield make
+    for name in made:
+        REGISTRY.pop(name, None)
+
+
+def test_a_new_impl_drops_the_plans(make_primitive):
+    p = make_primitive(
         "test_fast_path_twice",
-        "elementwise",
+        "opaque",
         lambda x: ShapedArray(x.shape, x.dtype),
         impl=lambda xp, x: x * 2,
     )
@@ -78,8 +93,8 @@ def test_a_new_impl_drops_the_plans():
     np.testing.assert_allclose(p.bind(x).asnumpy(), x.asnumpy() * 3)
 
 
-def test_unhashable_params_take_the_generic_path():
-    p = Primitive(
+def test_unhashable_params_take_the_generic_path(make_primitive):
+    p = make_primitive(
         "test_fast_path_unhashable",
         "opaque",
         lambda x, *, scale: ShapedArray(x.shape, x.dtype),
