@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["op_error", "check_axis", "check_int", "describe", "as_op"]
+__all__ = ["op_error", "check_axis", "check_int", "check_bool", "describe", "as_op"]
 
 
 def describe(value: Any) -> str:
@@ -36,6 +36,17 @@ def check_int(op: str, arg: str, value: Any, minimum: int | None = None) -> int:
     if minimum is not None and value < minimum:
         raise op_error(op, arg, value, f"an int >= {minimum}")
     return int(value)
+
+
+def check_bool(op: str, arg: str, value: Any) -> bool:
+    """Validate a bool argument (Python or NumPy bool; ints rejected) and return it."""
+    if type(value) is bool:
+        return value
+    import numpy as np
+
+    if not isinstance(value, np.bool_):
+        raise op_error(op, arg, value, "a bool", TypeError)
+    return bool(value)
 
 
 def check_axis(op: str, axis: Any, ndim: int, arg: str = "axis") -> int:

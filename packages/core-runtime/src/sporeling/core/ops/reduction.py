@@ -25,6 +25,7 @@ import numpy as np
 from .. import dtype as _dt
 from .._primitive import Primitive, ShapedArray
 from ..errors import check_axis, check_int, op_error
+from ..errors import check_bool as _check_bool
 from ..tensor import Tensor
 from ._compare import equal, greater, less, maximum, select
 from ._core import (
@@ -77,12 +78,6 @@ def _tensor(op: str, arg: str, value: Any) -> Tensor:
     if not isinstance(value, Tensor):
         raise op_error(op, arg, value, "a Tensor", TypeError)
     return value
-
-
-def _check_bool(op: str, arg: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise op_error(op, arg, value, "a bool", TypeError)
-    return bool(value)
 
 
 def _numeric(op: str, arg: str, x: Tensor) -> None:

@@ -58,6 +58,7 @@ import numpy as np
 
 from .. import dtype as _dt
 from .._version import __version__
+from ..errors import check_bool as _check_bool
 from ..nn.cell import Cell
 from ..random_state import get_rng_state
 from ..tensor import Parameter, Tensor
@@ -137,12 +138,6 @@ class ParameterMismatchError(RuntimeError, ValueError):
 
 
 # ---- saving ---------------------------------------------------------------------------------
-
-
-def _check_bool(fn: str, arg: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{fn}: argument '{arg}' expected a bool, got {value!r}")
-    return bool(value)
 
 
 def _check_file_name(fn: str, value: Any) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ... import dtype as _dt
-from ...errors import describe
+from ...errors import check_bool, check_int, describe  # noqa: F401  (re-exported to the layers)
 from ...initializer import Initializer, initializer
 from ...tensor import Parameter, Tensor
 
@@ -22,20 +22,6 @@ __all__: list[str] = []
 
 def arg_error(cls: str, arg: str, value: Any, expected: str, exc: type = ValueError) -> Exception:
     return exc(f"{cls}: argument '{arg}' expected {expected}, got {describe(value)}")
-
-
-def check_int(cls: str, arg: str, value: Any, minimum: int | None = None) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise arg_error(cls, arg, value, "an int", TypeError)
-    if minimum is not None and value < minimum:
-        raise arg_error(cls, arg, value, f"an int >= {minimum}")
-    return int(value)
-
-
-def check_bool(cls: str, arg: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise arg_error(cls, arg, value, "a bool", TypeError)
-    return bool(value)
 
 
 def check_float(

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..._primitive import ShapedArray
 from ...errors import check_axis, check_int, op_error
+from ...errors import check_bool as _check_bool
 from ...tensor import Parameter, Tensor
 from .._core import as_tensor, assign_inplace, broadcast_shapes, broadcast_to, cast, reshape
 from .._elementwise import add, sub
@@ -98,11 +99,6 @@ def _scatter_inplace(
             ),
         )
     return _rebind(x, lambda old: tensor_scatter_p.bind(old, idx, u, op=reduction, name=name))
-
-
-def _check_bool(op: str, arg: str, value: Any) -> None:
-    if not isinstance(value, (bool, np.bool_)):
-        raise op_error(op, arg, value, "a bool", TypeError)
 
 
 def _make_scatter(reduction: str, nd: bool) -> Any:
