@@ -1,0 +1,32 @@
+"""ReLU's gradient as one op (``relu_grad``): values, second order, and fusion under jit."""
+
+import numpy as np
+
+from sporeling.core import Tensor, grad, jit, ops
+from sporeling_testing import check_grad, check_grad_grad
+
+
+def test_gradient_is_the_cotangent_where_positive_and_exact_zero_elsewhere():
+    x = Tensor(np.array([-2.0, 0.0, 3.0, -1.0, 5.0], np.float32))
+    g = Tensor(np.array([np.inf, 7.0, 2.0, np.nan, -4.0], np.float32))
+    _, pull = ops.vjp(ops.relu, x)
+    # zero where x <= 0 even for an infinite or NaN cotangent (g * mask gave NaN there),
+    # as PyTorch's threshold_backward and MindSpore's ReluGrad
+    np.testing.assert_array_equal(pull(g)[0].asnumpy(), [0.0, 0.0, 2.0, 0.0, -4.0])
+
+
+def test_numerical_gradients_first_and_second_order():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 5))
+    x[np.abs(x) < 0.1] += 0.3  # away from the kink
+    check_grad(lambda a: ops.relu(a) * ops.relu(a), [x])
+    check_grad_grad(lambda a: ops.relu(a) * a, [x])
+
+
+def test_graph_mode_matches_eager():
+    x = Tensor(np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32))
+
+    def loss(a):
+        return ops.reduce_sum(ops.relu(a * 2.0) * a)
+
+    np.testing.assert_allclose(jit(grad(loss))(x).asnumpy(), grad(loss)(x).asnumpy(), rtol=1e-6)
