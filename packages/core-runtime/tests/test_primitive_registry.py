@@ -9,6 +9,7 @@ so a wrong or missing field fails here instead of silently skipping an optimisat
 * ``ufunc`` names a real ufunc that computes what the impl computes, also with ``out=``;
 * ``cpu_into`` writes the impl's result into the given buffer;
 * ``fresh`` results never share memory with an input;
+* ``reduction`` is the monoid the op computes, ``same_order`` keeps the elements in order;
 * every decomposition matches its op numerically, and ``with_bias`` is the op plus a bias;
 * effects, random draws and collectives are ``pinned``.
 
@@ -85,6 +86,7 @@ EXAMPLES = {
     "reduce_sum": ([_f(3, 4)], {"axis": (1,), "keep_dims": False}),
     "reduce_max": ([_f(3, 4)], {"axis": (1,), "keep_dims": True}),
     "reduce_min": ([_f(3, 4)], {"axis": (0,), "keep_dims": False}),
+    "reshape": ([_f(3, 4)], {"shape": (2, 6)}),
     "softmax": ([_f(3, 5) * 4], {"axis": (1,)}),
     "log_softmax": ([_f(3, 5) * 4], {"axis": (1,)}),
     "gelu": ([_f(3, 5) * 4 - 2], {"approximate": "none"}),
@@ -132,7 +134,13 @@ def test_every_declared_field_has_an_example():
     declared = {
         n
         for n, p in REGISTRY.items()
-        if p.ufunc or p.cpu_into or p.fresh or p.decomposition or p.with_bias
+        if p.ufunc
+        or p.cpu_into
+        or p.fresh
+        or p.decomposition
+        or p.with_bias
+        or p.reduction
+        or p.same_order
     }
     assert declared <= set(EXAMPLES), f"add examples for {sorted(declared - set(EXAMPLES))}"
 
@@ -195,6 +203,24 @@ def test_with_bias_is_the_op_plus_a_bias(name):
     want = _impl(prim)(np, *arrays, **params) + b
     got = _impl(prim.with_bias)(np, *arrays, b, **params)
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, p in REGISTRY.items() if p.reduction))
+def test_reduction_is_the_monoid_the_op_computes(name):
+    prim = REGISTRY[name]
+    arrays, params = EXAMPLES[name]
+    monoid = {"sum": np.sum, "max": np.max, "min": np.min}[prim.reduction]
+    want = monoid(arrays[0], axis=params["axis"], keepdims=params["keep_dims"])
+    np.testing.assert_allclose(_impl(prim)(np, *arrays, **params), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, p in REGISTRY.items() if p.same_order))
+def test_same_order_keeps_the_elements_in_order(name):
+    prim = REGISTRY[name]
+    arrays, params = EXAMPLES[name]
+    got = np.asarray(_impl(prim)(np, *arrays, **params))
+    assert got.shape != arrays[0].shape
+    np.testing.assert_array_equal(got.ravel(), arrays[0].ravel())
 
 
 def test_effects_random_draws_and_collectives_are_pinned():

@@ -37,6 +37,10 @@ keyed by op names (a missing entry there silently skipped an optimisation):
   graph compiler should use that form (so a row op fuses with its neighbours).
 * ``with_bias`` — the primitive computing this op plus a bias vector along the last axis
   (``dense`` -> ``dense_bias``): the bias pass folds ``add(op(...), b)`` into it.
+* ``reduction`` — for reductions, the monoid over the reduced axes (``"sum"``, ``"max"``,
+  ``"min"``): the fuser turns such reductions into row or column steps of its kernels.
+* ``same_order`` — the result is the input's elements in the same (C) order under another
+  shape (``reshape``): values, and rows of the fuser's row kernels, pass through unchanged.
 
 ``bind`` hands a call to the active interpreter (eager by default). Ops never branch on
 the interpreter or device outside their impls.
@@ -151,6 +155,8 @@ class Primitive:
         pinned: bool | None = None,
         decomposition: Decomposition | None = None,
         with_bias: Primitive | None = None,
+        reduction: str | None = None,
+        same_order: bool = False,
     ) -> None:
         if name in REGISTRY:
             raise ValueError(f"primitive {name!r} is already registered")
@@ -183,6 +189,13 @@ class Primitive:
         self.pinned = known in (Kind.EFFECT, Kind.RANDOM) if pinned is None else pinned
         self.decomposition = decomposition
         self.with_bias = with_bias
+        if reduction not in (None, "sum", "max", "min"):
+            raise ValueError(
+                f"primitive {name!r}: argument 'reduction' expected 'sum', 'max', 'min' or "
+                f"None, got {reduction!r}"
+            )
+        self.reduction = reduction
+        self.same_order = same_order
         self._abstract_cache: dict[Any, Any] = {}
         self._impl_by_device: dict[Any, Impl] = {}  # memo of impl_for
         self._eager_plans: dict[Any, Any] = {}  # the eager fast path's memo (_eager.py)

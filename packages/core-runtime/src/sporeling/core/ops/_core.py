@@ -182,6 +182,7 @@ reshape_p = Primitive(
     _reshape_abstract,
     impl=lambda xp, x, *, shape: x.reshape(shape),
     vjp=lambda g, x, *, out, shape: reshape(g, x.shape),
+    same_order=True,
 )
 
 
@@ -318,7 +319,13 @@ def _sum_specialize(impl: Any, arrays: list[Any], params: dict[str, Any]) -> Any
 
 
 reduce_sum_p = Primitive(
-    "reduce_sum", "reduce", _reduce_abstract, impl=_sum_impl, vjp=_sum_vjp, fresh=True
+    "reduce_sum",
+    "reduce",
+    _reduce_abstract,
+    impl=_sum_impl,
+    vjp=_sum_vjp,
+    fresh=True,
+    reduction="sum",
 )
 reduce_sum_p.eager_specialize = _sum_specialize
 

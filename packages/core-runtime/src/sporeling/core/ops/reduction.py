@@ -147,6 +147,7 @@ reduce_max_p = Primitive(
     impl=lambda xp, x, *, axis, keep_dims: xp.max(x, axis=axis, keepdims=keep_dims),
     vjp=_extreme_vjp,
     fresh=True,
+    reduction="max",
 )
 reduce_min_p = Primitive(
     "reduce_min",
@@ -155,6 +156,7 @@ reduce_min_p = Primitive(
     impl=lambda xp, x, *, axis, keep_dims: xp.min(x, axis=axis, keepdims=keep_dims),
     vjp=_extreme_vjp,
     fresh=True,
+    reduction="min",
 )
 
 

@@ -38,7 +38,8 @@ __all__ = ["elementwise_fusion", "FusedPrimitive", "fusible_expression"]
 
 _DTYPES = {np.dtype(t) for t in ("float32", "float64", "int32", "int64", "bool")}
 _FLOATS = {np.dtype("float32"), np.dtype("float64")}
-_REDUCE = {"reduce_sum": "sum", "reduce_max": "max"}
+#: the reductions (``Primitive.reduction``) the generated row kernels implement
+_ROW_REDUCTIONS = ("sum", "max")
 _SCALAR_KINDS = ("elementwise", "movement")
 _EXPR_MEMO: dict[Any, Any] = {}
 
@@ -171,7 +172,7 @@ class _Fuser:
             self.groups.append(g)
             self._add(g, e, e.outputs[0], 1, row=True)
             return True
-        if e.prim.name in ("reshape", "expand_dims") and len(e.inputs) == 1:
+        if e.prim.same_order and len(e.inputs) == 1:
             rg = self._open(e.inputs[0])
             out = e.outputs[0]
             if rg is not None and e.inputs[0].id in rg.rows and out.shape == rg.row_shape:
@@ -258,10 +259,16 @@ def _row_member(g: _Group, e: Any) -> bool:
     return out.shape == g.shape[:-1] and all(v.id in g.rows or v.size == 1 for v in e.inputs)
 
 
+def _row_reduction(prim: Any) -> str | None:
+    """``prim``'s reduction when a row kernel can compute it, else None."""
+    r = getattr(prim, "reduction", None)
+    return r if r in _ROW_REDUCTIONS else None
+
+
 def _starts_row_group(e: Any, owner: dict[int, _Group]) -> bool:
     """A last-axis sum/max of a value no group computes (a graph input, an opaque op's
     result) starts a row group; the group is kept only if elementwise work joins it."""
-    if e.prim.name not in _REDUCE or len(e.inputs) != 1 or e.inputs[0].id in owner:
+    if _row_reduction(e.prim) is None or len(e.inputs) != 1 or e.inputs[0].id in owner:
         return False
     v = e.inputs[0]
     return (
@@ -274,7 +281,7 @@ def _starts_row_group(e: Any, owner: dict[int, _Group]) -> bool:
 
 def _reduction_target(e: Any, owner: dict[int, _Group]) -> _Group | None:
     """The group a last-axis sum/max of one of its values joins as an epilogue, or None."""
-    if e.prim.name not in _REDUCE or len(e.inputs) != 1:
+    if _row_reduction(e.prim) is None or len(e.inputs) != 1:
         return None
     v = e.inputs[0]
     g = owner.get(v.id)
@@ -290,7 +297,7 @@ def _reduction_target(e: Any, owner: dict[int, _Group]) -> _Group | None:
 def _column_target(e: Any, owner: dict[int, _Group]) -> tuple[_Group, str] | None:
     """The group whose value ``e`` sums over every axis but the last (``"col"``) or over
     every axis (``"all"``), with the group's shape of two or more axes; else None."""
-    if e.prim.name != "reduce_sum" or len(e.inputs) != 1:
+    if getattr(e.prim, "reduction", None) != "sum" or len(e.inputs) != 1:
         return None
     v = e.inputs[0]
     g = owner.get(v.id)
@@ -345,12 +352,12 @@ def _build(
             col_vars.append(out)
             continue
         dt = _cast_name(out.dtype)
-        if out.id in g.rows and m.prim.name in _REDUCE:
+        if out.id in g.rows and _row_reduction(m.prim) is not None:
             if m.inputs[0].id not in produced:  # the group's first member: read its input
                 steps.append(RowStep("elem", 0, _cast_name(m.inputs[0].dtype), ref(m.inputs[0])))
                 produced[m.inputs[0].id] = len(steps) - 1
             src = produced[m.inputs[0].id]
-            steps.append(RowStep(_REDUCE[m.prim.name], steps[src].phase, dt, source=src))
+            steps.append(RowStep(m.prim.reduction, steps[src].phase, dt, source=src))
         else:
             expr, names = exprs[id(m)]
             mapping = {n: ref(v) for n, v in zip(names, m.inputs, strict=True)}
@@ -451,8 +458,8 @@ class FusedPrimitive:
         # the fields passes read on a Primitive (a generated kernel is never registered)
         self.fresh = True
         self.ufunc = self.cpu_into = self.scalar = self.scalar_rule = None
-        self.decomposition = self.with_bias = None
-        self.pinned = False
+        self.decomposition = self.with_bias = self.reduction = None
+        self.pinned = self.same_order = False
         self._warm = False
         self._fallback = False
 

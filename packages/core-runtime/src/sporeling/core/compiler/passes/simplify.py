@@ -14,11 +14,16 @@ from typing import Any
 
 import numpy as np
 
+from ...ops._elementwise import mul_p
 from ..graph import Graph, Var
 
 __all__ = ["algebraic_simplification"]
 
-_SHAPE_ONLY = {"broadcast_to", "reshape", "expand_dims"}
+
+def _keeps_values(prim: Any) -> bool:
+    """Every result element is an input element: a reshape, or an op whose scalar form is
+    the input itself (broadcast_to; cast, where 1 stays 1)."""
+    return bool(prim.same_order or prim.scalar == "x")
 
 
 def algebraic_simplification(graph: Graph) -> Graph:
@@ -30,9 +35,9 @@ def algebraic_simplification(graph: Graph) -> Graph:
     for e in graph.eqns:
         if alias:
             e.inputs = [alias.get(v.id, v) for v in e.inputs]
-        if e.prim.name in _SHAPE_ONLY and len(e.inputs) == 1 and e.inputs[0].id in ones:
+        if len(e.inputs) == 1 and e.inputs[0].id in ones and _keeps_values(e.prim):
             ones.add(e.outputs[0].id)
-        if e.prim.name == "mul" and len(e.inputs) == 2 and e.outputs[0].id not in outs:
+        if e.prim is mul_p and len(e.inputs) == 2 and e.outputs[0].id not in outs:
             a, b = e.inputs
             out = e.outputs[0]
             for one, other in ((a, b), (b, a)):

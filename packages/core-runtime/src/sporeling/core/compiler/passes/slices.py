@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ops._indexing import getitem_grad_sum_p
+from ...ops._core import transpose_p
+from ...ops._elementwise import add_p
+from ...ops._indexing import getitem_grad_p, getitem_grad_sum_p
 from ..graph import Eqn, Graph, Var
 from ._util import count_readers
 
@@ -25,9 +27,9 @@ def merge_slice_grads(graph: Graph) -> Graph:
         if len(e.outputs) != 1:
             continue
         out = e.outputs[0]
-        if e.prim.name == "getitem_grad" and len(e.inputs) == 1:
+        if e.prim is getitem_grad_p and len(e.inputs) == 1:
             terms[out.id] = ([(e.inputs[0], e.params["template"])], e)
-        elif e.prim.name == "add" and len(e.inputs) == 2:
+        elif e.prim is add_p and len(e.inputs) == 2:
             a, b = e.inputs
             if (
                 a.id != b.id
@@ -62,7 +64,7 @@ def _store_in_readers_order(graph: Graph, readers: dict[int, int]) -> None:
     back into ``(tokens, 3 * d_model)``) no longer copies (1.5 -> 0.5 ms per GPT layer)."""
     transposed: dict[int, tuple[int, ...]] = {}
     for e in graph.eqns:
-        if e.prim.name == "transpose" and len(e.inputs) == 1:
+        if e.prim is transpose_p and len(e.inputs) == 1:
             transposed[e.inputs[0].id] = tuple(e.params["perm"])
     for e in graph.eqns:
         if e.prim is not getitem_grad_sum_p:
