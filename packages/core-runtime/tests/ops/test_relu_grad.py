@@ -30,3 +30,18 @@ def test_graph_mode_matches_eager():
         return ops.reduce_sum(ops.relu(a * 2.0) * a)
 
     np.testing.assert_allclose(jit(grad(loss))(x).asnumpy(), grad(loss)(x).asnumpy(), rtol=1e-6)
+
+
+def test_cpu_kernel_blocks_and_fallback_match_numpy(monkeypatch):
+    from sporeling.core.kernels.cpu import relu_grad as kernel
+
+    rng = np.random.default_rng(2)
+    for dtype in (np.float32, np.float64):
+        g = rng.standard_normal((6, 7, 9)).astype(dtype)
+        x = rng.standard_normal((6, 7, 9)).astype(dtype)
+        want = np.where(x > 0, g, 0)
+        monkeypatch.setattr(kernel, "n_blocks", lambda rows, elements: 3)
+        np.testing.assert_array_equal(kernel.relu_grad(g, x), want)
+        assert kernel.relu_grad(g[:, ::2], x[:, ::2]) is None  # not contiguous: NumPy path
+        _, pull = ops.vjp(ops.relu, Tensor(x[:, ::2]))
+        np.testing.assert_array_equal(pull(Tensor(g[:, ::2]))[0].asnumpy(), want[:, ::2])

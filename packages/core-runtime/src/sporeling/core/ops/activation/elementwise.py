@@ -7,12 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from ..._primitive import Decomposition
+from ..._primitive import Decomposition, Primitive, ShapedArray
 from ...errors import check_axis, op_error
 from ...tensor import Tensor
 from .._compare import select
 from .._core import as_tensor, cast, ones_like, reshape
-from .._elementwise import binary_op, exp, float_input, neg, unary_op
+from .._elementwise import exp, float_input, neg, unary_op
 from ._common import _abs, _mask, _number, _param_op, _up
 
 
@@ -42,15 +42,32 @@ relu_p = unary_op(
     impl=lambda xp, x: xp.maximum(x, _zero(x.dtype)),
     vjp=lambda g, x, *, out: relu_grad_p.bind(g, x),
 )
+
+
+def _relu_grad_abstract(g: ShapedArray, x: ShapedArray) -> ShapedArray:
+    if g.dtype != x.dtype or g.shape != x.shape:  # internal: made by relu's vjp only
+        raise TypeError(f"relu_grad: g {g.shape} {g.dtype} and x {x.shape} {x.dtype} differ")
+    return ShapedArray(g.shape, g.dtype)
+
+
+def _relu_grad_cpu(xp: Any, g: Any, x: Any) -> Any:
+    from ...kernels.cpu.relu_grad import relu_grad
+
+    out = relu_grad(g, x)
+    return xp.where(x > 0, g, _zero(g.dtype)) if out is None else out
+
+
 #: ``g`` where ``x > 0``, else 0: ReLU's gradient as one op (it was ``g * cast(x > 0)``:
-#: a compare, a bool-to-float cast and a product, three passes and two temporaries; the
-#: cast alone took 16 ms of a 1-thread ResNet-20 step, benchmarks/README.md). Linear in g.
-relu_grad_p = binary_op(
+#: three passes and two temporaries; one Numba pass on the CPU, kernels/cpu/relu_grad.py).
+#: Linear in g; exact zeros where x <= 0, also for an infinite or NaN g.
+relu_grad_p = Primitive(
     "relu_grad",
-    family="numeric",
-    scalar="where(y > 0, x, 0)",
+    "elementwise",
+    _relu_grad_abstract,
     impl=lambda xp, g, x: xp.where(x > 0, g, _zero(g.dtype)),
+    cpu=_relu_grad_cpu,
     vjp=lambda c, g, x, *, out: (lambda: relu_grad_p.bind(c, x), None),
+    scalar="where(y > 0, x, 0)",
 )
 relu6_p = unary_op(
     "relu6",
