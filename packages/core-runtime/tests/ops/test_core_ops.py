@@ -123,6 +123,15 @@ RECORDS = [
         order=2,
     ),
     OpRecord("getitem_mask", lambda x: x[x > 0], lambda x: x[x > 0], [((3, 4),)]),
+    # a scalar bool adds an axis of length 1 (True) or 0 (False) where it stands
+    OpRecord("getitem_true", lambda x: x[True], lambda x: x[True], [((2, 3),)]),
+    OpRecord("getitem_false", lambda x: x[False], lambda x: x[False], [((2, 3),)]),
+    OpRecord(
+        "getitem_bool_mid",
+        lambda x: x[:, True, Tensor(np.array(True)), 1:],
+        lambda x: x[:, True, np.True_, 1:],
+        [((2, 3),)],
+    ),
 ]
 
 

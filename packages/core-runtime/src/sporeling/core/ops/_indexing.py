@@ -1,9 +1,9 @@
 """Tensor indexing (``x[idx]``) and item assignment (``x[idx] = v``), with gradients.
 
-An index is split into a static *template* (ints, slices, None, Ellipsis — part of the op's
-parameters) and the tensors used as advanced indices (op inputs). Boolean masks are turned
-into integer indices first, so every indexing primitive has a shape known from its inputs'
-shapes alone.
+An index is split into a static *template* (ints, slices, None, Ellipsis, scalar bools —
+part of the op's parameters) and the tensors used as advanced indices (op inputs). Boolean
+masks are turned into integer indices first, so every indexing primitive has a shape known
+from its inputs' shapes alone.
 """
 
 from __future__ import annotations
@@ -38,18 +38,13 @@ def _split_index(x: Tensor, index: Any) -> tuple[Template, list[Tensor]]:
                 raise ValueError("getitem: slice step cannot be zero")
             template.append(("s", *parts))
         elif isinstance(item, (bool, np.bool_)):
-            tensors.append(Tensor(np.asarray([0] if item else [], np.int64), device=x._device))
-            template.append(("n",))
-            template.append(("t", len(tensors) - 1))
+            template.append(("b", bool(item)))
         elif isinstance(item, (int, np.integer)):
             template.append(("i", int(item)))
         else:
             t = item if isinstance(item, Tensor) else as_tensor(item, "getitem", "index", x)
             if t.dtype.category == 0 and t.ndim == 0:  # a 0-d mask acts as a Python bool
-                keep = bool(t.item())
-                tensors.append(Tensor(np.asarray([0] if keep else [], np.int64), device=x._device))
-                template.append(("n",))
-                template.append(("t", len(tensors) - 1))
+                template.append(("b", bool(t.item())))
             elif t.dtype.category == 0:  # boolean mask -> one integer index per masked axis
                 nz = np.nonzero(t.asnumpy())
                 for axis_index in nz:
@@ -104,6 +99,8 @@ def _build(template: Template, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
             out.append(None)
         elif tag == "e":
             out.append(Ellipsis)
+        elif tag == "b":  # a scalar mask: a new axis of length 1 (True) or 0 (False)
+            out.append(item[1])
         else:
             out.append(arrays[item[1]])
     return tuple(out)
