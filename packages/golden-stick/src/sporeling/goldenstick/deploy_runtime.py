@@ -20,7 +20,6 @@ from sporeling.core import Parameter, Tensor, nn, ops
 
 __all__ = [
     "qgemm",
-    "qgemm_t",
     "quantize_input",
     "im2col",
     "fake_quant_array",
@@ -37,25 +36,26 @@ __all__ = [
 
 
 @njit(cache=True, parallel=True)
-def qgemm_t(a: np.ndarray, wt: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
-    """``a (M, K) int16 @ wt (K, N) int16`` accumulated in int32: each row adds weight rows
-    scaled by its non-zero input levels (vectorised over N; ReLU zeros are skipped)."""
+def _qgemm_kernel(a: np.ndarray, w: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """``a (M, K) int16 @ w (N, K) int16 .T`` accumulated in int32, as dot products over K
+    (contiguous int16 rows: LLVM vectorises them into multiply-add of int16 pairs). Against
+    the earlier form (weight rows scaled by each input level, vectorised over N) it is 3-8x
+    faster on LeNet-5's layers (bench_int8.py)."""
     m, k = a.shape
-    n = wt.shape[1]
-    out = np.zeros((m, n), np.int32)
+    n = w.shape[0]
+    out = np.empty((m, n), np.int32)
     for i in prange(m):
-        acc = out[i]
-        for t in range(k):
-            v = np.int32(a[i, t])
-            if v != 0:
-                for j in range(n):
-                    acc[j] += v * np.int32(wt[t, j])
+        for j in range(n):
+            s = np.int32(0)
+            for t in range(k):
+                s += np.int32(a[i, t]) * np.int32(w[j, t])
+            out[i, j] = s
     return out
 
 
 def qgemm(a: np.ndarray, w: np.ndarray) -> np.ndarray:
     """``a (M, K) int16 @ w (N, K) int8 .T`` accumulated in int32."""
-    return qgemm_t(np.ascontiguousarray(a, np.int16), np.ascontiguousarray(w.T, np.int16))
+    return _qgemm_kernel(np.ascontiguousarray(a, np.int16), np.ascontiguousarray(w, np.int16))
 
 
 def quantize_input(x: np.ndarray, scale: float, zero_point: float, qmin: float, qmax: float):
