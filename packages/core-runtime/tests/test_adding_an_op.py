@@ -14,10 +14,13 @@ import inspect
 import re
 from pathlib import Path
 
+from _core_registry import core_registry
+
 import sporeling.core  # noqa: F401  (registers every op)
 from sporeling.core import ops
-from sporeling.core._primitive import REGISTRY
 
+#: the core's primitives (tests register their own in the same process)
+REGISTRY = core_registry()
 TESTS = Path(__file__).resolve().parent
 _SOURCES = [p for p in TESTS.rglob("*.py") if p.name != Path(__file__).name]
 _WORDS = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", "\n".join(p.read_text() for p in _SOURCES)))
