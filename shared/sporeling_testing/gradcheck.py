@@ -48,7 +48,9 @@ def numerical_vjp(
     """Finite-difference vjp: full gradients, or directional derivatives if ``directions``."""
     from sporeling.core import Tensor
 
-    base = [np.array(a, copy=True) for a in arrays]
+    # C order: the finite differences below write through ``reshape(-1)`` views, which are
+    # copies for a Fortran-ordered array (a transposed input), and read back as zeros.
+    base = [np.array(a, copy=True, order="C") for a in arrays]
 
     def evaluate(arrs: list[np.ndarray]) -> float:
         return _inner(fn, [Tensor(a, device=device) for a in arrs], cotangents)
@@ -65,7 +67,7 @@ def numerical_vjp(
         return results
     grads = []
     for i in wrt:
-        g = np.zeros_like(base[i], dtype=np.float64)
+        g = np.zeros(base[i].shape, dtype=np.float64)
         flat = g.reshape(-1)
         for j in range(base[i].size):
             arrs = list(base)
