@@ -584,7 +584,33 @@ def _call_impl(xp: Any, *arrays: Any, fn: JitFunction, key: Any) -> tuple[Any, .
 
 def _call_vjp(cts: Any, *inputs: Tensor, out: Any, fn: JitFunction, key: Any) -> tuple[Any, ...]:
     cts = cts if isinstance(cts, tuple) else (cts,)
+    if GradMode.enabled:
+        return _recorded_vjp(cts, inputs, fn, key)
     return tuple(fn.backward_fn(key)(*inputs, *cts))
+
+
+def _recorded_vjp(
+    cts: tuple[Any, ...], inputs: tuple[Tensor, ...], fn: JitFunction, key: Any
+) -> tuple[Any, ...]:
+    """The vjp of a compiled call when that vjp is itself differentiated (a second-order
+    gradient, ``create_graph``): ``fn`` runs eagerly on the call's own inputs and its backward
+    is recorded, so the gradient stays connected to the inputs and to the Parameters ``fn``
+    reads. The compiled backward cannot do this: it starts from detached copies."""
+    compiled = fn._cache[key]
+    n_leaves = len(compiled.graph.invars)
+    arg_desc, kw_desc = key[0]
+    it = iter(inputs[:n_leaves])
+    args = tuple(_from_desc(d, it) for d in arg_desc)
+    kwargs = {k: _from_desc(d, it) for k, d in kw_desc}
+    outs = _tensors_of(fn.fn(*args, **kwargs))
+    pairs = [
+        (o, c)
+        for o, c in zip(outs, cts, strict=True)
+        if o.dtype.category == 2 and (o._node is not None or o._requires_grad)
+    ]
+    targets = list(inputs)
+    found = backward([o for o, _ in pairs], [c for _, c in pairs], targets, create_graph=True)
+    return tuple(found[id(t)][1] if id(t) in found else _zeros(t) for t in targets)
 
 
 jit_call_p = Primitive(
