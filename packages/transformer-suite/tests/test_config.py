@@ -182,3 +182,21 @@ def test_check_config_only_in_semi_auto_mode():
             check_config(cfg, device_num=8)
     finally:
         reset_auto_parallel_context()
+
+
+def test_context_turns_fusion_on_in_graph_mode_and_gives_back_the_old_setting():
+    from sporeling.core import PYNATIVE_MODE, get_context, set_context
+    from sporeling.transformer.runner import _context
+
+    set_context(mode=PYNATIVE_MODE, enable_graph_kernel=False)
+    try:
+        assert _context({"context": {"mode": "graph"}}) is False
+        assert get_context("enable_graph_kernel") is True
+        _context({"context": {"mode": "graph", "enable_graph_kernel": False}})
+        assert get_context("enable_graph_kernel") is False
+        _context({"context": {"mode": "pynative"}})
+        assert get_context("enable_graph_kernel") is False
+        with pytest.raises(ValueError, match="enable_graph_kernel.*'yes'"):
+            _context({"context": {"mode": "graph", "enable_graph_kernel": "yes"}})
+    finally:
+        set_context(mode=PYNATIVE_MODE, enable_graph_kernel=False)

@@ -22,6 +22,7 @@ from sporeling.core import (
     PYNATIVE_MODE,
     Model,
     Tensor,
+    get_context,
     load_checkpoint,
     load_param_into_net,
     nn,
@@ -196,11 +197,20 @@ class KeepBest(Callback):
                 save_checkpoint(state, str(self.path))
 
 
-def _context(cfg: dict[str, Any]) -> None:
-    mode = str(cfg.get("context", {}).get("mode", "pynative")).lower()
+def _context(cfg: dict[str, Any]) -> bool:
+    """``context.mode`` and ``context.enable_graph_kernel``: fusion is on by default in graph
+    mode here (the core's default is off, as MindSpore's; these recipes were tuned with it).
+    Returns the fusion setting it replaced, for the caller to restore."""
+    ctx = cfg.get("context", {})
+    mode = str(ctx.get("mode", "pynative")).lower()
     if mode not in ("graph", "pynative"):
         raise ValueError(f"context.mode must be 'graph' or 'pynative', got {mode!r}")
-    set_context(mode=GRAPH_MODE if mode == "graph" else PYNATIVE_MODE)
+    fusion = ctx.get("enable_graph_kernel", mode == "graph")
+    if not isinstance(fusion, bool):
+        raise ValueError(f"context.enable_graph_kernel must be true or false, got {fusion!r}")
+    previous = bool(get_context("enable_graph_kernel"))
+    set_context(mode=GRAPH_MODE if mode == "graph" else PYNATIVE_MODE, enable_graph_kernel=fusion)
+    return previous
 
 
 def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
@@ -283,12 +293,12 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         callbacks.append(EarlyStopping(monitor="loss", patience=int(t["early_stopping_patience"])))
     if main_rank:
         (out / "config.yaml").write_text(yaml.safe_dump(_with_vocab(cfg, c.vocab_size)))
-    _context(cfg)
+    fusion_before = _context(cfg)
     t0 = time.perf_counter()
     try:
         model.fit(math.ceil(steps / interval), train_ds, val_ds, callbacks=callbacks)
     finally:
-        set_context(mode=PYNATIVE_MODE)
+        set_context(mode=PYNATIVE_MODE, enable_graph_kernel=fusion_before)
     results = {
         "wall_s": time.perf_counter() - t0,
         "tokens_per_s": meter.tokens_per_second,

@@ -85,7 +85,7 @@ def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         with_loss, _optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps)
     )
     model = Model(step, eval_network=with_loss, metrics={"loss": Loss()})
-    _context(cfg)
+    fusion_before = _context(cfg)
     t0 = time.perf_counter()
     history: list[float] = []
     from sporeling.core.train import LambdaCallback
@@ -103,7 +103,7 @@ def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
             callbacks=[LambdaCallback(on_train_epoch_end=epoch_end)],
         )
     finally:
-        set_context(mode=PYNATIVE_MODE)
+        set_context(mode=PYNATIVE_MODE, enable_graph_kernel=fusion_before)
     wall = time.perf_counter() - t0
     em = exact_match(net, length, int(t.get("test_size", 500)), seed + 2)
     log(f"exact match {em:.3f} on {int(t.get('test_size', 500))} held-out strings")
@@ -151,7 +151,7 @@ def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         history.append(float(res.get("accuracy", float("nan"))))
         log(f"epoch {ctx.original_args().cur_epoch_num}: test accuracy {history[-1]:.4f}")
 
-    _context(cfg)
+    fusion_before = _context(cfg)
     t0 = time.perf_counter()
     try:
         model.fit(
@@ -161,7 +161,7 @@ def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
             callbacks=[LambdaCallback(on_train_epoch_end=epoch_end)],
         )
     finally:
-        set_context(mode=PYNATIVE_MODE)
+        set_context(mode=PYNATIVE_MODE, enable_graph_kernel=fusion_before)
     return _finish(out, cfg, net, {"wall_s": time.perf_counter() - t0, "test_accuracy": history})
 
 
