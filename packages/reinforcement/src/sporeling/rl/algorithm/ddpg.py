@@ -143,10 +143,15 @@ class DDPGLearner(Learner):
 
 
 class DDPGTrainer(Trainer):
+    """``train_one_episode()``: one episode, a gradient step per environment step once
+    ``learning_starts`` transitions are held (SAC's trainer is this one)."""
+
+    default_learning_starts = 10_000
+
     def __init__(self, msrl: Any, params: dict[str, Any] | None = None) -> None:
         super().__init__(msrl)
         params = params or {}
-        self.learning_starts = int(params.get("learning_starts", 10_000))
+        self.learning_starts = int(params.get("learning_starts", self.default_learning_starts))
         self.num_evaluate_episode = int(params.get("num_evaluate_episode", 5))
         self.env_steps = 0
         self.episode_returns: list[float] = []
@@ -166,7 +171,7 @@ class DDPGTrainer(Trainer):
             0,
             [],
         )
-        noise = self.msrl.policy_and_network.policy.ou_noise
+        noise = getattr(self.msrl.policy_and_network.policy, "ou_noise", None)
         if noise is not None:
             noise.reset()
         while not done:

@@ -25,11 +25,12 @@ import numpy as np
 
 from sporeling.core import Parameter, Tensor, float32, get_seed, initializer, nn, no_grad, ops
 
-from ..agent import Actor, Learner, Trainer
+from ..agent import Actor, Learner
 from ..environment.gym_environment import GymEnvironment
 from ..network import FullyConnectedLayers
 from ..utils.soft_update import SoftUpdate
-from ._common import GradStep, env_reset, env_step, evaluate_episodes, to_np
+from ._common import GradStep, env_step, to_np
+from .ddpg import DDPGTrainer
 
 
 def _torch_default() -> Any:
@@ -217,42 +218,11 @@ class SACLearner(Learner):
         return critic_loss
 
 
-class SACTrainer(Trainer):
-    """``train_one_episode()``: one episode, a gradient step per environment step once
-    ``learning_starts`` transitions are held."""
+class SACTrainer(DDPGTrainer):
+    """DDPG's loop (a gradient step per environment step once ``learning_starts``
+    transitions are held), learning from 100 transitions on as SB3's SAC does."""
 
-    def __init__(self, msrl: Any, params: dict[str, Any] | None = None) -> None:
-        super().__init__(msrl)
-        params = params or {}
-        self.learning_starts = int(params.get("learning_starts", 100))
-        self.num_evaluate_episode = int(params.get("num_evaluate_episode", 5))
-        self.env_steps = 0
-        self.episode_returns: list[float] = []
-
-    def trainable_variables(self) -> dict[str, nn.Cell]:
-        return {
-            "actor_net": self.msrl.learner.actor_net,
-            "critic_net": self.msrl.learner.critic_net,
-        }
-
-    def train_one_episode(self) -> tuple[float, float, int, Any]:
-        buffer = self.msrl.replay_buffer
-        state = env_reset(self.msrl.collect_environment)
-        done, ret, steps, losses = False, 0.0, 0, []
-        while not done:
-            phase = Actor.INIT if buffer.size() < self.learning_starts else Actor.COLLECT
-            state, reward, done = self.msrl.agent_act(phase, state)
-            ret, steps, self.env_steps = ret + reward, steps + 1, self.env_steps + 1
-            if phase == Actor.COLLECT:
-                losses.append(self.msrl.agent_learn(self.msrl.replay_buffer_sample()))
-        self.episode_returns.append(ret)
-        return float(np.mean(losses)) if losses else 0.0, ret, steps, None
-
-    def evaluate(self) -> float:
-        actor = self.msrl.actors_list[0]
-        return evaluate_episodes(self.msrl.eval_environment,
-                                 lambda s: actor.get_action(Actor.EVAL, s),
-                                 self.num_evaluate_episode)  # fmt: skip
+    default_learning_starts = 100
 
 
 class _Holder:
