@@ -264,3 +264,18 @@ def test_tensor_parallel_block_interleaved_under_mpi(n):
 def test_mpi_without_thread_support_is_refused_clearly():
     out = run_mpi("mp_thread_level.py", 2)
     assert out.count("OK thread_level") == 2, out
+
+
+def test_get_thread_level_names_what_mpi_provided(monkeypatch):
+    communication.init()
+    level = communication.get_thread_level()
+    try:
+        from mpi4py import MPI
+    except ImportError:  # a world of one without MPI
+        assert level is None
+    else:
+        names = {MPI.THREAD_SINGLE: "single", MPI.THREAD_FUNNELED: "funneled"}
+        names |= {MPI.THREAD_SERIALIZED: "serialized", MPI.THREAD_MULTIPLE: "multiple"}
+        assert level == names[MPI.Query_thread()]
+    monkeypatch.setattr(communication.GlobalComm, "INITED", False)
+    assert communication.get_thread_level() is None  # before init

@@ -1,6 +1,6 @@
-"""Run under ``mpiexec -n 2``: MPI started with MPI_THREAD_SINGLE refuses interleaved copies
-on threads (``overlap=True``) with a clear error; by default (``overlap=None``) the copies
-run one after the other, with a warning.
+"""Run under ``mpiexec -n 2``: MPI started with MPI_THREAD_SINGLE (``get_thread_level()``
+says "single") refuses interleaved copies on threads (``overlap=True``) with a clear error;
+by default (``overlap=None``) the copies run one after the other, with a warning.
 
 Prints ``OK thread_level`` on every rank.
 """
@@ -16,12 +16,13 @@ import warnings  # noqa: E402
 import numpy as np  # noqa: E402
 
 from sporeling.core import Tensor, nn, ops, set_seed  # noqa: E402
-from sporeling.core.communication import get_rank, init  # noqa: E402
+from sporeling.core.communication import get_rank, get_thread_level, init  # noqa: E402
 from sporeling.core.parallel.tensor_parallel import RowParallelDense  # noqa: E402
 
 
 def main() -> None:
     init()
+    assert get_thread_level() == "single", get_thread_level()
     set_seed(0)
     net = RowParallelDense(8, 4)
     x = Tensor(np.ones((4, 8), np.float32))

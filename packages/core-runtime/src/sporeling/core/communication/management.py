@@ -28,6 +28,7 @@ __all__ = [
     "get_group_rank_from_world_rank",
     "create_group",
     "destroy_group",
+    "get_thread_level",
     "GlobalComm",
     "HCCL_WORLD_COMM_GROUP",
     "NCCL_WORLD_COMM_GROUP",
@@ -73,6 +74,20 @@ def thread_support(level: str) -> bool:
     if provided is None or _State.world is None or _State.world.size == 1:
         return True
     return provided >= THREAD_LEVELS.index(level)
+
+
+def get_thread_level() -> str | None:
+    """The thread support MPI provided at :func:`init`: ``"single"``, ``"funneled"``,
+    ``"serialized"`` or ``"multiple"`` (``MPI_THREAD_*``, as ``MPI_Query_thread`` says);
+    ``None`` before ``init`` or in a world of one without MPI.
+
+    Code that makes MPI calls from several threads at once (a server answering each
+    worker on a thread of its own) needs ``"multiple"``; mpi4py asks for it unless
+    ``mpi4py.rc.thread_level`` says otherwise before MPI starts.
+    """
+    if not GlobalComm.INITED or _State.thread_level is None:
+        return None
+    return THREAD_LEVELS[_State.thread_level]
 
 
 def require_thread_level(func: str, level: str) -> None:
