@@ -27,19 +27,27 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "tensor",
         "_placeholder",
         "_eager",
-        "_tensor_methods",
         "autograd",
         "random_state",
         "initializer",
         "parameter_tuple",
-        "sparse_tensor",
     ),
     ("ops",),
     ("nn",),
     ("train", "compiler", "rewrite"),
     ("parallel", "communication"),
     # the package surface: re-exports, compatibility paths, entry points
-    ("__init__", "__main__", "common", "extend", "cli", "demo", "demo_data", "data"),
+    (
+        "__init__",
+        "__main__",
+        "common",
+        "extend",
+        "cli",
+        "demo",
+        "demo_data",
+        "data",
+        "sparse_tensor",
+    ),
 )
 
 

@@ -27,17 +27,6 @@ C = "sporeling.core."
 
 #: upward imports not yet replaced by hooks: (importer, imported) -> what it is for
 KNOWN_UPWARD = {
-    # Tensor operators and methods (x + y, x.sum()) call ops; the tape accumulates gradients
-    # with ops. Undoing this needs ops to install the methods and the accumulation into the
-    # Tensor class (a hook), which the dispatch work in flight also touches.
-    (C + "_tensor_methods", C + "ops"): "Tensor methods",
-    (C + "_tensor_methods", C + "ops._core"): "Tensor methods",
-    (C + "tensor", C + "ops._core"): "Tensor operators",
-    (C + "sparse_tensor", C + "ops"): "sparse tensor methods",
-    (C + "sparse_tensor", C + "ops.sparse"): "sparse tensor methods",
-    (C + "autograd.tape", C + "ops._core"): "gradient accumulation",
-    (C + "autograd.functional", C + "ops"): "grad/vjp helpers written with ops",
-    (C + "autograd.taylor", C + "ops"): "jvp rules written with ops",
     # Cell.construct compiles through jit (graph mode)
     (C + "nn.cell", C + "compiler.api"): "Cell graph mode",
     (C + "nn.cell", C + "compiler.graph"): "Cell graph mode",
@@ -59,12 +48,11 @@ KNOWN_UPWARD = {
 }
 
 #: folders whose modules are still held in one import cycle (lazy imports included): the
-#: big one runs through the Tensor -> ops and nn -> compiler/communication imports above
-_BIG_CYCLE = """_eager _tensor_methods autograd communication compiler initializer nn ops parallel
-parameter_tuple sparse_tensor tensor"""
+#: big one runs through the nn -> compiler/communication/parallel imports above
 KNOWN_CYCLE_FOLDERS = {
     frozenset({"_backend", "context"}),  # device lookup <-> set_context(device_target=...)
-    frozenset(_BIG_CYCLE.split()),
+    frozenset({"autograd", "tensor"}),  # Tensor.backward runs the tape, the tape makes Tensors
+    frozenset({"communication", "compiler", "nn", "ops", "parallel"}),
 }
 
 

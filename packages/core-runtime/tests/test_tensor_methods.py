@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from sporeling.core import Tensor
-from sporeling.core._tensor_methods import METHODS
+from sporeling.core.ops._tensor_methods import METHODS
 
 
 @pytest.mark.parametrize("name", sorted(METHODS))

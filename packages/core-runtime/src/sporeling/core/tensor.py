@@ -4,7 +4,7 @@ A tensor owns one array (``numpy.ndarray`` on CPU, ``cupy.ndarray`` on GPU). Whe
 produced by a recorded op it points at that op's autograd node (``_node``) and its output
 index (``_index``); leaves that gradients flow to have ``requires_grad`` set. Operators
 and methods (``x + y``, ``x.sum()``...) are attached from :mod:`sporeling.core.ops` by
-:mod:`sporeling.core._tensor_methods`.
+:mod:`sporeling.core.ops._tensor_methods` (installed when ``ops`` is imported).
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ class Tensor:
         t.grad = None
         return t
 
-    if TYPE_CHECKING:  # attached at import time by _tensor_methods.install()
+    if TYPE_CHECKING:  # attached at import time by ops._tensor_methods.install()
         T: Tensor
 
         def __add__(self, other: Any) -> Tensor: ...
@@ -158,6 +158,8 @@ class Tensor:
         def __getitem__(self, index: Any) -> Tensor: ...
         def __setitem__(self, index: Any, value: Any) -> None: ...
         def __getattr__(self, name: str) -> Any: ...
+        def to(self, device: str | Device) -> Tensor: ...  # this tensor on another device
+        def move_to(self, device: str | Device) -> Tensor: ...
 
     # ---- metadata -----------------------------------------------------------------
     @property
@@ -249,14 +251,6 @@ class Tensor:
                 "use .any() or .all()"
             )
         return bool(self.item())
-
-    def to(self, device: str | Device) -> Tensor:
-        """This tensor on another device ("CPU" or "GPU"); differentiable."""
-        from .ops._core import to_device
-
-        return to_device(self, device)
-
-    move_to = to
 
     def cpu(self) -> Tensor:
         return self.to("CPU")

@@ -350,7 +350,7 @@ def vmap(fn: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callabl
     a function that reads a mapped tensor's value or differentiates inside runs once per
     batch element, the results stacked.
     """
-    from .. import ops
+    hooks = _hooks.ops  # the op library's batching rules and stack (a higher layer)
 
     @functools.wraps(fn)
     def mapped(*args: Any) -> Any:
@@ -368,15 +368,15 @@ def vmap(fn: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callabl
             )
         n = sizes.pop()
         try:  # one call per primitive over the batch (ops/batching.py)
-            out, _ = ops.batching.run_batched(fn, args, tuple(axes), n)
-        except ops.batching.Unbatchable:
+            out, _ = hooks.run_batched(fn, args, tuple(axes), n)
+        except hooks.unbatchable:
             pass  # the mapped function reads values or differentiates: once per example
         else:
             if isinstance(out, Tensor):
                 oa = out_axes[0] if isinstance(out_axes, (tuple, list)) else out_axes
-                return ops.batching.move_axis(out, 0, oa)
+                return hooks.move_axis(out, 0, oa)
             oas = out_axes if isinstance(out_axes, (tuple, list)) else (out_axes,) * len(out)
-            return tuple(ops.batching.move_axis(o, 0, a) for o, a in zip(out, oas, strict=True))
+            return tuple(hooks.move_axis(o, 0, a) for o, a in zip(out, oas, strict=True))
 
         def take(a: Any, ax: Any, i: int) -> Any:
             if ax is None or not isinstance(a, Tensor):
@@ -390,9 +390,9 @@ def vmap(fn: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callabl
         first = results[0]
         if isinstance(first, Tensor):
             oa = out_axes[0] if isinstance(out_axes, (tuple, list)) else out_axes
-            return ops.stack(results, axis=oa)
+            return hooks.stack(results, axis=oa)
         oas = out_axes if isinstance(out_axes, (tuple, list)) else (out_axes,) * len(first)
-        return tuple(ops.stack([r[k] for r in results], axis=oas[k]) for k in range(len(first)))
+        return tuple(hooks.stack([r[k] for r in results], axis=oas[k]) for k in range(len(first)))
 
     return mapped
 

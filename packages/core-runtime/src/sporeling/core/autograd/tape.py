@@ -131,10 +131,8 @@ def backward(
     node_cts: dict[int, list[Any]] = {}
 
     def deliver(t: Tensor, g: Tensor) -> None:
-        if g.dtype != t.dtype:
-            from ..ops._core import cast
-
-            g = cast(g, t.dtype)
+        if g.dtype != t.dtype:  # astype: a Tensor method the op library installs
+            g = g.astype(t.dtype)
         if (
             target_ids is not None
             and id(t) in target_ids

@@ -5,15 +5,18 @@ module's ``__all__``). Private modules (``_core``, ``_elementwise``...) hold the
 the rest are built on.
 """
 
-from .._tensor_methods import install as _install_tensor_methods
+import sys as _sys
+
+from .. import _hooks
 from ..autograd import grad, jvp, stop_gradient, value_and_grad, vjp, vmap  # noqa: F401
-from ..autograd.taylor import derivative, jet  # noqa: F401
 from ._compare import *  # noqa: F403
 from ._core import *  # noqa: F403
 from ._elementwise import *  # noqa: F403
 from ._indexing import *  # noqa: F403
 from ._join import *  # noqa: F403
 from ._matmul import *  # noqa: F403
+from ._taylor import derivative, jet  # noqa: F401
+from ._tensor_methods import install as _install_tensor_methods
 from .activation import *  # noqa: F403
 from .array import *  # noqa: F403
 from .comparison import *  # noqa: F403
@@ -30,7 +33,7 @@ from .sparse import *  # noqa: F403
 
 for _old, _fn in _ALIASES.items():
     globals().setdefault(_old, _fn)
-_install_tensor_methods()
+_install_tensor_methods(_sys.modules[__name__])
 
 # MindSpore's collective primitive classes (ops.AllReduce(op, group)(x), ...) live in
 # sporeling.core.communication, which adds them here when it is imported (ops is the lower
@@ -46,4 +49,11 @@ from .shard_api import shard  # noqa: E402, F401
 for _name in operations.__all__:  # MindSpore 2.x: ops.MatMul is ops.operations.MatMul
     globals().setdefault(_name, getattr(operations, _name))
 
-from . import batching  # noqa: E402, F401  (vmap's batching rules, installed on the primitives)
+from . import batching  # noqa: E402  (vmap's batching rules, installed on the primitives)
+
+_hooks.ops.register(  # vmap (in autograd, the lower layer) runs through these
+    run_batched=batching.run_batched,
+    unbatchable=batching.Unbatchable,
+    move_axis=batching.move_axis,
+    stack=stack,  # noqa: F405
+)

@@ -1,4 +1,4 @@
-"""Sparse ops on :class:`~sporeling.core.sparse_tensor.CSRTensor` and ``COOTensor``.
+"""Sparse ops on :class:`~sporeling.core.CSRTensor` and ``COOTensor``.
 
 Every op is a composition of two existing primitives: a *gather* of dense entries at
 index tensors (``getitem``) and its transpose, a *scatter-add* into a zero tensor
@@ -17,11 +17,11 @@ import numpy as np
 
 from .. import dtype as _dt
 from ..errors import check_axis, op_error
-from ..sparse_tensor import COOTensor, CSRTensor, _index_tensor
 from ..tensor import Tensor
 from ._core import reshape, transpose
 from ._elementwise import promote_args
 from ._indexing import getitem_grad_p, getitem_p
+from ._sparse_tensor import COOTensor, CSRTensor, _index_tensor
 
 __all__ = [
     "dense_to_sparse_coo",

@@ -1,8 +1,8 @@
-"""Python operators and MindSpore-style methods on :class:`Tensor`, attached from ``ops``.
+"""Python operators and MindSpore-style methods on :class:`Tensor`, attached by ``ops``.
 
-Kept apart from ``tensor.py`` so the Tensor class does not import the op library (which
-imports Tensor). Methods whose op has not been defined are simply not attached; the
-inventory test lists the ones expected.
+The op library installs them into the Tensor class when it is imported, so the Tensor class
+(a lower layer) does not import the op library (which imports Tensor). Methods whose op has
+not been defined are simply not attached; the inventory test lists the ones expected.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from types import FunctionType
 from typing import Any
 
-from .tensor import Tensor
+from ..tensor import Device, Tensor
 
 #: Tensor method -> ops function; called as ``ops.<fn>(self, *args, **kwargs)``
 METHODS = {
@@ -212,10 +212,9 @@ def _logical_or_bitwise(logical: str, bitwise: str, ops: Any) -> Any:
     return fn
 
 
-def install() -> None:
-    """Attach every operator and method whose op exists in ``sporeling.core.ops``."""
-    from . import ops
-
+def install(ops: Any) -> None:
+    """Attach every operator and method whose op exists in ``ops`` (the package
+    ``sporeling.core.ops``, passed in by it while it is being imported)."""
     specials = {
         "bitwise_and_or_logical": _logical_or_bitwise("logical_and", "bitwise_and", ops),
         "bitwise_or_or_logical": _logical_or_bitwise("logical_or", "bitwise_or", ops),
@@ -243,7 +242,7 @@ def install() -> None:
     attached["__getitem__"] = lambda self, index: ops.getitem(self, index)
 
     def setitem(self: Tensor, index: Any, value: Any) -> None:
-        from .autograd.tape import GradMode
+        from ..autograd.tape import GradMode
 
         if self._requires_grad and self._node is None and GradMode.enabled:
             raise RuntimeError(
@@ -261,8 +260,8 @@ def install() -> None:
     def reshape(self: Tensor, *shape: Any) -> Tensor:
         return ops.reshape(self, shape[0] if len(shape) == 1 else shape)
 
-    from ._primitive import _STATE
-    from .ops._core import _ALL_AXES, reduce_sum_p
+    from .._primitive import _STATE
+    from ._core import _ALL_AXES, reduce_sum_p, to_device
 
     def sum(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Tensor:
         if axis is None and dtype is None and self._data.ndim < len(_ALL_AXES):
@@ -294,8 +293,13 @@ def install() -> None:
         x = self if axis is not None else ops.reshape(self, (-1,))
         return ops.repeat_elements(x, repeats, 0 if axis is None else axis)
 
-    for fn in (reshape, sum, max, min, std, cumsum, flatten, repeat):
+    def to(self: Tensor, device: str | Device) -> Tensor:
+        """This tensor on another device ("CPU" or "GPU"); differentiable."""
+        return to_device(self, device)
+
+    for fn in (reshape, sum, max, min, std, cumsum, flatten, repeat, to):
         attached[fn.__name__] = fn
     attached["ravel"] = flatten
+    attached["move_to"] = to
     for name, value in attached.items():
         setattr(Tensor, name, value)

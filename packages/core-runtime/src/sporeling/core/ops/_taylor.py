@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..autograd.functional import jvp
 from ..tensor import Tensor
-from .functional import jvp
 
 __all__ = ["jet", "derivative"]
 
