@@ -37,6 +37,37 @@ if n > 1:  # a ring of send/recv
     np.testing.assert_allclose(got.asnumpy(), xs[(rank - 1) % n], **tol)
 comm.barrier()
 
+# receive from any rank: rank 0 takes the others' messages in the order they come
+if n > 1 and rank == 0:
+    seen = []
+    for _ in range(n - 1):
+        src = comm.probe(comm.ANY_SOURCE, tag=7)
+        seen.append(src)
+        np.testing.assert_allclose(comm.recv(x, src, tag=7).asnumpy(), xs[src], **tol)
+    assert sorted(seen) == list(range(1, n)), seen
+    # a named sender; probing leaves the message queued, and its tag is honoured
+    assert comm.probe(n - 1, tag=8) == n - 1 and comm.probe(n - 1, tag=8) == n - 1
+    for src in range(1, n):
+        np.testing.assert_allclose(comm.recv(x, src, tag=8).asnumpy(), -xs[src], **tol)
+elif n > 1:
+    comm.send(Tensor(-xs[rank]), 0, tag=8)  # sent first, with another tag
+    comm.send(x, 0, tag=7)
+for bad in (rank, n, -2, True, 1.0):
+    try:
+        comm.probe(bad)
+    except ValueError as exc:
+        assert "probe: argument 'src' expected ANY_SOURCE (-1) or another rank" in str(exc)
+    else:
+        raise AssertionError(f"probe({bad!r}) did not raise")
+if n == 1:
+    try:
+        comm.probe()
+    except ValueError as exc:
+        assert "in [0, 1) than this one (0)" in str(exc), exc
+    else:
+        raise AssertionError("probe in a world of one did not raise")
+comm.barrier()
+
 # gradients: L = sum_r sum(w_r * f(x_r)); each rank differentiates its own term.
 ws = [rng.standard_normal((2 * n, 3)) for _ in range(n)]
 w = Tensor(ws[rank])

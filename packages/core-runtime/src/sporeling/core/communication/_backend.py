@@ -387,6 +387,13 @@ class Group:
         self.comm.Recv(out, source=src, tag=tag)
         return out
 
+    def probe(self, src: int, tag: int) -> int:
+        """Block until a message from ``src`` (-1: any rank) with ``tag`` is queued; its sender."""
+        MPI = self._mpi()  # noqa: N806
+        status = MPI.Status()
+        self.comm.Probe(source=MPI.ANY_SOURCE if src < 0 else src, tag=tag, status=status)
+        return int(status.Get_source())
+
     def barrier(self) -> None:
         if self.size > 1:
             if self.nccl is not None:

@@ -49,6 +49,8 @@ __all__ = [
     "all_to_all",
     "send",
     "recv",
+    "probe",
+    "ANY_SOURCE",
     "barrier",
     "AllReduce",
     "AllGather",
@@ -334,6 +336,25 @@ def recv(tensor: Tensor, src: int = 0, group: str = _WORLD, tag: int = 0) -> Ten
         )
     data = g.recv(x.shape, x._data.dtype, src, int(tag))
     return Tensor._wrap(x._device.asarray(data), x._device)
+
+
+ANY_SOURCE = -1
+"""``probe``'s ``src`` for a message from any rank."""
+
+
+def probe(src: int = ANY_SOURCE, group: str = _WORLD, tag: int = 0) -> int:
+    """Wait until a message with ``tag`` from rank ``src`` of ``group`` (any other rank with
+    :data:`ANY_SOURCE`) can be received, and return its sender's rank: a receive from
+    whichever rank sends first is ``recv(buf, probe(tag=t), tag=t)``. The message stays
+    queued; messages from one sender with one tag arrive in the order they were sent."""
+    g = get_group(group, "probe")
+    ok = isinstance(src, int) and not isinstance(src, bool)
+    if not ok or g.size < 2 or src == g.rank or not (src == ANY_SOURCE or 0 <= src < g.size):
+        raise ValueError(
+            f"probe: argument 'src' expected ANY_SOURCE ({ANY_SOURCE}) or another rank in "
+            f"[0, {g.size}) than this one ({g.rank}), got {src!r}"
+        )
+    return g.probe(src, int(tag))
 
 
 def barrier(group: str = _WORLD) -> None:
