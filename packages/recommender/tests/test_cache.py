@@ -37,8 +37,9 @@ def train(cache, steps=40, explicit=True, **opts):
         if explicit:
             for c in caches:
                 c.prepare(ids)
-                if i + 1 < len(data):
-                    c.prefetch(data[i + 1][0])
+                if i + 1 < len(data):  # "partial": the prefetch reads only some rows
+                    nxt = data[i + 1][0]
+                    c.prefetch(nxt[:1] if explicit == "partial" else nxt)
         step(Tensor(ids), Tensor(vals), Tensor(y))
     for c in caches:
         c.flush()
@@ -58,7 +59,13 @@ def reference():
 
 @pytest.mark.parametrize(
     "cache, explicit, opts",
-    [(16, True, {}), (25, False, {}), (V, True, {}), (20, True, {"prefetch": False})],
+    [
+        (16, True, {}),
+        (25, False, {}),
+        (V, True, {}),
+        (20, True, {"prefetch": False}),
+        (16, "partial", {}),
+    ],  # fmt: skip
 )
 def test_same_parameters_as_without_cache(reference, cache, explicit, opts):
     net, caches = train(cache, explicit=explicit, **opts)

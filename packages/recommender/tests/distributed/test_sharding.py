@@ -62,6 +62,15 @@ def test_cache_in_front_of_a_parameter_server(two_ranks):
 
 
 @needs_mpi
+def test_parameter_server_cache_prefetch_equals_no_prefetch(two_ranks):
+    """The same run with the prefetch thread pulling each next batch's rows from the server:
+    bit-identical parameters to pulling them on the training thread."""
+    code, out = two_ranks
+    assert out.count("parameter-server cache prefetch OK") == 2, out[-4000:]
+    assert code == 0, out[-4000:]
+
+
+@needs_mpi
 def test_parameter_server_one_server_two_workers():
     cmd = mpiexec_command(3, [str(SCRIPTS / "ps_train.py"), "4"])
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=ENV, check=False)

@@ -114,7 +114,6 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
         if storage == "remote":  # a subclass keeps the host level elsewhere
             self.host_table = np.zeros((0, embedding_size), np.float32)
             self._sigma = float(getattr(param_init, "sigma", 0.01))
-            prefetch = False  # its exchanges run on the training thread
         elif storage == "memory":
             self.host_table = initializer(param_init, (vocab_size, embedding_size)).asnumpy()
         else:
@@ -287,22 +286,24 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
         self, missing: np.ndarray, staged: Any
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Rows (and state rows) of ``missing`` ids: what the prefetch read where it has
-        them (the host rows of uncached ids cannot change meanwhile), the host level else."""
-        rows, states = self._read_host(missing)
-        if staged is None:
-            return rows, states
+        them (the host rows of uncached ids cannot change meanwhile), the host level for the
+        others only (for parameter servers: no second pull of prefetched rows)."""
+        if staged is None or staged[0].size == 0 or set(staged[2]) != set(self._state_params):
+            return self._read_host(missing)
         s_ids, s_rows, s_states = staged
-        if s_ids.size == 0:
-            return rows, states
         pos = np.searchsorted(s_ids, missing)
         ok = pos < s_ids.size
         ok[ok] = s_ids[pos[ok]] == missing[ok]
-        if ok.any():
-            rows[ok] = s_rows[pos[ok]]
-            for k in states:
-                if k in s_states:
-                    states[k][ok] = s_states[k][pos[ok]]
-            self.stats.prefetched += int(ok.sum())
+        self.stats.prefetched += int(ok.sum())
+        if ok.all():  # the usual case: the prefetch read every missing row
+            return s_rows[pos], {k: v[pos] for k, v in s_states.items()}
+        rest_rows, rest_states = self._read_host(missing[~ok])
+        rows = np.empty((missing.size, self.embedding_size), np.float32)
+        rows[~ok], rows[ok] = rest_rows, s_rows[pos[ok]]
+        states = {}
+        for k, rest in rest_states.items():
+            states[k] = np.empty_like(rows)
+            states[k][~ok], states[k][ok] = rest, s_states[k][pos[ok]]
         return rows, states
 
     def flush(self) -> None:

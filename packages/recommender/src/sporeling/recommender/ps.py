@@ -22,8 +22,11 @@ rows initialised N(0, sigma^2) from a hash of the row id; ``sigma=`` 0.01 by def
 worker owns an equal range of every table's rows (``TABLE_ROW_SLICE`` among the workers, as
 1.8 requires there) behind an N-row cache with the optimizer moments, pulls missing rows from
 the servers and pushes evicted ones back; workers exchange ids and rows among themselves and
-apply the sparse updates in their caches. Workers call :meth:`full_parameters` (if wanted)
-before :meth:`finish`, which writes the caches back and stops the servers.
+apply the sparse updates in their caches. A server answers each worker on a thread of its
+own, so MPI must provide ``MPI_THREAD_MULTIPLE`` there (mpi4py's default): checked on every
+rank with ``communication.get_thread_level()``, with an error that says what to change.
+Workers call :meth:`full_parameters` (if wanted) before :meth:`finish`, which writes the
+caches back and stops the servers.
 """
 
 from __future__ import annotations
@@ -93,6 +96,12 @@ class ParameterServerTrainer(ShardedTrainer):
         self.workers = size - servers
         self.data_ranks = self.workers
         self.server = None
+        if vocab_cache_size and self.workers > 1:  # checked on every rank: all fail alike
+            from .ps_cache import require_thread_multiple
+
+            why = f"vocab_cache_size with {self.workers} workers (answered on threads)"
+            instead = "train with one worker or vocab_cache_size=0 (no threads there)"
+            require_thread_multiple("ParameterServerTrainer", why, instead)
         if vocab_cache_size:
             self._cached_setup(model, vocab_cache_size, servers, size, kwargs)
             return

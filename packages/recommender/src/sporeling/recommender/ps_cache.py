@@ -7,8 +7,12 @@ them (servers split each table by equal row ranges), evicted rows and their mome
 pushed back, and :meth:`full_table` reads the whole table back. Servers run
 :class:`EmbeddingServer`.serve() until the worker calls :func:`stop_servers`. Rows never
 written start as N(0, sigma^2) from a hash of the row id, so the result equals a local cache
-over a disk level (same initial rows). Messages are point-to-point ``send``/``recv`` from the
-training thread (no prefetch thread: MPI calls stay on one thread).
+over a disk level (same initial rows). Messages are point-to-point ``send``/``recv``.
+With ``prefetch=True`` (:func:`use_parameter_servers`' default), :meth:`prefetch` pulls the
+next batch's missing rows on a background thread while the step computes, as the local
+cache does; every request and its answer hold one lock of the process (the lookups of all
+tables and their prefetch threads talk to the same servers), and MPI must provide
+``MPI_THREAD_MULTIPLE`` (mpi4py's default; checked, with an error naming ``prefetch=False``).
 
 Several workers (as in 1.8, where more than one worker needs ``TABLE_ROW_SLICE``): each worker
 caches only its own range of rows (``offset``: its part starts at that global row), so no
@@ -21,6 +25,7 @@ this up.
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -40,6 +45,24 @@ __all__ = [
 
 _STOP, _PULL, _PUSH, _CONFIG = 0, 1, 2, 3
 
+# One request and its answer at a time from this process: the lookups of every table and
+# their prefetch threads send to the same servers, whose replies must not interleave.
+_LINK = threading.Lock()
+_LOOKUPS: weakref.WeakSet[RemoteCachedEmbeddingLookup] = weakref.WeakSet()
+
+
+def require_thread_multiple(func: str, why: str, instead: str) -> None:
+    """Raise unless MPI provides ``MPI_THREAD_MULTIPLE`` (a world of one needs nothing)."""
+    level = comm.get_thread_level()
+    if level is None or level == "multiple" or comm.get_group_size() == 1:
+        return
+    raise RuntimeError(
+        f"{func}: {why} needs MPI thread support MPI_THREAD_MULTIPLE (MPI calls from several "
+        f"threads at once), but MPI was started with MPI_THREAD_{level.upper()}; leave "
+        f"mpi4py.rc.thread_level at 'multiple' (mpi4py's default) before comm.init(), or "
+        f"{instead}"
+    )
+
 
 def _send(a: np.ndarray, dst: int) -> None:
     comm.send(Tensor(np.ascontiguousarray(a)), dst)
@@ -56,9 +79,10 @@ def _ranges(vocab: int, servers: int) -> np.ndarray:
 
 class RemoteCachedEmbeddingLookup(CachedEmbeddingLookup):
     """``RemoteCachedEmbeddingLookup(vocab_size, embedding_size, vocab_cache_size, table_id,
-    servers, sigma=0.01, offset=0, total_vocab=None)``: a cached lookup whose full table lives
-    on the ranks ``servers``. With ``offset``, its ``vocab_size`` rows are the rows
-    ``offset ...`` of a table of ``total_vocab`` rows (a worker's part)."""
+    servers, sigma=0.01, offset=0, total_vocab=None, prefetch=False)``: a cached lookup whose
+    full table lives on the ranks ``servers``. With ``offset``, its ``vocab_size`` rows are the
+    rows ``offset ...`` of a table of ``total_vocab`` rows (a worker's part). ``prefetch``:
+    :meth:`prefetch` pulls rows on a background thread (needs ``MPI_THREAD_MULTIPLE``)."""
 
     _remote = True
 
@@ -72,16 +96,21 @@ class RemoteCachedEmbeddingLookup(CachedEmbeddingLookup):
         sigma: float = 0.01,
         offset: int = 0,
         total_vocab: int | None = None,
+        prefetch: bool = False,
     ) -> None:
         from sporeling.core.initializer import Normal
 
+        if prefetch:
+            require_thread_multiple(type(self).__name__, "prefetch=True (pulls on a thread)",
+                                    "pass prefetch=False")  # fmt: skip
         super().__init__(vocab_size, embedding_size, vocab_cache_size, Normal(sigma),
-                         storage="remote", prefetch=False)  # fmt: skip
+                         storage="remote", prefetch=prefetch)  # fmt: skip
         self.table_id = int(table_id)
         self.servers = list(servers)
         self.offset = int(offset)
         self.bounds = _ranges(vocab_size if total_vocab is None else total_vocab, len(servers))
         self._prefixes: list[str] = []
+        _LOOKUPS.add(self)
 
     def _by_server(self, ids: np.ndarray) -> list[np.ndarray]:
         owner = np.searchsorted(self.bounds, ids + self.offset, side="right") - 1
@@ -95,8 +124,9 @@ class RemoteCachedEmbeddingLookup(CachedEmbeddingLookup):
         self._state_params[prefix] = state
         self._prefixes.append(prefix)
         for srv in self.servers:  # the state's index: every worker names the same ones
-            _send(np.array([_CONFIG, self.table_id, len(self._prefixes) - 1], np.int64), srv)
-            _send(np.array([init], np.float64), srv)
+            with _LINK:
+                _send(np.array([_CONFIG, self.table_id, len(self._prefixes) - 1], np.int64), srv)
+                _send(np.array([init], np.float64), srv)
 
     def _read_host(self, ids: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         k, dim = len(self._prefixes), self.embedding_size
@@ -105,24 +135,33 @@ class RemoteCachedEmbeddingLookup(CachedEmbeddingLookup):
         for srv, pos in zip(self.servers, self._by_server(ids)):
             if pos.size == 0:
                 continue
-            _send(np.array([_PULL, self.table_id, pos.size], np.int64), srv)
-            _send(ids[pos].astype(np.int64) + self.offset, srv)
-            rows[pos] = _recv((pos.size, dim), np.float32, srv)
-            if k:
-                states[:, pos] = _recv((k, pos.size, dim), np.float32, srv)
+            with _LINK:
+                _send(np.array([_PULL, self.table_id, pos.size], np.int64), srv)
+                _send(ids[pos].astype(np.int64) + self.offset, srv)
+                rows[pos] = _recv((pos.size, dim), np.float32, srv)
+                if k:
+                    states[:, pos] = _recv((k, pos.size, dim), np.float32, srv)
         return rows, {p: states[i] for i, p in enumerate(self._prefixes)}
 
     def _store(self, ids: np.ndarray, rows: np.ndarray, states: dict[str, np.ndarray]) -> None:
         for srv, pos in zip(self.servers, self._by_server(ids)):
             if pos.size == 0:
                 continue
-            _send(np.array([_PUSH, self.table_id, pos.size], np.int64), srv)
-            _send(ids[pos].astype(np.int64) + self.offset, srv)
-            _send(rows[pos].astype(np.float32), srv)
-            if self._prefixes:
-                _send(np.stack([states[p][pos] for p in self._prefixes]).astype(np.float32), srv)
+            with _LINK:
+                _send(np.array([_PUSH, self.table_id, pos.size], np.int64), srv)
+                _send(ids[pos].astype(np.int64) + self.offset, srv)
+                _send(rows[pos].astype(np.float32), srv)
+                if self._prefixes:
+                    got = np.stack([states[p][pos] for p in self._prefixes])
+                    _send(got.astype(np.float32), srv)
+
+    def wait_prefetch(self) -> None:
+        """Let a running prefetch finish (its rows stay staged for the next batch)."""
+        if self._staged is not None:
+            self._staged.result()
 
     def flush(self) -> None:
+        self.wait_prefetch()
         self._write_back(np.flatnonzero(self.id_of >= 0))
 
     def full_table(self, block: int = 1 << 20) -> np.ndarray:
@@ -151,6 +190,9 @@ class EmbeddingServer:
     ) -> None:  # fmt: skip
         me = servers.index(comm.get_rank())
         self.workers = [worker] if isinstance(worker, int) else list(worker)
+        if len(self.workers) > 1:
+            require_thread_multiple("EmbeddingServer", "answering several workers on threads",
+                                    "use one worker")  # fmt: skip
         self.sigma = sigma
         self._lock = threading.Lock()
         self.tables: dict[int, dict[str, Any]] = {}
@@ -211,20 +253,29 @@ class EmbeddingServer:
 
 
 def stop_servers(servers: list[int]) -> None:
-    """The worker's last call: every server's serve() returns."""
+    """The worker's last call: every server's serve() returns (after the prefetches still
+    running, which the servers must answer)."""
+    for lookup in list(_LOOKUPS):
+        lookup.wait_prefetch()
     for srv in servers:
-        _send(np.array([_STOP, 0, 0], np.int64), srv)
+        with _LINK:
+            _send(np.array([_STOP, 0, 0], np.int64), srv)
 
 
-def use_parameter_servers(model: Any, servers: list[int], vocab_cache_size: int) -> None:
+def use_parameter_servers(
+    model: Any, servers: list[int], vocab_cache_size: int, prefetch: bool = True
+) -> None:
     """Replace the table lookups of ``model`` (``model.table_names``) by caches of
     ``vocab_cache_size`` rows in front of the servers (table ids in that order); create the
-    optimizers (``TrainStepWrap``) afterwards, so the caches carry their moments."""
+    optimizers (``TrainStepWrap``) afterwards, so the caches carry their moments.
+    ``prefetch``: the caches' :meth:`~RemoteCachedEmbeddingLookup.prefetch` pulls the next
+    batch's rows on a background thread (needs ``MPI_THREAD_MULTIPLE``)."""
     for tid, name in enumerate(model.table_names):
         old = getattr(model, name)
         sigma = float(getattr(old, "_sigma", 0.01))
         remote = RemoteCachedEmbeddingLookup(old.vocab_size, old.embedding_size,
-                                             vocab_cache_size, tid, servers, sigma)  # fmt: skip
+                                             vocab_cache_size, tid, servers, sigma,
+                                             prefetch=prefetch)  # fmt: skip
         setattr(model, name, remote)
 
 

@@ -92,7 +92,7 @@ if n == 2:
         served = EmbeddingServer(server_tables(net), [0], worker=1, sigma=0.2).serve()
         assert served > 0
     else:
-        use_parameter_servers(net, [0], vocab_cache_size=200)
+        use_parameter_servers(net, [0], vocab_cache_size=200, prefetch=False)
         step = TrainStepWrap(NetWithLossClass(net), adam_lr=1e-2)
         ref = cached(f"{tmp}/ref")  # the same cache over a local disk level
         ref_step = TrainStepWrap(NetWithLossClass(ref), adam_lr=1e-2)
@@ -113,3 +113,28 @@ if n == 2:
                 a if a is not None else p.asnumpy(), b if b is not None else q.asnumpy(), p.name
             )
     print(f"rank {rank}: parameter-server cache OK", flush=True)
+
+    # the same with the prefetch thread: each batch's rows pulled while the previous step
+    # computes give the same parameters as pulling them on the training thread
+    pre = cached(f"{tmp}/pre{rank}")
+    if rank == 0:
+        assert EmbeddingServer(server_tables(pre), [0], worker=1, sigma=0.2).serve() > 0
+    else:
+        use_parameter_servers(pre, [0], vocab_cache_size=200, prefetch=True)
+        step = TrainStepWrap(NetWithLossClass(pre), adam_lr=1e-2)
+        small = [(ids[:local], vals[:local], y[:local]) for ids, vals, y in batches]
+        for k, (ids, vals, y) in enumerate(small):
+            for c in cached_lookups(pre):
+                c.prepare(ids)
+                if k + 1 < len(small):
+                    c.prefetch(small[k + 1][0])
+            step(Tensor(ids), Tensor(vals), Tensor(y))
+        stats = cached_lookups(pre)[1].stats
+        assert stats.prefetched > 0 and stats.write_backs > 0, stats
+        tables = {id(c.embedding_table): c.full_table() for c in cached_lookups(pre)}
+        stop_servers([0])
+        for p, q in zip(pre.trainable_params(), net.trainable_params(), strict=True):
+            a = tables.get(id(p), p.asnumpy())
+            b = got.get(id(q), q.asnumpy())
+            np.testing.assert_array_equal(a, b, p.name)
+    print(f"rank {rank}: parameter-server cache prefetch OK", flush=True)
