@@ -26,10 +26,10 @@ except (RuntimeError, ImportError) as exc:
     MISSING = str(exc)
 
 
-def _run(n, *args, timeout=300):
+def _run(n, *args, timeout=300, env=ENV):
     argv = [str(SCRIPT), *map(str, args)]
     cmd = [sys.executable, *argv] if n is None else mpiexec_command(n, argv)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=ENV)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
     return out
@@ -55,17 +55,24 @@ def test_two_ranks_equal_one_process_with_two_actors(tmp_path):
 
 @pytest.mark.skipif(MISSING is not None, reason=f"no MPI: {MISSING}")
 def test_async_policy_equals_its_one_process_replay(tmp_path):
-    """Rank 0 learns, ranks 1 and 2 act, collection overlapping learning: the weights and
-    losses equal the same schedule replayed in one process (policy lag of one round)."""
+    """Rank 0 learns, ranks 1 and 2 act, collection overlapping learning, rollouts taken as
+    they arrive: rank 1 starts 2 s late, so rank 2's rollout is learned first. Given the
+    learner's arrival order, the weights and losses equal the schedule replayed in one
+    process, and every actor ends with the learner's final weights."""
     replay, multi = tmp_path / "replay", tmp_path / "async"
-    assert "fragment OK rank 0 of 1" in _run(None, "async-replay", 2, 3, replay)
-    out = _run(3, "async", 2, 3, multi)
+    out = _run(3, "async", 2, 3, multi, env={**ENV, "PPO_FRAGMENTS_SLOW_RANK": "1"})
     assert out.count("fragment OK") == 3
+    learner = np.load(f"{multi}.rank0.npz")
+    order = learner["order"].tolist()
+    assert sorted(order) == [1, 1, 1, 2, 2, 2] and order[0] == 2, order
+    assert "fragment OK rank 0 of 1" in _run(
+        None, "async-replay", 2, 3, replay, f"{multi}.rank0.npz"
+    )
     ref = np.load(f"{replay}.rank0.npz")
     assert int(ref["steps"]) == 3 * 16 * 2 * 2 and ref["losses"].size == 3 * 2
-    learner = np.load(f"{multi}.rank0.npz")
     for key in ref.files:
-        np.testing.assert_array_equal(learner[key], ref[key], err_msg=key)
+        if key != "order":
+            np.testing.assert_array_equal(learner[key], ref[key], err_msg=key)
     for rank in (1, 2):  # each actor ends with the learner's final weights
         got = np.load(f"{multi}.rank{rank}.npz")
         assert got["losses"].size == 0 and int(got["steps"]) == 3 * 16 * 2

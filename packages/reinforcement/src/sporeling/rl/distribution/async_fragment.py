@@ -1,14 +1,17 @@
 """Fragments of the asynchronous policy (:func:`~.policy.AsyncMultiActorSingleLearnerDP`):
 rank 0 learns, ranks 1..n each run one actor, and collecting overlaps learning.
 
-Each round the learner takes one rollout from each actor (in rank order: the core's
-``recv`` names its source, there is no receive-from-any), learns on each as it comes, then
-sends its new weights to every actor. An actor sends its rollout and at once collects the
-next one with the weights it holds, then takes the new weights: rollout ``k + 1`` is
-collected with the weights of round ``k - 1``, so the actors never wait for a learning step
-and the learner never waits for a whole collection (one round of policy lag, as in A3C and
-IMPALA). The schedule is fixed, so a run is reproducible; ``tests/scripts/ppo_fragments.py``
-replays it in one process and the test compares the two bitwise.
+The learner takes rollouts in the order they arrive (the core's ``probe`` with
+``ANY_SOURCE`` names the rank whose rollout is queued first), learns on each, and sends its
+new weights straight back to that actor, so a slow actor holds back no one. An actor sends
+its rollout and at once collects the next one with the weights it holds, then takes the
+weights the learner sent back: an actor's rollout ``k + 2`` is collected with the weights
+the learner had right after learning its rollout ``k`` (policy lag of one of its own
+rollouts plus whatever the other actors' rollouts moved the weights meanwhile, as in A3C
+and IMPALA). The learner records the arrival order (:attr:`AsyncLearnerFragment.order`);
+given that order the run is deterministic, and ``tests/scripts/ppo_fragments.py`` replays
+it in one process and the test compares the two bitwise. At the end rank 0's weights are
+broadcast, so every rank ends with the learned weights.
 """
 
 from __future__ import annotations
@@ -51,13 +54,14 @@ def _broadcast(params: list[Any]) -> None:
 
 
 class AsyncLearnerFragment:
-    """Rank 0: ``episode`` rounds of (one rollout from each actor rank, learned on in rank
-    order), then the new weights to every actor."""
+    """Rank 0: ``episode`` rollouts from each actor rank, learned on in arrival order, each
+    answered with the new weights to its sender."""
 
     def __init__(self, msrl: Any, rank: int, duration: int, episode: int, actors: int) -> None:
         self.msrl, self.rank, self.duration, self.episode = msrl, rank, duration, episode
         self.actor_ranks = list(range(1, actors + 1))
         self.losses: list[float] = []
+        self.order: list[int] = []  # the actor rank of each rollout learned, in order
         self.env_steps = 0
 
     def weights(self) -> list[Any]:
@@ -65,20 +69,21 @@ class AsyncLearnerFragment:
 
     def run(self) -> AsyncLearnerFragment:
         _broadcast(self.weights())
-        for _ in range(self.episode):
-            for r in self.actor_ranks:
-                rollout = recv_arrays(r)
-                self.env_steps += rollout["rew"].size
-                self.losses.append(float(self.msrl.learner.learn(rollout)))
-            for r in self.actor_ranks:
-                for p in self.weights():
-                    comm.send(Tensor(p.asnumpy()), r, tag=_TAG_WEIGHTS)
+        for _ in range(self.episode * len(self.actor_ranks)):
+            src = comm.probe(comm.ANY_SOURCE, tag=_TAG_HEADER)
+            rollout = recv_arrays(src)
+            self.order.append(src)
+            self.env_steps += rollout["rew"].size
+            self.losses.append(float(self.msrl.learner.learn(rollout)))
+            for p in self.weights():
+                comm.send(Tensor(p.asnumpy()), src, tag=_TAG_WEIGHTS)
+        _broadcast(self.weights())
         return self
 
 
 class AsyncActorFragment:
     """Rank ``r`` >= 1 runs actor ``r - 1``: send a rollout, collect the next one with the
-    weights at hand, then take the learner's new weights."""
+    weights at hand, then take the weights the learner sent back."""
 
     def __init__(self, msrl: Any, rank: int, duration: int, episode: int) -> None:
         self.msrl, self.rank, self.duration, self.episode = msrl, rank, duration, episode
@@ -99,4 +104,5 @@ class AsyncActorFragment:
                 rollout = self.actor.act(Actor.COLLECT, self.duration)
             for p in self.weights():
                 p.set_data(comm.recv(Tensor(p.asnumpy()), 0, tag=_TAG_WEIGHTS).asnumpy())
+        _broadcast(self.weights())
         return self

@@ -57,8 +57,8 @@ def MultiActorSingleLearnerDP(actors: int) -> DistributionPolicy:  # noqa: N802
 def AsyncMultiActorSingleLearnerDP(actors: int) -> DistributionPolicy:  # noqa: N802
     """Rank 0 learns, ranks 1..``actors`` act (``actors + 1`` processes). Actors send each
     rollout point to point and collect the next with the weights they hold while the learner
-    learns; the learner sends new weights after each round (one round of policy lag, see
-    :mod:`.async_fragment`)."""
+    learns; the learner takes rollouts as they arrive (receive from any rank) and sends the
+    new weights back to each rollout's sender (see :mod:`.async_fragment`)."""
     return DistributionPolicy(
         "AsyncMultiActorSingleLearnerDP", {"Actor": actors, "Learner": 1},
         {"Learner": ["Actor"]},
