@@ -71,6 +71,19 @@ def test_on_policy_smoke_runs_learn(algo):
     assert trainer.evaluate() >= 8  # a CartPole episode lasts at least 8 steps
 
 
+def test_training_means_match_a_plain_rolling_mean():
+    from sporeling.rl.algorithm.registry import training_means
+
+    rng = np.random.default_rng(0)
+    returns = rng.uniform(0, 500, 250).tolist()
+    means = [sum(returns[i : i + 100]) / 100 for i in range(151)]
+    got = training_means(returns)
+    assert got["train_episodes"] == 250
+    assert got["train_last100_mean"] == pytest.approx(means[-1], rel=1e-12)
+    assert got["train_best100_mean"] == pytest.approx(max(means), rel=1e-12)
+    assert training_means(returns[:99])["train_best100_mean"] is None
+
+
 def test_train_under_the_single_process_policy(capsys):
     from sporeling.rl.cli import main
 

@@ -15,6 +15,21 @@ import sporeling.core as ms
 from ..core.msrl import MSRL
 
 
+def training_means(returns: list[float]) -> dict[str, Any]:
+    """The training episodes' means, as Stable-Baselines3 logs them: ``train_last100_mean``
+    is its final ``rollout/ep_rew_mean`` (the last 100 episodes, exploration on);
+    ``train_best100_mean`` the best such mean over any 100 consecutive episodes (the
+    gymnasium "solved" criterion, CartPole-v1's threshold being 475). None when fewer than
+    100 episodes were played."""
+    window, r = 100, np.asarray(returns, np.float64)
+    if r.size < window:
+        return {"train_episodes": int(r.size), "train_last100_mean": None,
+                "train_best100_mean": None}  # fmt: skip
+    rolling = np.convolve(r, np.ones(window) / window, mode="valid")
+    return {"train_episodes": int(r.size), "train_last100_mean": float(rolling[-1]),
+            "train_best100_mean": float(rolling.max())}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class AlgorithmEntry:
     name: str
@@ -52,6 +67,7 @@ class AlgorithmEntry:
         train_s = time.perf_counter() - t0
         trainer.num_evaluate_episode = eval_episodes
         mean = float(trainer.evaluate())
+        returns = list(getattr(trainer, "episode_returns", []))
         if ckpt:
             os.makedirs(ckpt, exist_ok=True)
             for name, net in trainer.trainable_variables().items():
@@ -61,6 +77,7 @@ class AlgorithmEntry:
             "iterations": episodes, "train_s": round(train_s, 1),
             "steps_per_s": round(trainer.env_steps / train_s, 1),
             "eval_episodes": eval_episodes, "eval_mean_return": mean,
+            **training_means(returns),
         }  # fmt: skip
 
     def train_distributed(
