@@ -346,3 +346,12 @@ def bench_recommender(session: nox.Session) -> None:
     args = session.posargs or ["bench_throughput.py"]
     session.chdir("benchmarks/recommender")
     session.run("python", *args, env=env)
+
+
+@nox.session(default=False, venv_backend="virtualenv")
+def bench_rl(session: nox.Session) -> None:
+    """Run benchmarks/rl/sb3_compare.py: DQN and PPO on CartPole-v1 beside Stable-Baselines3."""
+    install(session, "torch==2.13.0", "stable-baselines3==2.9.2", "threadpoolctl")
+    install(session, *editable(PACKAGES["reinforcement"], extras="gym"))
+    env = {**NUMBA_ENV, "OPENBLAS_CORETYPE": None, "OPENBLAS_L2_SIZE": None}
+    session.run("python", "benchmarks/rl/sb3_compare.py", *session.posargs, env=env)
