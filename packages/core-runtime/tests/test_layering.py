@@ -27,10 +27,6 @@ C = "sporeling.core."
 
 #: upward imports not yet replaced by hooks: (importer, imported) -> what it is for
 KNOWN_UPWARD = {
-    # Cell.construct compiles through jit (graph mode)
-    (C + "nn.cell", C + "compiler.api"): "Cell graph mode",
-    (C + "nn.cell", C + "compiler.graph"): "Cell graph mode",
-    (C + "nn.cell", C + "compiler.tracer"): "Cell graph mode",
     # still imported by nn: micro-batch interleave, pipeline stages, synchronised batch norm
     # (the gradient reducer, optimizer sharding, semi-auto gradients, Model's parallel mode
     # and Primitive.shard go through sporeling.core._hooks, filled by parallel)
@@ -48,11 +44,11 @@ KNOWN_UPWARD = {
 }
 
 #: folders whose modules are still held in one import cycle (lazy imports included): the
-#: big one runs through the nn -> compiler/communication/parallel imports above
+#: big one runs through the nn -> communication/parallel imports above
 KNOWN_CYCLE_FOLDERS = {
     frozenset({"_backend", "context"}),  # device lookup <-> set_context(device_target=...)
     frozenset({"autograd", "tensor"}),  # Tensor.backward runs the tape, the tape makes Tensors
-    frozenset({"communication", "compiler", "nn", "ops", "parallel"}),
+    frozenset({"communication", "nn", "ops", "parallel"}),
 }
 
 

@@ -77,6 +77,7 @@ ops = Hooks(
 compiler = Hooks(
     "sporeling.core.compiler",
     (
-        "call_cell",  # (cell, inputs, kwargs) -> output: compile once per signature and run
+        "graph_call",  # (cell) -> the cell's compiled callable, or None inside a trace
+        "tracing_error",  # the exception class a compiled call raises when it cannot trace
     ),
 )

@@ -12,9 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .._primitive import current_interpreter
-from ..compiler.graph import TracingError
-from ..compiler.tracer import Tracer
+from .. import _hooks
 from ..context import _SETTINGS, GRAPH_MODE
 from ..tensor import Parameter
 from ._amp import mark_dtype, run_in_dtype
@@ -146,22 +144,16 @@ class Cell(CellFlagsMixin, FlattenWeightsMixin, PipelineStageMixin):
         raise TypeError(f"{type(self).__name__} must define construct(self, ...)")
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
-        if (
-            _SETTINGS["mode"] == GRAPH_MODE
-            and not isinstance(current_interpreter(), Tracer)
-            and not self.__dict__.get("_graph_fallback")
-        ):
-            # GRAPH_MODE: the outermost cell call compiles (once per signature) and runs
-            compiled = self.__dict__.get("_graph_call")
-            if compiled is None:
-                from ..compiler.api import JitFunction
-
-                compiled = JitFunction(self._run_construct, cell=self)
-                object.__setattr__(self, "_graph_call", compiled)
-            try:
-                return compiled(*inputs, **kwargs)
-            except TracingError as exc:  # control flow on tensor values: run it eagerly
-                graph_fallback(self, exc)
+        if _SETTINGS["mode"] == GRAPH_MODE and not self.__dict__.get("_graph_fallback"):
+            # GRAPH_MODE: the outermost cell call compiles (once per signature) and runs,
+            # through the compiler's hook (a higher layer); inside a trace it returns None
+            compiler = _hooks.compiler
+            compiled = compiler.graph_call(self)
+            if compiled is not None:
+                try:
+                    return compiled(*inputs, **kwargs)
+                except compiler.tracing_error as exc:  # control flow on tensor values: eager
+                    graph_fallback(self, exc)
         return self._run_construct(*inputs, **kwargs)
 
     def _run_construct(self, *inputs: Any, **kwargs: Any) -> Any:
