@@ -296,10 +296,13 @@ def bench(session: nox.Session) -> None:
     if not (ROOT / "benchmarks" / "run.py").exists():
         session.error("benchmarks/run.py does not exist yet")
     # pip, not uv: torch==2.13.0 resolves to the CPU wheel through pip's configuration.
+    # The core is editable: `nox -R` skips installs, and a copy installed when the venv was
+    # made had the idle runs of 2026-12-02 time an old core (run.py now warns of that).
     install(
         session,
         "torch==2.13.0",
         "threadpoolctl",  # the 1-thread mode limits NumPy's BLAS with it
+        "-e",
         str(PACKAGES["core-runtime"].path.relative_to(ROOT)),
     )
     # Let each library pick its own BLAS kernels: unset machine-wide OpenBLAS overrides.

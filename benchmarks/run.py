@@ -146,6 +146,7 @@ def environment(ctx: Context, threads: dict[str, Any], args: argparse.Namespace)
         "machine": f"{cpu_name()} ({os.cpu_count()} logical CPUs), {platform.platform()}",
         "python": platform.python_version(),
         "sporeling_core": ctx.core.__version__,
+        "sporeling_core_from": str(Path(ctx.core.__file__).resolve().parent),
         "numpy": np.__version__,
         "numba": numba.__version__,
         "torch": torch.__version__,
@@ -269,6 +270,13 @@ def main(argv: list[str] | None = None) -> int:
             "speed ratio = torch time / sporeling time (> 1: Sporeling faster)\n",
             flush=True,
         )
+        if not Path(env["sporeling_core_from"]).is_relative_to(HERE.parent):
+            print(
+                f"WARNING: sporeling.core comes from {env['sporeling_core_from']}, not from this "
+                "repository's tree: a copy installed when the venv was made (`nox -R` skips "
+                "installs), so the commit above may not be what runs\n",
+                flush=True,
+            )
         results, skipped, failed = run_benchmarks(only or BENCHMARKS, ctx, settings)
         timing_s = time.perf_counter() - started
         if not args.no_memory:
