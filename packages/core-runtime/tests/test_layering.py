@@ -39,16 +39,12 @@ KNOWN_UPWARD = {
     (C + "nn.layers.pipeline_cell", C + "parallel.context"): "pipeline stages",
     (C + "nn.layers.pipeline_cell", C + "parallel.pipeline"): "pipeline stages",
     (C + "nn.layers.sync_batch_norm", C + "communication"): "SyncBatchNorm all-reduce",
-    # MindSpore's P.<Layer> classes (P.Dense...) built from nn
-    (C + "ops.operations", C + "nn"): "P.<layer> classes",
 }
 
-#: folders whose modules are still held in one import cycle (lazy imports included): the
-#: big one runs through the nn -> communication/parallel imports above
+#: folders whose modules are still held in one import cycle (lazy imports included)
 KNOWN_CYCLE_FOLDERS = {
     frozenset({"_backend", "context"}),  # device lookup <-> set_context(device_target=...)
     frozenset({"autograd", "tensor"}),  # Tensor.backward runs the tape, the tape makes Tensors
-    frozenset({"communication", "nn", "ops", "parallel"}),
 }
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from .. import dtype as _dt
 from ..tensor import Tensor
 from ._elementwise import promote_args as _promote_args
+from .nn.pooling import max_pool_mode
 from .primitive import Primitive, PrimitiveWithCheck, PrimitiveWithInfer, prim_attr_register
 
 F: Any = None  # sporeling.core.ops, set by _build() (this module is imported at its end)
@@ -171,22 +172,14 @@ def _conv2d(self: Any, x: Any, w: Any) -> Tensor:
     )
 
 
-def _pool(layer: str) -> Callable[..., Any]:
-    def rule(self: Any, x: Any) -> Tensor:
-        cell = self.__dict__.get("_cell")
-        if cell is None:
-            from .. import nn
+def _max_pool(self: Any, x: Any) -> Tensor:
+    args = (_pair(self.kernel_size), _pair(self.strides), self.pad_mode, self.data_format)
+    return max_pool_mode("MaxPool", x, *args)
 
-            cell = getattr(nn, layer)(
-                _pair(self.kernel_size),
-                _pair(self.strides),
-                self.pad_mode.lower(),
-                self.data_format,
-            )
-            self.__dict__["_cell"] = cell
-        return cell(x)
 
-    return rule
+def _avg_pool(self: Any, x: Any) -> Tensor:
+    args = (_pair(self.kernel_size), _pair(self.strides), self.pad_mode, self.data_format)
+    return F.avg_pool2d(x, *args)
 
 
 def _dropout(self: Any, x: Any) -> Any:
@@ -461,12 +454,12 @@ _TABLE: dict[str, tuple[str | None, tuple[tuple[str, Any], ...], Any]] = {
     "MaxPool": (
         None,
         (("kernel_size", 1), ("strides", 1), ("pad_mode", "valid"), ("data_format", "NCHW")),
-        _pool("MaxPool2d"),
+        _max_pool,
     ),
     "AvgPool": (
         None,
         (("kernel_size", 1), ("strides", 1), ("pad_mode", "valid"), ("data_format", "NCHW")),
-        _pool("AvgPool2d"),
+        _avg_pool,
     ),
     "Dropout": ("dropout", (("keep_prob", 0.5), ("Seed0", 0), ("Seed1", 0)), _dropout),
     "BatchNorm": (

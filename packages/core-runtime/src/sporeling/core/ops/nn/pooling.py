@@ -406,6 +406,32 @@ def avg_pool2d(
     return transpose(out, (0, 2, 3, 1)) if data_format == "NHWC" else out
 
 
+def max_pool_mode(
+    op: str, input_x: Any, kernel_size: Any, strides: Any, pad_mode: str, data_format: str
+) -> Tensor:
+    """2-d max pooling with MindSpore 1.8's ``pad_mode`` ("valid" or "same", padded with
+    -inf) and ``data_format``: the computation of ``P.MaxPool`` and ``nn.MaxPool2d``."""
+    x = _tensor(op, "input_x", input_x)
+    _check_ndim(op, "input_x", x, (4,), data_format if isinstance(data_format, str) else "NCHW")
+    if x.dtype.category == 0:
+        raise op_error(op, "input_x", x, "a numeric tensor", TypeError)
+    if data_format not in ("NCHW", "NHWC"):
+        raise op_error(op, "data_format", data_format, "'NCHW' or 'NHWC'")
+    if data_format == "NHWC":
+        x = transpose(x, (0, 3, 1, 2))
+    k = _ints(op, "kernel_size", kernel_size, 2)
+    s = _ints(op, "strides", strides, 2)
+    mode = pad_mode.lower() if isinstance(pad_mode, str) else pad_mode
+    if mode not in ("valid", "same"):
+        raise op_error(op, "pad_mode", pad_mode, "'valid' or 'same'")
+    sp = x.shape[2:]
+    pads = _same_pads(sp, k, s, (1, 1)) if mode == "same" else ((0, 0), (0, 0))
+    if any(o < 1 for o in _out_spatial(sp, k, s, pads, (1, 1))):
+        raise op_error(op, "input_x", x, f"spatial sizes of at least the kernel {k}")
+    out, _ = max_pool_p.bind(x, kernel=k, stride=s, pads=pads, dilation=(1, 1))
+    return transpose(out, (0, 2, 3, 1)) if data_format == "NHWC" else out
+
+
 def avg_pool1d(
     input_x: Any,
     kernel_size: Any = 1,
