@@ -58,6 +58,12 @@ NO_SCALAR_FORM = {
     "population_count": "dtype-dependent",
     # any number of inputs: a scalar form has a fixed arity
     "addn": "variadic",
+    # complex inputs or results: the fuser compiles real dtypes only
+    "real": "complex",
+    "imag": "complex",
+    "complex": "complex",
+    "complex_abs": "complex",
+    "angle": "complex",
 }
 
 #: the core's primitives (tests register their own in the same process)

@@ -56,7 +56,7 @@ S = Tensor(np.float32(2.0))
         (lambda: ops.concat((S, S), 0), ValueError, "concat: input 0 is 0-d"),
         (lambda: ops.amax(S, 1), ValueError, "amax: argument 'axis'"),
         (lambda: ops.logsumexp(S, 1), ValueError, "logsumexp: argument 'axis'"),
-        (lambda: ops.zeros((2,), np.complex64), TypeError, "zeros: argument 'type'.*complex64"),
+        (lambda: ops.zeros((2,), np.str_), TypeError, "zeros: argument .type.*str"),
         (lambda: ops.arange(0, float("nan"), 1), ValueError, "arange: argument 'stop'.*finite"),
         (lambda: ops.arange(float("inf")), ValueError, "arange: argument 'stop'.*finite"),
         (

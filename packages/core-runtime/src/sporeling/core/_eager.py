@@ -184,12 +184,12 @@ class EagerInterpreter:
             raise MemoryError(f"{prim.name}: not enough memory for its result ({exc})") from None
         if prim.multiple_results:
             out_data = [_conform(o, av, xp) for o, av in zip(out, aval, strict=True)]
-            floating = any(av.dtype.category == 2 for av in aval)
+            floating = any(av.dtype.category >= 2 for av in aval)
         else:
             if type(out) is not np.ndarray or out.dtype != aval.dtype.np or out.shape != aval.shape:
                 out = _conform(out, aval, xp)
             out_data = [out]
-            floating = aval.dtype.category == 2
+            floating = aval.dtype.category >= 2
             self._leave_plan(prim, args, params, impl, aval)
         node = None
         if track and floating and GradMode.enabled and prim.vjp is not None:
@@ -225,7 +225,7 @@ class EagerInterpreter:
             impl if bound is None else bound,
             aval.dtype.np,
             aval.shape,
-            aval.dtype.category == 2,
+            aval.dtype.category >= 2,
             bound is not None,
         )
 

@@ -2,7 +2,7 @@
 
 Promotion (written down here and tested in ``tests/test_dtype.py``):
 
-* Categories are ordered ``bool < integer < floating``.
+* Categories are ordered ``bool < integer < floating < complex``.
 * Two tensors of the same category promote to the wider type; signed and unsigned
   integers promote to a signed type wide enough for both (``uint8 + int8 -> int16``,
   ``uint8 + int64 -> int64``).
@@ -12,6 +12,10 @@ Promotion (written down here and tested in ``tests/test_dtype.py``):
   higher one (``float16 tensor + 1.5 -> float16``, ``int8 tensor + 300`` stays ``int8``);
   a float scalar with a bool/integer tensor gives ``float32``, an int scalar with a bool
   tensor gives ``int64``. Two Python scalars give ``int64``/``float32``/``bool``.
+* Complex (``complex64``, ``complex128``) with floating follows NumPy: the complex type wide
+  enough for both parts (``complex64 + float64 -> complex128``, ``float32 + complex64 ->
+  complex64``). A Python ``complex`` scalar is weak too: ``complex64`` with a bool, integer or
+  float16/float32 tensor, ``complex128`` with a float64 tensor; it keeps a complex tensor's type.
 """
 
 from __future__ import annotations
@@ -38,12 +42,17 @@ __all__ = [
     "float32",
     "float64",
     "bfloat16",
+    "complex64",
+    "complex128",
     "to_dtype",
     "promote_types",
     "result_type",
     "is_floating",
     "is_integer",
+    "is_complex",
+    "is_inexact",
     "FLOATING",
+    "COMPLEX",
     "INTEGER",
     "ALL",
 ]
@@ -57,7 +66,7 @@ class DType:
     def __init__(self, name: str, np_dtype: Any, category: int) -> None:
         self.name = name
         self.np = np.dtype(np_dtype)
-        self.category = category  # 0 bool, 1 integer, 2 floating
+        self.category = category  # 0 bool, 1 integer, 2 floating, 3 complex
         self.bits = self.np.itemsize * 8
 
     def __repr__(self) -> str:
@@ -80,7 +89,7 @@ class DType:
 
     @property
     def is_signed(self) -> bool:
-        return self.category == 2 or self.np.kind == "i"
+        return self.category >= 2 or self.np.kind == "i"
 
 
 bool_ = DType("bool", np.bool_, 0)
@@ -95,6 +104,8 @@ uint64 = DType("uint64", np.uint64, 1)
 float16 = DType("float16", np.float16, 2)
 float32 = DType("float32", np.float32, 2)
 float64 = DType("float64", np.float64, 2)
+complex64 = DType("complex64", np.complex64, 3)
+complex128 = DType("complex128", np.complex128, 3)
 
 try:  # bfloat16 comes from the well-kept ml_dtypes package when it is installed ([bf16] extra)
     import ml_dtypes
@@ -106,9 +117,11 @@ except ImportError:  # pragma: no cover - optional
 _ALL = [bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64]
 if bfloat16 is not None:
     _ALL.append(bfloat16)
+_ALL += [complex64, complex128]
 ALL = tuple(_ALL)
 FLOATING = tuple(d for d in ALL if d.category == 2)
 INTEGER = tuple(d for d in ALL if d.category == 1)
+COMPLEX = (complex64, complex128)
 
 _BY_NP: dict[np.dtype, DType] = {d.np: d for d in ALL}
 _BY_NAME: dict[str, DType] = {d.name: d for d in ALL}
@@ -160,6 +173,30 @@ def is_integer(dtype: DType) -> bool:
     return dtype.category == 1
 
 
+def is_complex(dtype: DType) -> bool:
+    return dtype.category == 3
+
+
+def is_inexact(dtype: DType) -> bool:
+    """Floating or complex: the dtypes gradients flow through."""
+    return dtype.category >= 2
+
+
+def real_dtype(dtype: DType) -> DType:
+    """The type of a complex dtype's parts (``complex64 -> float32``); others unchanged."""
+    if dtype.category != 3:
+        return dtype
+    return float32 if dtype is complex64 else float64
+
+
+def complex_dtype(dtype: DType) -> DType:
+    """The complex type holding ``dtype`` exactly enough (float64 -> complex128, else
+    complex64)."""
+    if dtype.category == 3:
+        return dtype
+    return complex128 if dtype.category == 2 and dtype.bits == 64 else complex64
+
+
 def _promote_ints(a: DType, b: DType) -> DType:
     if a.is_signed == b.is_signed:
         return a if a.bits >= b.bits else b
@@ -175,6 +212,9 @@ def promote_types(a: DType, b: DType) -> DType:
     if a is b or a == b:
         return a
     if a.category != b.category:
+        if max(a.category, b.category) == 3 and min(a.category, b.category) == 2:
+            c, f = (a, b) if a.category == 3 else (b, a)
+            return complex128 if f.bits == 64 else c  # NumPy: wide enough for both parts
         return a if a.category > b.category else b
     if a.category == 1:
         return _promote_ints(a, b)
@@ -183,18 +223,20 @@ def promote_types(a: DType, b: DType) -> DType:
     return a if a.bits >= b.bits else b
 
 
-_SCALAR_CATEGORY = {bool: 0, int: 1, float: 2}
-_SCALAR_DEFAULT = {0: bool_, 1: int64, 2: float32}
+_SCALAR_DEFAULT = {0: bool_, 1: int64, 2: float32, 3: complex64}
 
 
 def scalar_category(value: Any) -> int | None:
-    """0/1/2 for Python (and NumPy) bool/int/float scalars, None for anything else."""
+    """0/1/2/3 for Python (and NumPy) bool/int/float/complex scalars, None for anything
+    else."""
     if isinstance(value, (bool, np.bool_)):
         return 0
     if isinstance(value, (int, np.integer)):
         return 1
     if isinstance(value, (float, np.floating)):
         return 2
+    if isinstance(value, (complex, np.complexfloating)):
+        return 3
     return None
 
 
@@ -214,5 +256,5 @@ def result_type(*operands: Any) -> DType:
     if strong is None:
         return _SCALAR_DEFAULT[max(weak_cat, 0)]
     if weak_cat > strong.category:
-        return _SCALAR_DEFAULT[weak_cat]
+        return complex_dtype(strong) if weak_cat == 3 else _SCALAR_DEFAULT[weak_cat]
     return strong

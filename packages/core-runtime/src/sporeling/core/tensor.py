@@ -34,9 +34,11 @@ def _infer_numpy(data: Any, dtype: _dt.DType | None) -> np.ndarray:
     arr = np.asarray(data)
     if arr.dtype == np.float64 and not isinstance(data, np.generic):
         arr = arr.astype(np.float32)  # Python floats default to float32 as in MindSpore
+    elif arr.dtype == np.complex128 and not isinstance(data, np.generic):
+        arr = arr.astype(np.complex64)  # and Python complex numbers to complex64
     elif arr.dtype.kind in "iu" and not isinstance(data, np.generic) and arr.dtype != np.int64:
         arr = arr.astype(np.int64)
-    if arr.dtype.kind not in "biuf":
+    if arr.dtype.kind not in "biufc":
         raise TypeError(
             f"Tensor: argument 'input_data' expected numbers, bools or arrays of them, "
             f"got elements of type {arr.dtype}"
@@ -238,6 +240,9 @@ class Tensor:
 
     def __int__(self) -> int:
         return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
 
     def __index__(self) -> int:
         if self.dtype.category != 1:

@@ -428,7 +428,7 @@ class JitFunction:
                     pairs = [
                         (o, c)
                         for o, c in zip(outs, cts, strict=True)
-                        if o.dtype.category == 2 and (o._node is not None or o._requires_grad)
+                        if o.dtype.category >= 2 and (o._node is not None or o._requires_grad)
                     ]
                     targets = leaves + list(captured_objs)
                     found = backward(
@@ -606,7 +606,7 @@ def _recorded_vjp(
     pairs = [
         (o, c)
         for o, c in zip(outs, cts, strict=True)
-        if o.dtype.category == 2 and (o._node is not None or o._requires_grad)
+        if o.dtype.category >= 2 and (o._node is not None or o._requires_grad)
     ]
     targets = list(inputs)
     found = backward([o for o, _ in pairs], [c for _, c in pairs], targets, create_graph=True)

@@ -62,7 +62,7 @@ class Tracer:
         avals = aval if prim.multiple_results else (aval,)
         outs = [Var(av.shape, av.dtype.np) for av in avals]
         self.eqns.append(Eqn(prim, in_vars, params, outs))
-        floating = any(av.dtype.category == 2 for av in avals)
+        floating = any(av.dtype.category >= 2 for av in avals)
         node = None
         if track and floating and GradMode.enabled and prim.vjp is not None:
             needs = tuple(a._node is not None or a._requires_grad for a in args)

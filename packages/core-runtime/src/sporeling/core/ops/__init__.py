@@ -20,6 +20,7 @@ from ._tensor_methods import install as _install_tensor_methods
 from .activation import *  # noqa: F403
 from .array import *  # noqa: F403
 from .comparison import *  # noqa: F403
+from .complex_numbers import *  # noqa: F403
 from .deprecated import ALIASES as _ALIASES
 from .linalg import *  # noqa: F403
 from .loss import *  # noqa: F403

@@ -104,14 +104,21 @@ def _cast_abstract(x: ShapedArray, *, dtype: _dt.DType) -> ShapedArray:
 
 
 def _cast_vjp(g: Tensor, x: Tensor, *, out: Tensor, dtype: _dt.DType) -> Any:
-    return cast(g, x.dtype) if x.dtype.category == 2 else None
+    # real -> complex: the real part of g (the cast back drops the imaginary part)
+    return cast(g, x.dtype) if x.dtype.category >= 2 else None
+
+
+def _cast_impl(xp: Any, x: Any, *, dtype: _dt.DType) -> Any:
+    if x.dtype.kind == "c" and dtype.category != 3:  # complex -> real drops the imaginary
+        x = x.real  # part, as MindSpore's Cast does (without NumPy's ComplexWarning)
+    return x.astype(dtype.np)
 
 
 cast_p = Primitive(
     "cast",
     "elementwise",
     _cast_abstract,
-    impl=lambda xp, x, *, dtype: x.astype(dtype.np),
+    impl=_cast_impl,
     vjp=_cast_vjp,
     scalar="x",
     scalar_rule=lambda params: "x",  # the result's dtype does the conversion
@@ -164,7 +171,7 @@ def to_device(x: Tensor, device: str | Device) -> Tensor:
     if x._device is dev:
         return x
     data = dev.asarray(x._data)
-    track = GradMode.enabled and (x._node is not None or x._requires_grad) and x.dtype.category == 2
+    track = GradMode.enabled and (x._node is not None or x._requires_grad) and x.dtype.category >= 2
     node = Node(to_device_p, (x,), {"device": dev}, [data], (True,), dev) if track else None
     return Tensor._wrap(data, dev, node, 0)
 
@@ -286,7 +293,7 @@ def _reduce_abstract(x: ShapedArray, *, axis: tuple[int, ...], keep_dims: bool) 
     shape = tuple(
         (1 if i in axis else d) for i, d in enumerate(x.shape) if keep_dims or i not in axis
     )
-    dtype = x.dtype if x.dtype.category == 2 else _dt.int64
+    dtype = x.dtype if x.dtype.category >= 2 else _dt.int64
     return ShapedArray(shape, dtype)
 
 
@@ -294,7 +301,7 @@ _add_reduce = np.add.reduce
 
 
 def _sum_impl(xp: Any, x: Any, *, axis: tuple[int, ...], keep_dims: bool) -> Any:
-    dtype = None if x.dtype.kind == "f" else np.int64
+    dtype = None if x.dtype.kind in "fc" else np.int64
     if xp is np:  # the ufunc's reduce, which ndarray.sum calls through a Python function:
         return _add_reduce(x, axis, dtype, None, keep_dims)  # 0.56 vs 0.78 us on 4x4
     return x.sum(axis=axis, keepdims=keep_dims, dtype=dtype)
@@ -314,7 +321,7 @@ def _sum_specialize(impl: Any, arrays: list[Any], params: dict[str, Any]) -> Any
     if impl is not _sum_impl or type(arrays[0]) is not np.ndarray:
         return None
     axis, keep = params["axis"], params["keep_dims"]
-    dtype = None if arrays[0].dtype.kind == "f" else np.int64
+    dtype = None if arrays[0].dtype.kind in "fc" else np.int64
     return lambda xp, x: _add_reduce(x, axis, dtype, None, keep)
 
 

@@ -20,6 +20,8 @@ from .._primitive import Primitive, ShapedArray
 from ..errors import op_error
 from ..tensor import Tensor
 from ._core import as_tensor, broadcast_shapes, cast, sum_to
+from .complex_numbers import SUPPORTED as _COMPLEX_OPS
+from .complex_numbers import conjugate as _conj
 
 __all__ = [
     "add",
@@ -38,14 +40,18 @@ __all__ = [
 #: dtype families an elementwise op accepts
 FAMILIES = {
     "float": lambda d: d.category == 2,
-    "numeric": lambda d: d.category >= 1,
+    "inexact": lambda d: d.category >= 2,
+    "numeric": lambda d: d.category in (1, 2),
+    "number": lambda d: d.category >= 1,
     "int": lambda d: d.category == 1,
     "intbool": lambda d: d.category <= 1,
     "all": lambda d: True,
 }
 _FAMILY_TEXT = {
     "float": "a floating dtype (float16, float32, float64)",
+    "inexact": "a floating or complex dtype",
     "numeric": "a numeric dtype (integer or floating)",
+    "number": "a numeric dtype (integer, floating or complex)",
     "int": "an integer dtype",
     "intbool": "an integer or bool dtype",
     "all": "any dtype",
@@ -54,7 +60,12 @@ _FAMILY_TEXT = {
 
 def _check_family(op: str, arg: str, aval: ShapedArray, family: str) -> None:
     if not FAMILIES[family](aval.dtype):
-        raise TypeError(f"{op}: argument '{arg}' expected {_FAMILY_TEXT[family]}, got {aval.dtype}")
+        extra = ""
+        if aval.dtype.category == 3:
+            extra = f" (the ops that take complex tensors: {_COMPLEX_OPS})"
+        raise TypeError(
+            f"{op}: argument '{arg}' expected {_FAMILY_TEXT[family]}, got {aval.dtype}{extra}"
+        )
 
 
 def unary_op(
@@ -123,7 +134,7 @@ def binary_op(
 def _weak_scalar(t: Tensor, value: Any, min_category: int) -> Tensor | None:
     """``value`` as a 0-d tensor of ``t``'s dtype when the promotion rules keep that dtype."""
     kind = t._data.dtype.kind
-    if kind == "f" or (kind in "iu" and type(value) is int and min_category < 2):
+    if kind in "fc" or (kind in "iu" and type(value) is int and min_category < 2):
         try:
             return Tensor._wrap(t._device.xp.asarray(value, dtype=t._data.dtype), t._device)
         except OverflowError:
@@ -142,7 +153,7 @@ def promote_args(
         type(x) is Tensor
         and type(y) is Tensor
         and x._data.dtype == y._data.dtype
-        and (min_category == 0 or x._data.dtype.kind == "f")
+        and (min_category == 0 or x._data.dtype.kind in "fc")
     ):
         return x, y
     if type(x) is Tensor and type(y) in (int, float):
@@ -173,11 +184,12 @@ def promote_args(
 
 
 def float_input(op: str, x: Any, arg: str = "x") -> Tensor:
-    """A Tensor for a float-only op: integers and bools are promoted to float32."""
+    """A Tensor for a float-only op: integers and bools are promoted to float32 (complex
+    tensors pass, for the ops' own dtype check)."""
     if type(x) is Tensor and x._data.dtype.kind == "f":
         return x  # the common case first (hot path)
     t = as_tensor(x, op, arg)
-    return t if t.dtype.category == 2 else cast(t, _dt.float32)
+    return t if t.dtype.category >= 2 else cast(t, _dt.float32)
 
 
 def _unb(g: Tensor, t: Tensor) -> Tensor:
@@ -186,6 +198,7 @@ def _unb(g: Tensor, t: Tensor) -> Tensor:
 
 add_p = binary_op(
     "add",
+    family="number",
     vjp=lambda g, x, y, *, out: (lambda: _unb(g, x), lambda: _unb(g, y)),
     scalar="x + y",
     ufunc=True,
@@ -193,6 +206,7 @@ add_p = binary_op(
 sub_p = binary_op(
     "sub",
     "subtract",
+    family="number",
     vjp=lambda g, x, y, *, out: (lambda: _unb(g, x), lambda: _unb(neg(g), y)),
     scalar="x - y",
     ufunc=True,
@@ -200,43 +214,58 @@ sub_p = binary_op(
 mul_p = binary_op(
     "mul",
     "multiply",
-    vjp=lambda g, x, y, *, out: (lambda: _unb(g * y, x), lambda: _unb(g * x, y)),
+    family="number",
+    vjp=lambda g, x, y, *, out: (lambda: _unb(g * _conj(y), x), lambda: _unb(g * _conj(x), y)),
     scalar="x * y",
     ufunc=True,
 )
 div_p = binary_op(
     "div",
     "true_divide",
-    family="float",
-    vjp=lambda g, x, y, *, out: (lambda: _unb(g / y, x), lambda: _unb(neg(g) * out / y, y)),
+    family="inexact",
+    vjp=lambda g, x, y, *, out: (
+        lambda: _unb(g / _conj(y), x),
+        lambda: _unb(neg(g) * _conj(out / y), y),
+    ),
     scalar="x / y",
     ufunc=True,
 )
 neg_p = unary_op(
-    "neg", "negative", family="numeric", vjp=lambda g, x, *, out: neg(g), scalar="-x", ufunc=True
+    "neg", "negative", family="number", vjp=lambda g, x, *, out: neg(g), scalar="-x", ufunc=True
 )
-exp_p = unary_op("exp", vjp=lambda g, x, *, out: g * out, scalar="exp(x)", ufunc=True)
-log_p = unary_op("log", vjp=lambda g, x, *, out: g / x, scalar="log(x)", ufunc=True)
-sqrt_p = unary_op("sqrt", vjp=lambda g, x, *, out: g / (out * 2), scalar="sqrt(x)", ufunc=True)
+exp_p = unary_op(
+    "exp", family="inexact", vjp=lambda g, x, *, out: g * _conj(out), scalar="exp(x)", ufunc=True
+)
+log_p = unary_op(
+    "log", family="inexact", vjp=lambda g, x, *, out: g / _conj(x), scalar="log(x)", ufunc=True
+)
+sqrt_p = unary_op(
+    "sqrt", family="inexact", vjp=lambda g, x, *, out: g / _conj(out * 2), scalar="sqrt(x)",
+    ufunc=True,
+)  # fmt: skip
 square_p = unary_op(
-    "square", family="numeric", vjp=lambda g, x, *, out: g * x * 2, scalar="x * x", ufunc=True
-)
+    "square", family="number", vjp=lambda g, x, *, out: g * _conj(x) * 2, scalar="x * x",
+    ufunc=True,
+)  # fmt: skip
 
 
 def _pow_vjp(g: Tensor, x: Tensor, y: Tensor, *, out: Tensor) -> Any:
     from .. import ops
 
     def dx() -> Tensor:
-        return _unb(g * y * pow(x, y - 1), x)
+        return _unb(g * _conj(y * pow(x, y - 1)), x)
 
     def dy() -> Tensor:
-        safe = ops.select(x > 0, x, ops.ones_like(x))  # d/dy x**y = x**y log x, 0 where x <= 0
-        return _unb(g * out * log(safe), y)
+        if x.dtype.category == 3:  # the principal branch of log, 0 where x == 0
+            safe = ops.select(ops.equal(x, 0), ops.ones_like(x), x)
+        else:  # d/dy x**y = x**y log x, 0 where x <= 0
+            safe = ops.select(x > 0, x, ops.ones_like(x))
+        return _unb(g * _conj(out * log(safe)), y)
 
     return dx, dy
 
 
-pow_p = binary_op("pow", "power", vjp=_pow_vjp, scalar="x ** y")
+pow_p = binary_op("pow", "power", family="number", vjp=_pow_vjp, scalar="x ** y")
 
 
 def add(x: Any, y: Any) -> Tensor:

@@ -11,6 +11,7 @@ from ..kernels.cpu import blas
 from ..tensor import Tensor
 from ._core import broadcast_shapes, sum_to, transpose
 from ._elementwise import promote_args
+from .complex_numbers import conjugate
 
 __all__ = ["matmul", "dense", "dense_bias_p"]
 
@@ -53,12 +54,12 @@ def _matmul_vjp(g: Tensor, x: Tensor, y: Tensor, *, out: Tensor) -> tuple[Any, A
     if y.ndim == 1:
         g2 = reshape(g2, g2.shape + (1,))
 
-    def dx() -> Tensor:
-        d = matmul(g2, _mT(y2))
+    def dx() -> Tensor:  # complex: the adjoints (MindSpore's conjugate convention)
+        d = matmul(g2, conjugate(_mT(y2)))
         return reshape(sum_to(d, x2.shape), x.shape)
 
     def dy() -> Tensor:
-        d = matmul(_mT(x2), g2)
+        d = matmul(conjugate(_mT(x2)), g2)
         return reshape(sum_to(d, y2.shape), y.shape)
 
     return dx, dy
@@ -101,6 +102,8 @@ def _dense_abstract(x: ShapedArray, w: ShapedArray) -> ShapedArray:
         )
     if x.dtype != w.dtype:
         raise TypeError(f"dense: input and weight must share a dtype, got {x.dtype} and {w.dtype}")
+    if x.dtype.category == 3:
+        raise TypeError(f"dense: complex inputs are not supported, got {x.dtype} (use matmul)")
     return ShapedArray(x.shape[:-1] + (w.shape[0],), x.dtype)
 
 

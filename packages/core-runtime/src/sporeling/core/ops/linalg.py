@@ -23,6 +23,7 @@ from ._core import as_tensor, broadcast_shapes, cast, full, reshape, transpose
 from ._elementwise import promote_args
 from ._join import concat, stack
 from ._matmul import matmul
+from .complex_numbers import conjugate
 from .reduction import _lp_norm
 
 __all__ = [
@@ -35,6 +36,8 @@ __all__ = [
     "tensor_dot",
     "renorm",
     "matrix_solve",
+    "matrix_inverse",
+    "matrix_determinant",
     "cdist",
     "stft",
 ]
@@ -300,17 +303,23 @@ def _solve_impl(xp: Any, a: Any, b: Any) -> Any:
         ) from None
 
 
+def _mH(t: Tensor) -> Tensor:
+    """The (conjugate for complex) transpose of the last two axes."""
+    return conjugate(_mT(t))
+
+
 def _solve_vjp(g: Tensor, a: Tensor, b: Tensor, *, out: Tensor) -> Any:
-    gb = solve_p.bind(_mT(a), g)  # A^T dB = G
-    return (lambda: -matmul(gb, _mT(out))), gb
+    gb = solve_p.bind(_mH(a), g)  # A^H dB = G
+    return (lambda: -matmul(gb, _mH(out))), gb
 
 
 solve_p = Primitive("matrix_solve", "opaque", _solve_abstract, impl=_solve_impl, vjp=_solve_vjp)
 
 
 def matrix_solve(matrix: Tensor, rhs: Tensor, adjoint: bool = False) -> Tensor:
-    """Solve ``matrix @ X = rhs`` (``matrix^T @ X = rhs`` when ``adjoint``) for batches of
-    square matrices ``(..., M, M)`` and right-hand sides ``(..., M, K)``.
+    """Solve ``matrix @ X = rhs`` (``matrix^H @ X = rhs``, the conjugate transpose, when
+    ``adjoint``) for batches of square matrices ``(..., M, M)`` and right-hand sides
+    ``(..., M, K)``; float or complex.
 
     >>> matrix_solve(Tensor([[2.0, 0.0], [0.0, 4.0]]), Tensor([[2.0], [2.0]])).tolist()
     [[1.0], [0.5]]
@@ -327,10 +336,94 @@ def matrix_solve(matrix: Tensor, rhs: Tensor, adjoint: bool = False) -> Tensor:
             f"{op}: 'matrix' of shape {a.shape} and 'rhs' of shape {b.shape} do not match; "
             "expected (..., M, M) and (..., M, K)"
         )
-    lhs = _mT(a) if adjoint else a
+    lhs = _mH(a) if adjoint else a
     if a.dtype == _dt.float16:  # LAPACK has no half precision
         return cast(solve_p.bind(cast(lhs, "float32"), cast(b, "float32")), a.dtype)
     return solve_p.bind(lhs, b)
+
+
+# ---- matrix_inverse / matrix_determinant ----------
+
+
+def _square_matrices(op: str, x: Any, arg: str = "x") -> Tensor:
+    if not isinstance(x, Tensor):
+        raise op_error(op, arg, x, "a Tensor", TypeError)
+    if x.dtype.category < 2:
+        raise op_error(op, arg, x, "a float or complex tensor", TypeError)
+    _rank(op, arg, x, ">= 2", x.ndim >= 2)
+    if x.shape[-1] != x.shape[-2]:
+        raise op_error(op, arg, x, "square matrices (..., M, M)")
+    return x
+
+
+def _square_abstract(x: ShapedArray, **params: Any) -> ShapedArray:
+    return ShapedArray(x.shape, x.dtype)
+
+
+def _inv_impl(xp: Any, x: Any) -> Any:
+    try:
+        return xp.linalg.inv(x)
+    except np.linalg.LinAlgError as exc:
+        raise ValueError(
+            f"matrix_inverse: argument 'x' is singular (a tensor of shape {x.shape}): {exc}"
+        ) from None
+
+
+def _inv_vjp(g: Tensor, x: Tensor, *, out: Tensor) -> Tensor:
+    oh = _mH(out)  # d inv(X) = -inv(X) dX inv(X): the vjp is -inv^H G inv^H
+    return -matmul(matmul(oh, g), oh)
+
+
+inverse_p = Primitive(
+    "matrix_inverse", "opaque", _square_abstract, impl=_inv_impl, vjp=_inv_vjp
+)  # fmt: skip
+
+
+def matrix_inverse(x: Tensor, adjoint: bool = False) -> Tensor:
+    """The inverse of each square matrix of ``x`` ``(..., M, M)`` (of its conjugate transpose
+    when ``adjoint``), MindSpore's ``MatrixInverse``; float or complex.
+
+    >>> matrix_inverse(Tensor([[2.0, 0.0], [0.0, 4.0]])).tolist()
+    [[0.5, 0.0], [0.0, 0.25]]
+    """
+    t = _square_matrices("matrix_inverse", x)
+    if not isinstance(adjoint, (bool, np.bool_)):
+        raise op_error("matrix_inverse", "adjoint", adjoint, "a bool", TypeError)
+    if adjoint:
+        t = _mH(t)
+    if t.dtype == _dt.float16:  # LAPACK has no half precision
+        return cast(inverse_p.bind(cast(t, "float32")), _dt.float16)
+    return inverse_p.bind(t)
+
+
+def _det_impl(xp: Any, x: Any) -> Any:
+    return xp.asarray(xp.linalg.det(x))
+
+
+def _det_vjp(g: Tensor, x: Tensor, *, out: Tensor) -> Tensor:
+    # d det(X) = det(X) tr(inv(X) dX): the vjp is g * conj(det) * inv(X)^H (for an
+    # invertible X, as MindSpore's MatrixDeterminant gradient)
+    scale = reshape(g * conjugate(out), out.shape + (1, 1))
+    return scale * _mH(inverse_p.bind(x))
+
+
+det_p = Primitive(
+    "matrix_determinant", "opaque", lambda x: ShapedArray(x.shape[:-2], x.dtype),
+    impl=_det_impl, vjp=_det_vjp,
+)  # fmt: skip
+
+
+def matrix_determinant(x: Tensor) -> Tensor:
+    """The determinant of each square matrix of ``x`` ``(..., M, M)``, shape ``(...)``;
+    float or complex (MindSpore's ``MatrixDeterminant``, ``ops.det``).
+
+    >>> matrix_determinant(Tensor([[2.0, 1.0], [1.0, 3.0]])).item()
+    5.0
+    """
+    t = _square_matrices("matrix_determinant", x)
+    if t.dtype == _dt.float16:
+        return cast(det_p.bind(cast(t, "float32")), _dt.float16)
+    return det_p.bind(t)
 
 
 # ---- cdist ----------

@@ -42,6 +42,8 @@ from ._core import (
 )
 from ._elementwise import div_p, exp, log, pow, sqrt, square
 from ._join import concat
+from .complex_numbers import SUPPORTED as COMPLEX_OPS
+from .complex_numbers import conjugate
 
 __all__ = [
     "amax",
@@ -80,6 +82,13 @@ def _tensor(op: str, arg: str, value: Any) -> Tensor:
     return value
 
 
+def _no_complex(op: str, arg: str, dtype: Any) -> None:
+    raise TypeError(
+        f"{op}: argument '{arg}' expected a real dtype, got {dtype} (complex numbers have no "
+        f"order; the ops that take complex tensors: {COMPLEX_OPS})"
+    )
+
+
 def _numeric(op: str, arg: str, x: Tensor) -> None:
     if x.dtype.category == 0:
         raise TypeError(f"{op}: argument '{arg}' expected a numeric dtype, got {x.dtype}")
@@ -114,11 +123,17 @@ def _sign(x: Tensor) -> Tensor:
 
 
 def _reduce_abstract(
-    name: str, out_dtype: Any = None, numeric: bool = True, nonempty: bool = True
+    name: str,
+    out_dtype: Any = None,
+    numeric: bool = True,
+    nonempty: bool = True,
+    complex_ok: bool = False,
 ) -> Any:
     def abstract(x: ShapedArray, *, axis: tuple[int, ...], keep_dims: bool) -> ShapedArray:
         if numeric and x.dtype.category == 0:
             raise TypeError(f"{name}: argument 'x' expected a numeric dtype, got {x.dtype}")
+        if x.dtype.category == 3 and not complex_ok:
+            _no_complex(name, "x", x.dtype)
         if nonempty:
             _nonempty(name, x, axis)
         dt = out_dtype(x.dtype) if callable(out_dtype) else (out_dtype or x.dtype)
@@ -192,6 +207,8 @@ def _arg_abstract(name: str) -> Any:
     def abstract(x: ShapedArray, *, axis: int | None, keepdims: bool) -> ShapedArray:
         if x.dtype.category == 0:
             raise TypeError(f"{name}: argument 'x' expected a numeric dtype, got {x.dtype}")
+        if x.dtype.category == 3:
+            _no_complex(name, "x", x.dtype)
         axes = tuple(range(x.ndim)) if axis is None else (axis,)
         _nonempty(name, x, axes)
         return ShapedArray(_reduced_shape(x.shape, axes, keepdims), _dt.int32)
@@ -300,7 +317,7 @@ def mean(x: Tensor, axis: Any = (), keep_dims: bool = False) -> Tensor:
     axes = normalize_axes("mean", axis, t.ndim)
     _numeric("mean", "x", t)
     low = t.dtype.category == 2 and t.dtype.bits < 32
-    if t.dtype.category != 2 or low:
+    if t.dtype.category < 2 or low:
         # half floats accumulate in float32 (as NumPy and PyTorch do): a float16 sum of
         # 4 x 60000 overflows to inf although the mean is representable
         t = cast(t, _dt.float32)
@@ -335,20 +352,22 @@ def _prod_vjp(g: Tensor, x: Tensor, *, out: Tensor, axis: tuple[int, ...], keep_
     flat = reshape(xt, lead + (n,))
     others = _exclusive_cumprod(flat, False) * _exclusive_cumprod(flat, True)
     gk = reshape(g, lead + (1,))
-    grad = reshape(others * gk, xt.shape)
+    grad = reshape(conjugate(others) * gk, xt.shape)
     inv = tuple(int(i) for i in np.argsort(perm))
     return transpose(grad, inv)
 
 
 def _prod_impl(xp: Any, x: Any, *, axis: tuple[int, ...], keep_dims: bool) -> Any:
-    dtype = None if x.dtype.kind == "f" else np.int64
+    dtype = None if x.dtype.kind in "fc" else np.int64
     return xp.prod(x, axis=axis, keepdims=keep_dims, dtype=dtype)
 
 
 reduce_prod_p = Primitive(
     "reduce_prod",
     "reduce",
-    _reduce_abstract("prod", lambda d: d if d.category == 2 else _dt.int64, nonempty=False),
+    _reduce_abstract(
+        "prod", lambda d: d if d.category >= 2 else _dt.int64, nonempty=False, complex_ok=True
+    ),
     impl=_prod_impl,
     vjp=_prod_vjp,
 )
@@ -474,6 +493,8 @@ def norm(
 def _moments(op: str, x: Any, axis: Any, ddof: int, keep: bool, arg: str) -> tuple[Tensor, Tensor]:
     t = _tensor(op, arg, x)
     _numeric(op, arg, t)
+    if t.dtype.category == 3:
+        _no_complex(op, arg, t.dtype)
     if t.dtype.category != 2:
         t = cast(t, _dt.float32)
     axes = normalize_axes(op, axis, t.ndim)
@@ -558,14 +579,14 @@ def any(x: Tensor, axis: Any = (), keep_dims: bool = False) -> Tensor:  # noqa: 
 
 def _cum_abstract(name: str, int64: bool = True) -> Any:
     def abstract(x: ShapedArray, *, axis: int, **params: Any) -> ShapedArray:
-        dt = x.dtype if x.dtype.category == 2 or not int64 else _dt.int64
+        dt = x.dtype if x.dtype.category >= 2 or not int64 else _dt.int64
         return ShapedArray(x.shape, dt)
 
     return abstract
 
 
 def _xp_cumsum(xp: Any, x: Any, *, axis: int, reverse: bool) -> Any:
-    dtype = None if x.dtype.kind == "f" else np.int64
+    dtype = None if x.dtype.kind in "fc" else np.int64
     if reverse:
         return xp.flip(xp.cumsum(xp.flip(x, axis), axis=axis, dtype=dtype), axis)
     return xp.cumsum(x, axis=axis, dtype=dtype)
@@ -588,7 +609,7 @@ cumsum_p: Primitive = Primitive(
 
 
 def _xp_cumprod(xp: Any, x: Any, *, axis: int) -> Any:
-    return xp.cumprod(x, axis=axis, dtype=None if x.dtype.kind == "f" else np.int64)
+    return xp.cumprod(x, axis=axis, dtype=None if x.dtype.kind in "fc" else np.int64)
 
 
 def _cpu_cumprod(xp: Any, x: Any, *, axis: int) -> Any:
@@ -643,7 +664,8 @@ cumprod_p = Primitive(
     _cum_abstract("cumprod"),
     impl=_xp_cumprod,
     cpu=_cpu_cumprod,
-    vjp=lambda g, x, *, out, axis: cumprod_grad_p.bind(g, x, axis=axis),
+    # complex: conj(J^T conj(g)), the conjugate convention through the same recurrence
+    vjp=lambda g, x, *, out, axis: conjugate(cumprod_grad_p.bind(conjugate(g), x, axis=axis)),
 )
 
 
@@ -683,8 +705,10 @@ def cumprod(x: Tensor, axis: int, dtype: Any = None) -> Tensor:
 
 
 def _cumextreme_abstract(x: ShapedArray, *, axis: int, want_max: bool) -> tuple[ShapedArray, ...]:
-    if x.dtype.category == 0:
+    if x.dtype.category in (0, 3):
         name = "cummax" if want_max else "cummin"
+        if x.dtype.category == 3:
+            _no_complex(name, "x", x.dtype)
         raise TypeError(f"{name}: argument 'x' expected a numeric dtype, got {x.dtype}")
     return ShapedArray(x.shape, x.dtype), ShapedArray(x.shape, _dt.int64)
 

@@ -24,6 +24,8 @@ def _work_dtype(dtype: np.dtype) -> np.dtype:
     has no float16 arithmetic, and one integer specialization keeps compile time low)."""
     if dtype.kind == "f":
         return np.dtype(np.float32) if dtype.itemsize <= 4 else np.dtype(np.float64)
+    if dtype.kind == "c":  # complex64/complex128 run as they are (cumsum, cumprod)
+        return dtype
     return np.dtype(np.int64)
 
 
@@ -102,7 +104,7 @@ def _cumprod_grad_kernel(g: Any, x: Any, out: Any) -> None:  # pragma: no cover 
 
 
 def _out_dtype(dtype: np.dtype) -> np.dtype:
-    return dtype if dtype.kind == "f" else np.dtype(np.int64)
+    return dtype if dtype.kind in "fc" else np.dtype(np.int64)
 
 
 # ---- public wrappers (validate, allocate, reshape) ----------------------------------------

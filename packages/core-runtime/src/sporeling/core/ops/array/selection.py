@@ -135,6 +135,9 @@ def sort(input_x: Tensor, axis: int = -1, descending: bool = False) -> tuple[Ten
     [[1.0, 2.0, 3.0], [1, 0, 2]]
     """
     x = _tensor("sort", "input_x", input_x)
+    if x.dtype.category == 3:
+        msg = "a real Tensor (complex numbers have no order)"
+        raise op_error("sort", "input_x", x, msg, TypeError)
     if x.ndim == 0:
         raise op_error("sort", "input_x", x, "a tensor with at least 1 dimension")
     ax = check_axis("sort", axis, x.ndim)

@@ -10,6 +10,7 @@ from .._core import as_tensor
 from .._elementwise import (
     unary_op,
 )
+from ..complex_numbers import complex_abs_p
 
 __all__ = [
     "abs",
@@ -45,12 +46,16 @@ trunc_p = unary_op(
 
 
 def abs(x: Any) -> Tensor:  # noqa: A001 - MindSpore's name
-    """Elementwise absolute value (gradient ``sign(x)``, 0 at 0).
+    """Elementwise absolute value (gradient ``sign(x)``, 0 at 0); the modulus, a real
+    tensor, for a complex one (:func:`complex_abs`).
 
     >>> abs(Tensor([-1.5, 2.0])).tolist()
     [1.5, 2.0]
     """
-    return abs_p.bind(as_tensor(x, "abs", "x"))
+    t = as_tensor(x, "abs", "x")
+    if t.dtype.category == 3:
+        return complex_abs_p.bind(t)
+    return abs_p.bind(t)
 
 
 def absolute(x: Any) -> Tensor:

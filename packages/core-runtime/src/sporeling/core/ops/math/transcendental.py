@@ -12,6 +12,7 @@ from .._elementwise import (
     sqrt,
     unary_op,
 )
+from ..complex_numbers import conjugate
 from ._common import _LN2, _quiet
 
 __all__ = [
@@ -52,8 +53,14 @@ asinh_p = unary_op(
 )
 atan_p = unary_op("atan", "arctan", vjp=lambda g, x, *, out: g / (x * x + 1), scalar="atan(x)")
 atanh_p = unary_op("atanh", "arctanh", vjp=lambda g, x, *, out: g / (1 - x * x), scalar="atanh(x)")
-sin_p = unary_op("sin", vjp=lambda g, x, *, out: g * cos(x), scalar="sin(x)", ufunc=True)
-cos_p = unary_op("cos", vjp=lambda g, x, *, out: neg(g * sin(x)), scalar="cos(x)", ufunc=True)
+sin_p = unary_op(
+    "sin", family="inexact", vjp=lambda g, x, *, out: g * conjugate(cos(x)), scalar="sin(x)",
+    ufunc=True,
+)  # fmt: skip
+cos_p = unary_op(
+    "cos", family="inexact", vjp=lambda g, x, *, out: neg(g * conjugate(sin(x))), scalar="cos(x)",
+    ufunc=True,
+)  # fmt: skip
 tan_p = unary_op("tan", vjp=lambda g, x, *, out: g * (out * out + 1), scalar="sin(x) / cos(x)")
 sinh_p = unary_op("sinh", vjp=lambda g, x, *, out: g * cosh(x), scalar="(exp(x) - exp(-x)) / 2")
 cosh_p = unary_op("cosh", vjp=lambda g, x, *, out: g * sinh(x), scalar="(exp(x) + exp(-x)) / 2")
