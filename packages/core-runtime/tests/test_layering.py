@@ -25,21 +25,10 @@ from _import_graph import (
 SRC = Path(__file__).resolve().parents[1] / "src" / "sporeling" / "core"
 C = "sporeling.core."
 
-#: upward imports not yet replaced by hooks: (importer, imported) -> what it is for
-KNOWN_UPWARD = {
-    # still imported by nn: micro-batch interleave, pipeline stages, synchronised batch norm
-    # (the gradient reducer, optimizer sharding, semi-auto gradients, Model's parallel mode
-    # and Primitive.shard go through sporeling.core._hooks, filled by parallel)
-    (C + "nn.layers.micro_batch", C + "communication.management"): "micro-batch interleave",
-    (C + "nn.layers.micro_batch", C + "communication.overlap"): "micro-batch interleave",
-    (C + "nn.layers.micro_batch", C + "parallel.interleave"): "micro-batch interleave",
-    (C + "nn.layers.pipeline_cell", C + "communication"): "pipeline stages",
-    (C + "nn.layers.pipeline_cell", C + "communication.management"): "pipeline stages",
-    (C + "nn.layers.pipeline_cell", C + "compiler.graph"): "pipeline stages",
-    (C + "nn.layers.pipeline_cell", C + "parallel.context"): "pipeline stages",
-    (C + "nn.layers.pipeline_cell", C + "parallel.pipeline"): "pipeline stages",
-    (C + "nn.layers.sync_batch_norm", C + "communication"): "SyncBatchNorm all-reduce",
-}
+#: upward imports not yet replaced by hooks: (importer, imported) -> what it is for. Empty:
+#: every lower layer reaches a higher one through sporeling.core._hooks (or the higher one
+#: installs into it, as ops does the Tensor methods); keep it empty.
+KNOWN_UPWARD: dict[tuple[str, str], str] = {}
 
 #: folders whose modules are still held in one import cycle (lazy imports included)
 KNOWN_CYCLE_FOLDERS = {

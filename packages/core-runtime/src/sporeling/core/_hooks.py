@@ -53,6 +53,15 @@ class ParallelHooks(Hooks):
         "auto_data_parallel_active",  # () -> bool
         "reduce_weight_gradients",  # (grads) -> grads
         "sharded_primitive",  # (MindSpore primitive name) -> class or None
+        # nn's parallel layers: SyncBatchNorm (filled by communication), the micro-batch
+        # interleave and the pipeline over ranks
+        "sync_group",  # (process_groups) -> group name or None
+        "all_reduce",  # (tensor, group=...) -> tensor summed over the group
+        "event_log",  # () -> a fresh communication.overlap.EventLog
+        "interleave_threads",  # () -> whether the copies may take turns on threads
+        "interleaved_call",  # (network, inputs, n, threads, events) -> summed outputs
+        "pipeline_layout",  # (pipeline cell) -> (plan, stage, peers, dp_group)
+        "pipeline_run",  # (pipeline cell, parts, plan, stage, peers, dp_group) -> loss
     )
 
     def __init__(self) -> None:

@@ -20,3 +20,9 @@ from . import collectives as _collectives  # noqa: E402
 for _name in ("AllReduce", "AllGather", "ReduceScatter", "Broadcast", "AlltoAll", "Send",
               "Receive", "ReduceOp"):  # fmt: skip
     setattr(_ops, _name, getattr(_collectives, _name))
+
+# nn.SyncBatchNorm (a lower layer) reaches its group and the all-reduce through these slots
+from .. import _hooks  # noqa: E402
+from ._sync_bn import sync_group as _sync_group  # noqa: E402
+
+_hooks.parallel.register(sync_group=_sync_group, all_reduce=_collectives.all_reduce)

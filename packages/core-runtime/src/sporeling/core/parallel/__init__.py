@@ -7,6 +7,7 @@ backward) and optimizer parallelism (sharded optimizer state and update) live he
 
 from .. import _hooks
 from .. import context as _context
+from ..communication.overlap import EventLog as _EventLog
 from .context import (
     ParallelMode,
     get_auto_parallel_context,
@@ -15,8 +16,12 @@ from .context import (
 )
 from .data_parallel import DistributedGradReducer
 from .data_parallel import grad_reducer_for as _grad_reducer_for
+from .interleave import interleave_threads as _interleave_threads
+from .interleave import interleaved_call as _interleaved_call
 from .optimizer_parallel import parallel_optimizer_enabled as _optimizer_enabled
 from .optimizer_parallel import sharded_update as _sharded_update
+from .pipeline_cell import pipeline_layout as _pipeline_layout
+from .pipeline_cell import pipeline_run as _pipeline_run
 from .semi_auto import auto_data_parallel_active as _auto_dp_active
 from .semi_auto import reduce_weight_gradients as _reduce_weight_gradients
 
@@ -46,6 +51,11 @@ _hooks.parallel.register(
     auto_data_parallel_active=_auto_dp_active,
     reduce_weight_gradients=_reduce_weight_gradients,
     sharded_primitive=_sharded_primitive,
+    event_log=_EventLog,
+    interleave_threads=_interleave_threads,
+    interleaved_call=_interleaved_call,
+    pipeline_layout=_pipeline_layout,
+    pipeline_run=_pipeline_run,
 )
 # MindSpore 1.8 scripts write context.set_auto_parallel_context(...), context.ParallelMode
 for _name in __all__[:4]:

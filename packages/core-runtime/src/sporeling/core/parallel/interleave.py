@@ -17,15 +17,17 @@ gradient-ready hooks: a data-parallel reducer sees each parameter's summed gradi
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from .._primitive import Primitive, ShapedArray
 from ..autograd.tape import GradMode, backward
+from ..communication import management
 from ..communication.overlap import CopyScheduler, EventLog
 from ..dtype import from_numpy
 from ..tensor import Tensor
 
-__all__ = ["interleaved_call", "interleaved_p"]
+__all__ = ["interleaved_call", "interleaved_p", "interleave_threads"]
 
 
 def _flatten(obj: Any, leaves: list[Any]) -> Any:
@@ -206,3 +208,27 @@ def interleaved_call(
     node_inputs = [inputs[i] for i in diff] + params
     results = interleaved_p.bind(*node_inputs, run=run)
     return _unflatten(spec, iter(results))
+
+
+def interleave_threads() -> bool:
+    """Take turns on threads when the world has several processes and MPI allows calls
+    from several threads (else warn once and run the copies one after the other)."""
+    world = management._State.world
+    if not (management.GlobalComm.INITED and world is not None and world.size > 1):
+        return False
+    if management.thread_support("serialized"):
+        return True
+    global _WARNED
+    if not _WARNED:
+        _WARNED = True
+        warnings.warn(
+            "MicroBatchInterleaved: MPI was started without MPI_THREAD_SERIALIZED support, so "
+            "the copies run one after the other (no overlap of their communication); leave "
+            "mpi4py.rc.thread_level at 'multiple' to overlap them",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return False
+
+
+_WARNED = False

@@ -38,10 +38,9 @@ copies run one after the other on the caller's tape, as plain ops.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
-from ... import ops
+from ... import _hooks, ops
 from ...tensor import Tensor
 from ..cell import Cell
 from ._utils import arg_error, check_int
@@ -64,32 +63,6 @@ def _eager_outermost() -> bool:
     return isinstance(current_interpreter(), EagerInterpreter) and functional._DEPTH[0] <= 1
 
 
-def _auto_threads() -> bool:
-    """Take turns on threads when the world has several processes and MPI allows calls
-    from several threads (else warn once and run the copies one after the other)."""
-    from ...communication import management
-
-    world = management._State.world
-    if not (management.GlobalComm.INITED and world is not None and world.size > 1):
-        return False
-    if management.thread_support("serialized"):
-        return True
-    global _WARNED
-    if not _WARNED:
-        _WARNED = True
-        warnings.warn(
-            "MicroBatchInterleaved: MPI was started without MPI_THREAD_SERIALIZED support, so "
-            "the copies run one after the other (no overlap of their communication); leave "
-            "mpi4py.rc.thread_level at 'multiple' to overlap them",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-    return False
-
-
-_WARNED = False
-
-
 class MicroBatchInterleaved(Cell):
     """Run ``network`` on ``interleave_num`` slices of the batch and sum the outputs."""
 
@@ -102,9 +75,7 @@ class MicroBatchInterleaved(Cell):
             "MicroBatchInterleaved", "interleave_num", interleave_num, 1
         )
         self.overlap: bool | None = None
-        from ...communication.overlap import EventLog
-
-        self.events = EventLog()
+        self.events = _hooks.parallel.event_log()
 
     def construct(self, *inputs: Any) -> Any:
         n = self.interleave_num
@@ -128,11 +99,10 @@ class MicroBatchInterleaved(Cell):
             )
         if not _eager_outermost():
             return self._on_caller_tape(inputs)
-        from ...parallel.interleave import interleaved_call
-
-        threads = _auto_threads() if self.overlap is None else bool(self.overlap)
+        hooks = _hooks.parallel  # the engine lives in the parallel layer
+        threads = hooks.interleave_threads() if self.overlap is None else bool(self.overlap)
         self.events.clear()
-        return interleaved_call(self.network, inputs, n, threads, self.events)
+        return hooks.interleaved_call(self.network, inputs, n, threads, self.events)
 
     def _on_caller_tape(self, inputs: tuple[Any, ...]) -> Any:
         """The copies one after the other as plain ops (graph tracing, higher order)."""

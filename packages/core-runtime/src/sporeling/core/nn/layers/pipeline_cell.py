@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import context as _context
-from ...parallel.context import get_auto_parallel_context
+from ... import _hooks
 from ...tensor import Tensor
 from ..cell import Cell
 from ._utils import arg_error, check_int
@@ -34,7 +33,7 @@ __all__ = ["PipelineCell"]
 
 
 def _stages() -> int:
-    return get_auto_parallel_context("pipeline_stages")
+    return _hooks.parallel.get_auto_parallel_context("pipeline_stages")
 
 
 class PipelineCell(Cell):
@@ -54,46 +53,9 @@ class PipelineCell(Cell):
         """``(plan, stage, peers, dp_group)`` when a pipeline over ranks is configured
         (``peers[s]``: the rank running stage ``s`` on this rank's data; ``dp_group``: the
         ranks of this stage, when several share it), else ``None``."""
-        stages = _stages()
-        if stages == 1:
+        if _stages() == 1:
             return None
-        from ...communication import create_group, get_group_size, get_rank
-        from ...communication.management import GlobalComm, _State
-        from ...parallel.pipeline import StagePlan
-
-        if not GlobalComm.INITED:
-            raise RuntimeError(
-                f"PipelineCell: pipeline_stages={stages} needs {stages} processes: start the "
-                "script with `sporeling launch -n N` and call communication.init() first"
-            )
-        mode = get_auto_parallel_context("parallel_mode")
-        if mode in ("data_parallel", "hybrid_parallel"):
-            raise ValueError(
-                f"PipelineCell: parallel_mode={mode!r} with pipeline_stages={stages}: expected "
-                "'semi_auto_parallel', 'auto_parallel' or 'stand_alone' (data parallelism "
-                "inside a stage comes from running more processes than stages)"
-            )
-        size = get_group_size()
-        if size % stages:
-            raise ValueError(
-                f"PipelineCell: set_auto_parallel_context(pipeline_stages={stages}) expected a "
-                f"divisor of the number of processes in the job ({size}); each stage runs on "
-                "processes / pipeline_stages ranks"
-            )
-        key = (stages, id(self.network))
-        cached = self.__dict__.get("_plan")
-        if cached is None or cached[0] != key:
-            cached = (key, StagePlan(self.network, stages))
-            object.__setattr__(self, "_plan", cached)
-        per, rank = size // stages, get_rank()
-        stage, column = rank // per, rank % per  # MindSpore's layout: stage-major ranks
-        peers = [s * per + column for s in range(stages)]
-        group = None
-        if per > 1:
-            group = f"pipeline_stage{stage}_of_{stages}x{per}"
-            if group not in _State.groups:
-                create_group(group, [stage * per + c for c in range(per)])
-        return cached[1], stage, peers, group
+        return _hooks.parallel.pipeline_layout(self)  # the parallel layer's stage plan
 
     def trainable_params(self, recurse: bool = True) -> list[Any]:
         """This rank's stage's trainable parameters under a pipeline, else all of them."""
@@ -147,57 +109,4 @@ class PipelineCell(Cell):
     def _pipeline(
         self, parts: list[tuple[Any, ...]], plan: Any, rank: int, peers: list[int], group: Any
     ) -> Tensor:
-        from ..._eager import EagerInterpreter
-        from ..._primitive import current_interpreter
-        from ...autograd import functional
-        from ...autograd.tape import GradMode
-        from ...compiler.graph import TracingError
-        from ...parallel.pipeline import PipelineEngine, _Run, pipeline_p
-
-        if not isinstance(current_interpreter(), EagerInterpreter):
-            # GRAPH_MODE: the outermost cell catches this and runs eagerly (with a warning)
-            raise TracingError(
-                "PipelineCell: a pipeline over ranks runs eagerly (its stages exchange MPI "
-                "messages) and cannot be compiled"
-            )
-        if functional._DEPTH[0] > 1:
-            raise RuntimeError(
-                "PipelineCell: higher-order gradients (grad of grad) through a pipeline over "
-                "ranks are not supported; the schedule gives first-order gradients"
-            )
-        train = bool(GradMode.enabled)
-        mode = _context._SETTINGS["mode"]
-        _context._SETTINGS["mode"] = _context.PYNATIVE_MODE  # the stages' cells run eagerly
-        try:
-            engine = PipelineEngine(self.network, plan, rank, train, peers)
-            loss = engine.run(parts, self.schedule)
-        finally:
-            _context._SETTINGS["mode"] = mode
-        self.last_order = engine.order
-        loss_data, grads = engine.loss_data, engine.param_grads()
-        if group is not None:  # data parallel inside the stage: sum (or average) over its ranks
-            loss_data, grads = _reduce_over(group, loss_data, grads, engine.params)
-            loss = Tensor(loss_data)
-        if not engine.params:
-            return loss
-        run = _Run(loss_data, grads)
-        return pipeline_p.bind(*engine.params, run=run)
-
-
-def _reduce_over(
-    group: str, loss: Any, grads: list[Any], params: list[Any]
-) -> tuple[Any, list[Any]]:
-    """The loss and gradients summed over the stage's data-parallel ranks (averaged with
-    ``gradients_mean``); a parameter without a gradient here takes part with zeros."""
-    import numpy as np
-
-    from ...communication.management import get_group
-
-    g = get_group(group, "PipelineCell")
-    scale = 1.0 / g.size if get_auto_parallel_context("gradients_mean") else 1.0
-    loss = np.asarray(g.allreduce(np.asarray(loss)) * scale, np.asarray(loss).dtype)
-    out = []
-    for t, p in zip(grads, params, strict=True):
-        data = np.zeros(p.shape, p.asnumpy().dtype) if t is None else t.asnumpy()
-        out.append(Tensor(np.asarray(g.allreduce(data) * scale, data.dtype)))
-    return loss, out
+        return _hooks.parallel.pipeline_run(self, parts, plan, rank, peers, group)

@@ -15,54 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import ops
+from ... import _hooks, ops
 from ...tensor import Tensor
 from .normalization import _BatchNorm
 
 __all__ = ["SyncBatchNorm"]
-
-
-def _comm_group(process_groups: Any) -> str | None:
-    """The group name to all-reduce over, or None when there is nothing to sync with."""
-    from ... import communication as comm
-
-    if not comm.GlobalComm.INITED:
-        if process_groups is not None:
-            _check_groups(process_groups, None)
-        return None
-    world = comm.get_group_size()
-    if process_groups is None:
-        return comm.GlobalComm.WORLD_COMM_GROUP if world > 1 else None
-    _check_groups(process_groups, world)
-    me = comm.get_rank()
-    for i, ranks in enumerate(process_groups):
-        if me in ranks:
-            if len(ranks) == 1:
-                return None
-            name = f"sync_bn_group{i}"
-            try:
-                comm.get_group_size(name)
-            except ValueError:
-                comm.create_group(name, list(ranks))
-            return name
-    raise ValueError(
-        f"SyncBatchNorm: argument 'process_groups' {process_groups!r} does not hold this "
-        f"process's rank {me}; expected every rank in exactly one list"
-    )
-
-
-def _check_groups(groups: Any, world: int | None) -> None:
-    ok = isinstance(groups, (list, tuple)) and all(
-        isinstance(g, (list, tuple)) and g and all(isinstance(r, int) and r >= 0 for r in g)
-        for g in groups
-    )
-    flat = [r for g in groups for r in g] if ok else []
-    ok = ok and len(flat) == len(set(flat)) and (world is None or all(r < world for r in flat))
-    if not ok:
-        raise ValueError(
-            "SyncBatchNorm: argument 'process_groups' expected a list of disjoint lists of "
-            f"world ranks{'' if world is None else f' in [0, {world})'}, got {groups!r}"
-        )
 
 
 class SyncBatchNorm(_BatchNorm):
@@ -104,7 +61,7 @@ class SyncBatchNorm(_BatchNorm):
             ("NCHW",),
         )
         self.process_groups = process_groups
-        self.group = _comm_group(process_groups)
+        self.group = _hooks.parallel.sync_group(process_groups)  # filled by communication
 
     def construct(self, x: Tensor) -> Tensor:
         use_batch = (
@@ -112,12 +69,10 @@ class SyncBatchNorm(_BatchNorm):
         )
         if self.group is None or not use_batch:
             return super().construct(x)
-        from ... import communication as comm
-
-        return _synced(self, x, comm)
+        return _synced(self, x, _hooks.parallel.all_reduce)
 
 
-def _synced(bn: SyncBatchNorm, x: Tensor, comm: Any) -> Tensor:
+def _synced(bn: SyncBatchNorm, x: Tensor, all_reduce: Any) -> Tensor:
     from ._utils import check_channels, check_input
 
     x = check_input(bn.cls_name, x, bn._ndims, bn._layout)
@@ -127,10 +82,10 @@ def _synced(bn: SyncBatchNorm, x: Tensor, comm: Any) -> Tensor:
     local = 1
     for a in axes:
         local *= x.shape[a]
-    count = comm.all_reduce(ops.cast(Tensor(float(local)), x.dtype), group=bn.group)
-    mean = comm.all_reduce(ops.reduce_sum(x, axes), group=bn.group) / count
+    count = all_reduce(ops.cast(Tensor(float(local)), x.dtype), group=bn.group)
+    mean = all_reduce(ops.reduce_sum(x, axes), group=bn.group) / count
     centred = x - ops.reshape(mean, shape)
-    var = comm.all_reduce(ops.reduce_sum(centred * centred, axes), group=bn.group) / count
+    var = all_reduce(ops.reduce_sum(centred * centred, axes), group=bn.group) / count
     y = centred * ops.reshape(ops.rsqrt(var + bn.eps), shape)
     y = y * ops.reshape(bn.gamma, shape) + ops.reshape(bn.beta, shape)
     m = bn.momentum
