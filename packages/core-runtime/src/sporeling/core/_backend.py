@@ -9,12 +9,31 @@ on machines without a GPU. Only CuPy-specific kernels then remain for a real GPU
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 import numpy
 
-__all__ = ["Device", "CPU", "get_device", "device_of", "gpu_available", "require_cupy"]
+__all__ = [
+    "Device",
+    "CPU",
+    "get_device",
+    "device_of",
+    "gpu_available",
+    "require_cupy",
+    "is_host",
+    "scatter_at",
+]
+
+
+def _cpu_target() -> str:
+    return "CPU"
+
+
+#: the context's ``device_target`` (where tensors go when no device is given); context.py
+#: points this at its setting when it is imported (it imports this module, not the reverse)
+default_target: Callable[[], str] = _cpu_target
 
 
 class Device:
@@ -91,9 +110,7 @@ def get_device(target: str | Device | None) -> Device:
     if isinstance(target, Device):
         return target
     if target is None:
-        from .context import get_context
-
-        target = get_context("device_target")
+        target = default_target()
     name = str(target).upper()
     if name == "CPU":
         return CPU
@@ -107,3 +124,29 @@ def device_of(array: Any) -> Device:
     if isinstance(array, numpy.ndarray) or numpy.isscalar(array):
         return CPU
     return gpu_device()
+
+
+def is_host(xp: Any) -> bool:
+    """True when ``xp`` is NumPy: arrays in host memory (the CPU, or the GPU stand-in), where
+    the CPU kernels (Numba, BLAS) and NumPy-only functions apply; False for CuPy."""
+    return xp is numpy
+
+
+_UFUNCS = {"add": numpy.add, "sub": numpy.subtract, "max": numpy.maximum, "min": numpy.minimum}
+
+
+def scatter_at(xp: Any, op: str, out: Any, where: Any, values: Any) -> None:
+    """Unbuffered ``out[where] (op)= values`` in place, every repeated index counting: NumPy's
+    ``ufunc.at`` or CuPy's ``cupyx.scatter_add/max/min``; ``op`` is "add", "sub", "max" or
+    "min". CuPy raises TypeError/ValueError for a dtype it cannot scatter."""
+    if op not in _UFUNCS:
+        raise ValueError(f"scatter_at: argument 'op' expected one of {sorted(_UFUNCS)}, got {op!r}")
+    if is_host(xp):
+        _UFUNCS[op].at(out, where, values)
+        return
+    import cupyx  # pragma: no cover - needs CuPy
+
+    if op in ("add", "sub"):  # pragma: no cover - needs CuPy
+        cupyx.scatter_add(out, where, values if op == "add" else -values)
+    else:  # pragma: no cover - needs CuPy
+        getattr(cupyx, f"scatter_{op}")(out, where, values)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import _backend
 from . import _context_keys as _keys
 
 __all__ = ["set_context", "get_context", "GRAPH_MODE", "PYNATIVE_MODE"]
@@ -18,6 +19,7 @@ _SETTINGS: dict[str, Any] = {
     "enable_graph_kernel": False,  # MindSpore's default: no kernel fusion unless asked for
     "seed": None,
 }
+_backend.default_target = lambda: _SETTINGS["device_target"]  # get_device(None) reads it
 
 
 def set_context(**kwargs: Any) -> None:
@@ -36,9 +38,7 @@ def set_context(**kwargs: Any) -> None:
                 f"set_context: unknown setting {key!r}; known settings are {sorted(_SETTINGS)}"
             )
         if key == "device_target":
-            from ._backend import get_device
-
-            value = get_device(value).name  # validates and, for GPU, imports CuPy
+            value = _backend.get_device(value).name  # validates and, for GPU, imports CuPy
         if key == "mode" and value not in (GRAPH_MODE, PYNATIVE_MODE):
             raise ValueError(
                 f"set_context: mode must be GRAPH_MODE (0) or PYNATIVE_MODE (1), got {value!r}"

@@ -16,9 +16,6 @@ import numpy as np
 from . import dtype as _dt
 from ._backend import CPU, Device, device_of, get_device
 
-if TYPE_CHECKING:
-    from .autograd.tape import Node
-
 __all__ = ["Tensor", "Parameter"]
 
 
@@ -61,7 +58,7 @@ class Tensor:
     __slots__ = ("_data", "_device", "_node", "_index", "_requires_grad", "grad", "__weakref__")
     _data: Any  # numpy.ndarray or cupy.ndarray
     _device: Device
-    _node: Node | None  # the tape node that produced this tensor
+    _node: Any  # the tape node (autograd.tape.Node) that produced this tensor, or None
     _index: int  # which output of that node
     _requires_grad: bool
     grad: Tensor | None
@@ -136,7 +133,8 @@ class Tensor:
         t.grad = None
         return t
 
-    if TYPE_CHECKING:  # attached at import time by ops._tensor_methods.install()
+    # attached at import time: backward by autograd.tape, the rest by ops._tensor_methods
+    if TYPE_CHECKING:
         T: Tensor
 
         def __add__(self, other: Any) -> Tensor: ...
@@ -160,6 +158,7 @@ class Tensor:
         def __getitem__(self, index: Any) -> Tensor: ...
         def __setitem__(self, index: Any, value: Any) -> None: ...
         def __getattr__(self, name: str) -> Any: ...
+        def backward(self, gradient: Any = None, retain_graph: bool = True) -> None: ...
         def to(self, device: str | Device) -> Tensor: ...  # this tensor on another device
         def move_to(self, device: str | Device) -> Tensor: ...
 
@@ -284,17 +283,6 @@ class Tensor:
         out = Tensor._wrap(self._data.copy(), self._device)
         out._requires_grad = self._requires_grad
         return out
-
-    # ---- autograd -----------------------------------------------------------------
-    def backward(self, gradient: Any = None, retain_graph: bool = True) -> None:
-        """Accumulate d(self)/d(leaf) into ``leaf.grad`` for every leaf needing gradients.
-
-        ``gradient`` defaults to ones (so a non-scalar output is summed, as MindSpore's
-        default sensitivity does).
-        """
-        from .autograd.tape import backward_into_leaves
-
-        backward_into_leaves(self, gradient)
 
     # In-place updates rebind this tensor to a new value; the old value stays in the graph.
     def _rebind(self, new: Tensor) -> Tensor:

@@ -238,3 +238,17 @@ def backward_into_leaves(output: Tensor, gradient: Any = None) -> None:
     found = backward([output], [ct], None, create_graph=False)
     for leaf, g in found.values():
         leaf.grad = g if leaf.grad is None else leaf.grad + g
+
+
+def _tensor_backward(self: Tensor, gradient: Any = None, retain_graph: bool = True) -> None:
+    """Accumulate d(self)/d(leaf) into ``leaf.grad`` for every leaf needing gradients.
+
+    ``gradient`` defaults to ones (so a non-scalar output is summed, as MindSpore's
+    default sensitivity does).
+    """
+    backward_into_leaves(self, gradient)
+
+
+# Tensor.backward, installed here: the Tensor class does not import the tape (which makes
+# Tensors)
+Tensor.backward = _tensor_backward  # type: ignore[method-assign]
