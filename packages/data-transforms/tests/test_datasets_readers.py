@@ -51,6 +51,40 @@ def test_mnist_usage_and_content(mnist_dir):
     assert [int(r[1]) for r in rows(every)] == [10, 11, 12, 0, 1, 2, 3, 4, 5, 6]  # test first
 
 
+def test_mnist_reads_gzipped_idx(tmp_path, mnist_dir):
+    """MNIST as published (``.gz``) reads as the uncompressed files; where both exist the
+    uncompressed one wins (MindSpore reads only those); a bad .gz names the file."""
+    import gzip
+
+    root, train, test = mnist_dir
+    packed = tmp_path / "packed"
+    packed.mkdir()
+    for name in ["train-images-idx3-ubyte", "train-labels-idx1-ubyte"]:
+        (packed / f"{name}.gz").write_bytes(gzip.compress((root / name).read_bytes()))
+    d = ds.MnistDataset(packed, usage="train", shuffle=False)
+    assert d.get_dataset_size() == 7
+    for got, want in zip(rows(d), rows(ds.MnistDataset(root, usage="train", shuffle=False))):
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1] and got[1].dtype == np.uint32
+    every = ds.MnistDataset(packed, shuffle=False)  # no t10k files: 'all' is the train part
+    assert [int(r[1]) for r in rows(every)] == list(range(7))
+    with pytest.raises(ValueError, match=r"t10k-images-idx3-ubyte and .*\.gz"):
+        ds.MnistDataset(packed, usage="test")
+    # both forms present: the uncompressed file is read
+    other = np.full_like(train, 9)
+    write_idx(packed / "train-images-idx3-ubyte", other)
+    np.testing.assert_array_equal(rows(ds.MnistDataset(packed, usage="train"))[0][0], 9)
+    (packed / "train-images-idx3-ubyte").unlink()
+    # a truncated payload and a file that is not gzip
+    blob = (root / "train-images-idx3-ubyte").read_bytes()
+    (packed / "train-images-idx3-ubyte.gz").write_bytes(gzip.compress(blob[:-5]))
+    with pytest.raises(ValueError, match="promises .* decompressed file has"):
+        ds.MnistDataset(packed, usage="train")
+    (packed / "train-images-idx3-ubyte.gz").write_bytes(blob)
+    with pytest.raises(ValueError, match="train-images-idx3-ubyte.gz: not a readable gzip"):
+        ds.MnistDataset(packed, usage="train")
+
+
 def test_mnist_shuffle_num_samples(mnist_dir):
     root, *_ = mnist_dir
     ds.config.set_seed(3)

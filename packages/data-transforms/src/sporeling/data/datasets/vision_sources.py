@@ -194,30 +194,61 @@ _IDX_TYPES: dict[int, Any] = {
 }
 
 
-def read_idx(path: Path) -> np.ndarray:
-    """An idx file (the MNIST format) as a read-only memory-mapped array, checked."""
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        head = f.read(4)
-        if len(head) < 4 or head[0] != 0 or head[1] != 0 or head[2] not in _IDX_TYPES:
-            raise ValueError(f"{path}: not an idx file (magic bytes {head.hex()})")
-        ndim = head[3]
-        dims = np.frombuffer(f.read(4 * ndim), dtype=">u4").astype(np.int64)
-    if len(dims) != ndim:
+def _idx_header(path: Path, head: bytes, dims_bytes: bytes) -> tuple[np.dtype, tuple[int, ...]]:
+    if len(head) < 4 or head[0] != 0 or head[1] != 0 or head[2] not in _IDX_TYPES:
+        raise ValueError(f"{path}: not an idx file (magic bytes {head.hex()})")
+    dims = np.frombuffer(dims_bytes, dtype=">u4").astype(np.int64)
+    if len(dims) != head[3]:
         raise ValueError(f"{path}: truncated idx header")
-    dtype = np.dtype(_IDX_TYPES[head[2]])
+    return np.dtype(_IDX_TYPES[head[2]]), tuple(int(d) for d in dims)
+
+
+def read_idx(path: Path) -> np.ndarray:
+    """An idx file (the MNIST format), checked: a read-only memory map, or for a ``.gz`` file
+    (MNIST's published form) a read-only array of its decompressed bytes."""
+    gz = path.suffix == ".gz"
+    if gz:
+        import gzip
+
+        try:
+            with gzip.open(path, "rb") as f:
+                data = f.read()
+        except (OSError, EOFError) as e:
+            raise ValueError(f"{path}: not a readable gzip file ({e})") from None
+        size = len(data)
+    else:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            data = f.read(4)
+            data += f.read(4 * data[3]) if len(data) == 4 else b""
+    ndim = data[3] if len(data) >= 4 else 0
+    dtype, shape = _idx_header(path, data[:4], data[4 : 4 + 4 * ndim])
     offset = 4 + 4 * ndim
-    expected = offset + int(np.prod(dims)) * dtype.itemsize
+    expected = offset + int(np.prod(shape)) * dtype.itemsize
     if size != expected:
         raise ValueError(
-            f"{path}: idx header promises {expected} bytes for shape {dims.tolist()}, the file "
-            f"has {size}"
+            f"{path}: idx header promises {expected} bytes for shape {list(shape)}, the "
+            f"{'decompressed ' if gz else ''}file has {size}"
         )
-    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=tuple(dims))
+    if gz:
+        return np.frombuffer(data, dtype=dtype, offset=offset).reshape(shape)
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape)
+
+
+def idx_file(root: Path, name: str) -> Path | None:
+    """``root / name``, else its gzip'd ``name.gz``, else None (the uncompressed file wins,
+    as MindSpore reads only that one)."""
+    for candidate in (root / name, root / f"{name}.gz"):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 class MnistDataset(MappableSource):
     """MNIST idx files in ``dataset_dir``; columns ``image`` (28x28x1 uint8), ``label`` (uint32).
+
+    Beyond MindSpore (which reads only the uncompressed files): where a file is missing, its
+    gzip'd form as published (``train-images-idx3-ubyte.gz`` ...) is read instead.
 
     ``usage``: 'train' (train-images-idx3-ubyte, train-labels-idx1-ubyte), 'test' (t10k-*),
     'all' or None: test then train, as MindSpore orders them (it sorts the file names, and
@@ -248,12 +279,13 @@ class MnistDataset(MappableSource):
         images, labels = [], []
         for part in parts:
             img_name, lbl_name = self._FILES[part]
-            img_path, lbl_path = root / img_name, root / lbl_name
-            if not img_path.is_file() or not lbl_path.is_file():
+            img_path, lbl_path = idx_file(root, img_name), idx_file(root, lbl_name)
+            if img_path is None or lbl_path is None:
                 if usage == "all":
                     continue
                 raise ValueError(
-                    f"{where}: usage={usage!r} needs {img_name} and {lbl_name} in {str(root)!r}"
+                    f"{where}: usage={usage!r} needs {img_name} and {lbl_name} (or their "
+                    f".gz) in {str(root)!r}"
                 )
             imgs, lbls = read_idx(img_path), read_idx(lbl_path)
             if imgs.ndim != 3 or lbls.ndim != 1 or len(imgs) != len(lbls):
