@@ -131,3 +131,32 @@ def test_nanogpt_initialisation_option():
     np.testing.assert_allclose(nano["other"], 0.02, rtol=0.1)
     np.testing.assert_allclose(nano["projection"], 0.02 / np.sqrt(8), rtol=0.1)
     assert len(nano["projection"]) == 8 and len(nano["other"]) == 16
+
+
+@pytest.mark.parametrize("mode", ["pynative", "graph"])
+def test_bias_false_freezes_zero_biases(mode):
+    """``bias=False`` (nanoGPT's default): the biases and betas are zero, not trained, and stay
+    zero through AdamW steps with weight decay; the matrices and gammas still train."""
+    import sporeling.core as ms
+    from sporeling.core import nn
+    from sporeling.transformer.runner import make_optimizer
+
+    ms.set_seed(0)
+    net = GPT(tiny(embedding_size=16, num_layers=2, param_init_type="float32", bias=False))
+    frozen = [p for p in net.get_parameters() if not p.requires_grad]
+    names = {p.name.rsplit(".", 1)[-1] for p in frozen}
+    # a block: q, k, v, attention and feed-forward projections, mapping; two norms
+    assert names == {"bias", "beta"} and len(frozen) == 2 * (6 + 2) + 1
+    before = {p.name: p.asnumpy().copy() for p in net.trainable_params()}
+    opt = make_optimizer(net, {"learning_rate": 1e-2, "weight_decay": 0.1}, 3)
+    step = nn.TrainOneStepCell(GPTWithLoss(net), opt)
+    x = Tensor(np.random.default_rng(0).integers(0, 23, (3, 13)).astype(np.int32))
+    ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
+    try:
+        for _ in range(3):
+            step(x)
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+    for p in frozen:
+        assert not np.any(p.asnumpy())
+    assert all(not np.allclose(p.asnumpy(), before[p.name]) for p in net.trainable_params())

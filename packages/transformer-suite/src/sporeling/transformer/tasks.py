@@ -1,16 +1,14 @@
-"""Data for the T5 and ViT runs: the generated digit-reversal task and MNIST's idx files."""
+"""Data for the T5 runs: the generated digit-reversal task (MNIST for ViT: ``pipelines``)."""
 
 from __future__ import annotations
 
-import gzip
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from sporeling.core import Tensor
 
-__all__ = ["PAD", "EOS", "DIGIT0", "reverse_digits", "ReverseDigits", "read_idx", "load_mnist"]
+__all__ = ["PAD", "EOS", "DIGIT0", "reverse_digits", "ReverseDigits"]
 
 PAD, EOS, DIGIT0 = 0, 1, 2  # digits 0-9 are tokens 2..11
 
@@ -69,36 +67,3 @@ class _Epochs:
         for _ in range(ds.steps):
             arrays = reverse_digits(rng, ds.batch, ds.length)
             yield [a if self.output_numpy else Tensor(a) for a in arrays]
-
-
-def read_idx(path: str | Path) -> np.ndarray:
-    """An idx file (gzipped or not): big-endian header, then uint8 data."""
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    shape = [int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(shape)
-
-
-def load_mnist(folder: str | Path, holdout: int = 10000) -> tuple[np.ndarray, ...]:
-    """(train images, train labels, test images, test labels), images (N, 1, 28, 28)
-    normalised; without ``t10k-*`` files the last ``holdout`` training images are the test set."""
-    root = Path(folder)
-    if not (root / "train-images-idx3-ubyte.gz").exists():
-        raise FileNotFoundError(
-            f"data.path: {root} has no train-images-idx3-ubyte.gz (an MNIST folder)"
-        )
-
-    def images(name: str) -> np.ndarray:
-        return ((read_idx(root / name).astype(np.float32)[:, None] / 255.0) - 0.1307) / 0.3081
-
-    x, y = (
-        images("train-images-idx3-ubyte.gz"),
-        read_idx(root / "train-labels-idx1-ubyte.gz").astype(np.int32),
-    )
-    if (root / "t10k-images-idx3-ubyte.gz").exists():
-        xt = images("t10k-images-idx3-ubyte.gz")
-        yt = read_idx(root / "t10k-labels-idx1-ubyte.gz").astype(np.int32)
-        return x, y, xt, yt
-    return x[:-holdout], y[:-holdout], x[-holdout:], y[-holdout:]

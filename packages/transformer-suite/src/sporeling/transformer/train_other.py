@@ -22,12 +22,13 @@ from sporeling.core import (
     set_context,
     set_seed,
 )
-from sporeling.core.train import Accuracy, ArrayDataset, Loss
+from sporeling.core.train import Accuracy, Loss
 
 from .generation import generate_seq2seq
 from .models.t5 import T5Config, T5Model, T5WithLoss
 from .models.vit import ViT, ViTConfig
-from .tasks import EOS, PAD, ReverseDigits, load_mnist, reverse_digits
+from .pipelines import mnist_datasets
+from .tasks import EOS, PAD, ReverseDigits, reverse_digits
 
 __all__ = ["train_t5", "evaluate_t5", "train_vit", "evaluate_vit", "load_t5", "load_vit"]
 
@@ -130,13 +131,13 @@ def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     t, d = cfg.get("train", {}), cfg.get("data", {})
     out = Path(cfg.get("output_dir", "out"))
     out.mkdir(parents=True, exist_ok=True)
-    x, y, xt, yt = load_mnist(d["path"], int(d.get("holdout", 10000)))
-    if d.get("limit"):
-        x, y = x[: int(d["limit"])], y[: int(d["limit"])]
-    set_seed(int(t.get("seed", 0)))
+    bs, epochs, seed = int(t["batch_size"]), int(t.get("epochs", 1)), int(t.get("seed", 0))
+    train_ds, test_ds = mnist_datasets(
+        d["path"], bs, int(d.get("holdout", 10000)), int(d.get("limit", 0) or 0), seed
+    )
+    set_seed(seed)
     net = ViT(ViTConfig.from_dict(cfg.get("model", {})))
-    bs, epochs = int(t["batch_size"]), int(t.get("epochs", 1))
-    steps = epochs * (len(x) // bs)
+    steps = epochs * train_ds.get_dataset_size()
     model = Model(
         net,
         nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
@@ -156,8 +157,8 @@ def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     try:
         model.fit(
             epochs,
-            ArrayDataset(x, y, batch_size=bs, shuffle=True, drop_remainder=True, seed=0),
-            ArrayDataset(xt, yt, batch_size=500),
+            train_ds,
+            test_ds,
             callbacks=[LambdaCallback(on_train_epoch_end=epoch_end)],
         )
     finally:
@@ -177,10 +178,10 @@ def load_vit(out_dir: str | Path) -> tuple[ViT, dict[str, Any]]:
 def evaluate_vit(out_dir: str | Path) -> float:
     net, cfg = load_vit(out_dir)
     d = cfg["data"]
-    _, _, xt, yt = load_mnist(d["path"], int(d.get("holdout", 10000)))
+    _, test_ds = mnist_datasets(d["path"], 1, int(d.get("holdout", 10000)))
     model = Model(
         net,
         nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
         metrics={"accuracy": Accuracy()},
     )
-    return float(model.eval(ArrayDataset(xt, yt, batch_size=500))["accuracy"])
+    return float(model.eval(test_ds)["accuracy"])

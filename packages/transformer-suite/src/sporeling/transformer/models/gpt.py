@@ -65,6 +65,9 @@ class GPTConfig:
     # GPT-2 / nanoGPT: the residual projections (attention and feed-forward outputs) drawn with
     # std / sqrt(2 * num_layers), so the residual stream's variance does not grow with depth
     scaled_residual_init: bool = False
+    # False (nanoGPT's ``bias=False``): the blocks' and final layer norm's biases stay zero and
+    # frozen, so the model has nanoGPT's parameters (1.8's layers always build biases)
+    bias: bool = True
     parallel_config: TransformerOpParallelConfig = field(
         default_factory=TransformerOpParallelConfig
     )
@@ -141,6 +144,9 @@ class GPTModel(nn.Cell):
         if c.dense_init_std > 0 or c.scaled_residual_init:
             _reinit_dense(self.transformer, c)
         self.layernorm = LayerNorm((c.embedding_size,), param_init_type=c.dtype("layernorm_dtype"))
+        if not c.bias:
+            _freeze_biases(self.transformer)
+            _freeze_biases(self.layernorm)
         self.dropout = nn.Dropout(keep_prob=1.0 - c.dropout_rate)
         self.get_attention_mask = AttentionMask(c.seq_length)
         self.positions = Tensor(np.arange(c.seq_length, dtype=np.int32)[None])
@@ -197,6 +203,14 @@ def _reinit_dense(transformer: nn.Cell, c: GPTConfig) -> None:
         if c.scaled_residual_init and p.name.endswith("projection.weight"):
             sigma = std / (2.0 * c.num_layers) ** 0.5
         p.set_data(initializer(_normal(sigma), p.shape, p.dtype))
+
+
+def _freeze_biases(cell: nn.Cell) -> None:
+    """Zero the dense biases and layer-norm betas and take them out of training."""
+    for p in cell.get_parameters():
+        if p.name.endswith(("bias", "beta")):
+            p.set_data(Tensor(np.zeros(p.shape, p.asnumpy().dtype)))
+            p.requires_grad = False
 
 
 def _normal(std: float) -> Any:
