@@ -238,4 +238,4 @@ def test_effects_random_draws_and_collectives_are_pinned():
     ordered = {n for n, p in REGISTRY.items() if p.kind in (Kind.EFFECT, Kind.RANDOM)}
     collectives = {n for n, p in REGISTRY.items() if n.startswith("comm_")}
     assert ordered <= pinned and len(collectives) == 5 and collectives <= pinned
-    assert pinned - ordered - collectives == {"jit_call"}
+    assert pinned - ordered - collectives == {"jit_call", "jit_poly_call"}

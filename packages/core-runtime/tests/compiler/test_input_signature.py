@@ -69,3 +69,88 @@ def test_cell_set_inputs_in_graph_mode():
         set_context(mode=PYNATIVE_MODE)
     with pytest.raises(TypeError, match="input 0 expected a Tensor"):
         net.set_inputs([None, 3])
+
+
+# ---- one graph for every free size (shape-polymorphic graphs, compiler/poly.py) ----------
+
+SIG = (Tensor(shape=[None, 3], dtype=mstype.float32), Tensor(shape=[3, 4], dtype=mstype.float32))
+RNG = np.random.default_rng(0)
+W = Tensor(RNG.standard_normal((3, 4)).astype(np.float32))
+
+
+def _batchy(x, w):
+    # shapes that depend on the batch: a flattening reshape, a reshape naming x.shape[0],
+    # a mean over the batch (its element count), a broadcast, a concat
+    h = ops.reshape(ops.matmul(x, w), (-1,))
+    h = ops.reshape(h, (x.shape[0], 4))
+    h = ops.concat((h, ops.broadcast_to(ops.mean(h, 0, keep_dims=True), h.shape)), 1)
+    return ops.relu(h) * 2.0, ops.mean(h, 0)
+
+
+def test_one_graph_serves_every_batch_size():
+    from sporeling.core.compiler import compile_stats
+
+    f = jit(_batchy, input_signature=SIG)
+    before = compile_stats()["compiles"]
+    for n in (3, 5, 2, 17, 5):
+        x = Tensor(RNG.standard_normal((n, 3)).astype(np.float32))
+        got, want = f(x, W), _batchy(x, W)
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-5, atol=1e-6)
+    assert f.compile_count == 1 and compile_stats()["compiles"] - before == 1
+    assert len(f._cache) == 0  # no per-size graph was compiled
+
+
+def test_polymorphic_graph_gradients_match_eager():
+    f = jit(_batchy, input_signature=SIG)
+
+    def loss(fn):
+        return lambda x, w: ops.reduce_sum(fn(x, w)[0]) + ops.reduce_sum(fn(x, w)[1] ** 2)
+
+    for n in (4, 6):
+        x = Tensor(RNG.standard_normal((n, 3)).astype(np.float32))
+        got = ops.grad(loss(f), grad_position=(0, 1))(x, W)
+        want = ops.grad(loss(_batchy), grad_position=(0, 1))(x, W)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-5, atol=1e-6)
+    assert f.compile_count == 1
+
+
+def test_sizes_below_two_and_mismatched_batches_compile_per_size():
+    f = jit(lambda x, y: x + y, input_signature=(SIG[0], SIG[0]))
+    a, b = Tensor(np.ones((4, 3), np.float32)), Tensor(np.ones((4, 3), np.float32))
+    assert f(a, b).shape == (4, 3) and f.compile_count == 1  # one symbol: both batches
+    one = Tensor(np.ones((1, 3), np.float32))
+    assert f(one, b).shape == (4, 3)  # a size-1 axis broadcasts: its own graph
+    assert f.compile_count == 2 and len(f._cache) == 1
+
+
+def test_a_function_whose_traces_differ_compiles_per_size():
+    def data_dependent(x):  # a Python branch on a shape: not one graph
+        return x * 2 if x.shape[0] % 2 else x * 3
+
+    f = jit(data_dependent, input_signature=(SIG[0],))
+    for n in (2, 3, 4):
+        x = Tensor(np.ones((n, 3), np.float32))
+        np.testing.assert_allclose(f(x).asnumpy(), data_dependent(x).asnumpy())
+    assert len(f._cache) == 3
+
+
+def test_cell_set_inputs_compiles_once_for_all_batch_sizes():
+    net = Net()
+    net.set_inputs(Tensor(shape=[None, 3], dtype=mstype.float32))
+    set_context(mode=GRAPH_MODE)
+    from sporeling.core.compiler import compile_stats
+
+    try:
+        before = compile_stats()["compiles"]
+        for n in (2, 4, 9):
+            x = Tensor(RNG.standard_normal((n, 3)).astype(np.float32))
+            out = net(x)
+            set_context(mode=PYNATIVE_MODE)
+            np.testing.assert_allclose(out.asnumpy(), net(x).asnumpy(), rtol=1e-6)
+            set_context(mode=GRAPH_MODE)
+        assert compile_stats()["compiles"] - before == 1
+    finally:
+        set_context(mode=PYNATIVE_MODE)

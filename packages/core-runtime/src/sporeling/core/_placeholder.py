@@ -1,6 +1,7 @@
 """``Tensor(shape=[None, 3], dtype=...)``: a tensor with no data, whose ``None`` (or -1) axes
 may take any size. It serves as an input signature: ``jit(fn, input_signature=...)`` and
-``Cell.set_inputs(...)`` check each call's tensors against it (rank, fixed sizes, dtype).
+``Cell.set_inputs(...)`` check each call's tensors against it (rank, fixed sizes, dtype), and
+one graph serves every free size (``compiler/poly.py``).
 """
 
 from __future__ import annotations

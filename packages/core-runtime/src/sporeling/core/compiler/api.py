@@ -32,6 +32,7 @@ from ..autograd.tape import GradMode, backward
 from ..context import get_context
 from ..dtype import from_numpy
 from ..tensor import Tensor
+from . import poly as _poly
 from ._mutable import is_mutable
 from ._reasons import describe_recompile
 from .control_flow import _Undefined
@@ -45,6 +46,7 @@ __all__ = ["jit", "JitFunction", "compile_stats"]
 log = logging.getLogger("sporeling.jit")
 
 _STATS = {"compiles": 0, "cache_hits": 0}
+_MISS = object()
 
 
 def compile_stats() -> dict[str, int]:
@@ -207,6 +209,8 @@ class JitFunction:
         self.recompile_reasons: list[str] = []
         self._warned = False
         self._convert = False  # its control flow needed converting: trace converted at once
+        # signature with its free sizes masked -> shape-polymorphic graph (None: not one)
+        self._poly: dict[Any, Any] = {}
         functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
@@ -372,6 +376,9 @@ class JitFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if isinstance(current_interpreter(), Tracer):
             return self.fn(*args, **kwargs)  # inside another trace: inline
+        result = self._poly_call(args, kwargs)
+        if result is not _MISS:
+            return result
         key, compiled, leaves = self._lookup(args, kwargs)
         captured = compiled.captured
         needs_grad = GradMode.enabled and any(
@@ -393,6 +400,57 @@ class JitFunction:
                 for a, av in zip(arrays, compiled.avals, strict=True)
             ]
         return _build_out(compiled.out_tree, iter(outs))
+
+    def _poly_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Run through the signature's shape-polymorphic graph (see :mod:`.poly`), or
+        return ``_MISS`` for the per-size path."""
+        declared = self._declared()
+        if declared is None or kwargs or len(args) != len(declared):
+            return _MISS
+        free = set(_poly.free_axes(declared))
+        if not free or not all(type(a) is Tensor or isinstance(a, Tensor) for a in args):
+            return _MISS
+        _check_signature(self.fn, declared, args)
+        key, leaves = self._signature(args, kwargs)
+        if len(leaves) != len(args):
+            return _MISS
+        masked = tuple(
+            (d[0], tuple(-1 if (i, a) in free else n for a, n in enumerate(d[1])), *d[2:])
+            for i, d in enumerate(key[0][0])
+        )
+        pkey = (masked, *key[1:])
+        graph = self._poly.get(pkey, _MISS)
+        if graph is _MISS:
+            if any(args[i].shape[a] < 2 for i, a in free):
+                return _MISS  # sizes 0 and 1 do not build one (see .poly)
+            graph = _poly.build(
+                lambda lv: self._trace(key, args, kwargs, lv, None), args, declared,
+                args[0]._device,
+            )  # fmt: skip
+            self._poly[pkey] = graph
+            if graph is not None:
+                self.compile_count += 1
+                _STATS["compiles"] += 1
+                log.info("jit %s: one graph for every size of %s", self.__qualname__, sorted(free))
+        if graph is None:
+            return _MISS
+        sizes = graph.sizes([t.shape for t in args])
+        if sizes is None or any(t._device is not graph.device for t in args):
+            return _MISS
+        _STATS["cache_hits"] += 1
+        captured = graph.captured
+        if GradMode.enabled and any(
+            t._node is not None or t._requires_grad for t in (*args, *captured)
+        ):
+            results = iter(poly_call_p.bind(*args, *captured, fn=self, graph=graph, sizes=sizes))
+            outs = [next(results) if isinstance(s, int) else s[1] for s in graph.outs]
+        else:
+            arrays = graph.run([t._data for t in (*args, *captured)], sizes)
+            outs = [
+                Tensor._wrap(a, graph.device) if isinstance(s, int) else a
+                for a, s in zip(arrays, graph.outs, strict=True)
+            ]
+        return _build_out(graph.tree, iter(outs))
 
     def backward_fn(self, key: Any) -> JitFunction:
         """The compiled backward of signature ``key`` (forward recomputation + vjp)."""
@@ -613,6 +671,51 @@ def _recorded_vjp(
     return tuple(found[id(t)][1] if id(t) in found else _zeros(t) for t in targets)
 
 
+def _poly_abstract(*avals: ShapedArray, fn: Any, graph: Any, sizes: Any) -> Any:
+    shapes = _poly._instantiate(graph.out_shapes, sizes)
+    return tuple(
+        ShapedArray(tuple(sh), from_numpy(dt))
+        for sh, dt in zip(shapes, graph.out_dtypes, strict=True)
+    )
+
+
+def _poly_impl(xp: Any, *arrays: Any, fn: Any, graph: Any, sizes: Any) -> tuple[Any, ...]:
+    outs = graph.run(list(arrays), sizes)
+    return tuple(o for o, s in zip(outs, graph.outs, strict=True) if isinstance(s, int))
+
+
+def _poly_vjp(cts: Any, *inputs: Tensor, out: Any, fn: Any, graph: Any, sizes: Any) -> Any:
+    """The vjp of a polymorphic call: ``fn`` runs again eagerly on the call's inputs and
+    autograd differentiates it (recorded when this vjp is itself differentiated)."""
+    cts = cts if isinstance(cts, tuple) else (cts,)
+    n = len(inputs) - len(graph.captured)
+    prev = GradMode.enabled
+    GradMode.enabled = True
+    try:
+        outs = _tensors_of(fn.fn(*inputs[:n]))
+    finally:
+        GradMode.enabled = prev
+    pairs = [
+        (o, c)
+        for o, c in zip(outs, cts, strict=True)
+        if o.dtype.category >= 2 and (o._node is not None or o._requires_grad)
+    ]
+    targets = list(inputs)
+    found = backward([o for o, _ in pairs], [c for _, c in pairs], targets, create_graph=prev)
+    return tuple(found[id(t)][1] if id(t) in found else _zeros(t) for t in targets)
+
+
+#: a shape-polymorphic compiled call under autograd (see :mod:`.poly`)
+poly_call_p = Primitive(
+    "jit_poly_call",
+    "opaque",
+    _poly_abstract,
+    impl=_poly_impl,
+    vjp=_poly_vjp,
+    multiple_results=True,
+    pinned=True,
+)
+
 jit_call_p = Primitive(
     "jit_call",
     "opaque",
@@ -630,8 +733,8 @@ def jit(fn: Any = None, *, input_signature: Any = None, **options: Any) -> Any:
     Usable as ``@jit``, ``jit(fn)`` or ``jit(cell)``. ``input_signature`` (MindSpore's): one
     Tensor per positional argument, ``Tensor(shape=[None, 3], dtype=...)`` leaving the
     ``None`` sizes free; each call's tensors are checked against it (rank, fixed sizes,
-    dtype). A graph is still compiled per concrete size (cached; sizes the signature leaves
-    free do not count toward the recompile budget).
+    dtype), and one graph serves every free size where the function's traces differ only by
+    those sizes (:mod:`.poly`; otherwise a graph per size, outside the recompile budget).
 
     >>> from sporeling.core import Tensor, ops
     >>> f = jit(lambda x: ops.exp(x) * 2)
