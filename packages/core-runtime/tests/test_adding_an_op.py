@@ -85,7 +85,6 @@ TESTED_THROUGH = {
     # graph-mode control flow: the effectful forms and the loop's gradient
     "cond_effect": "cond",
     "while_loop_effect": "while_loop",
-    "while_loop_grad": "while_loop",
 }
 
 

@@ -505,10 +505,75 @@ def _while_grad_impl(xp: Any, *arrays: Any, cond: Any, body: Any, n_carry: int) 
     return tuple(ct + acc)
 
 
-def _no_second_order(*args: Any, **kwargs: Any) -> Any:
-    raise NotImplementedError(
-        "gradients of second order through a while loop on tensor values are not supported; "
-        "take higher derivatives of a loop with a Python (constant) bound, which unrolls"
+def _closed_loop(cond_fn: Any, body_fn: Any, init: list[Tensor], device: Any) -> list[Tensor]:
+    """``while cond_fn(*c): c = body_fn(*c)`` as a ``while_loop`` primitive (differentiable
+    once more through its own rules); tensors the functions read from outside are inputs."""
+    avals = [(t._data.shape, t._data.dtype) for t in init]
+    sg_c, free_c = _trace_closed(cond_fn, avals, device, grad=False, hoist=True)
+    sg_b, free_b = _trace_closed(body_fn, avals, device, grad=False, hoist=True)
+    free = _merge_inputs([(sg_c, free_c), (sg_b, free_b)], len(avals))
+    return list(while_p.bind(*init, *free, cond=sg_c, body=sg_b, n_carry=len(init)))
+
+
+def _while_grad_composed(ins: tuple[Tensor, ...], cond: Any, body: Any, n_carry: int) -> Any:
+    """What ``while_loop_grad`` computes, written with ``while_loop`` primitives: count the
+    trip count T, then for t = T-1 .. 0 recompute the carry of iteration t from the initial
+    one (an inner loop: no storage of the trajectory, O(T^2) body runs) and apply the body's
+    backward graph. Its gradient is the second-order gradient of the loop."""
+    from ..ops import zeros_like
+
+    n_in = len(ins) - n_carry
+    carry0, rest, ct0 = list(ins[:n_carry]), list(ins[n_carry:n_in]), list(ins[n_in:])
+    device = carry0[0]._device
+    zero = Tensor(np.asarray(0, np.int64), device=device)
+    one = Tensor(np.asarray(1, np.int64), device=device)
+
+    def counted(*c: Tensor) -> list[Tensor]:
+        return [*body.evaluate(list(c[:-1]) + rest), c[-1] + one]
+
+    def cond_at(*c: Tensor) -> list[Tensor]:
+        return cond.evaluate(list(c[:-1]) + rest)
+
+    trips = _closed_loop(cond_at, counted, [*carry0, zero], device)[-1]
+    back = body.vjp()
+
+    def outer_cond(*c: Tensor) -> list[Tensor]:
+        return [c[0] < trips]
+
+    def outer_body(*c: Tensor) -> list[Tensor]:
+        j, ct, acc = c[0], list(c[1 : 1 + n_carry]), list(c[1 + n_carry :])
+        t = trips - one - j
+
+        def inner_cond(*d: Tensor) -> list[Tensor]:
+            return [d[-1] < t]
+
+        state = _closed_loop(inner_cond, counted, [*carry0, zero], device)[:-1]
+        g = back.evaluate(state + rest + ct)
+        return [j + one, *g[:n_carry], *[a + b for a, b in zip(acc, g[n_carry:], strict=True)]]
+
+    acc0 = [zeros_like(r) for r in rest]
+    final = _closed_loop(outer_cond, outer_body, [zero, *ct0, *acc0], device)
+    return final[1:]
+
+
+def _while_grad_vjp(cts: Any, *ins: Tensor, out: Any, cond: Any, body: Any, n_carry: int) -> Any:
+    """Second order: differentiate :func:`_while_grad_composed` (recorded when this vjp is
+    differentiated again)."""
+    cts = cts if isinstance(cts, tuple) else (cts,)
+    prev = GradMode.enabled
+    GradMode.enabled = True
+    try:
+        outs = _while_grad_composed(ins, cond, body, n_carry)
+    finally:
+        GradMode.enabled = prev
+    pairs = [
+        (o, c)
+        for o, c in zip(outs, cts, strict=True)
+        if _floating(o) and c is not None and (o._node is not None or o._requires_grad)
+    ]
+    found = backward([o for o, _ in pairs], [c for _, c in pairs], list(ins), prev)
+    return tuple(
+        (found[id(t)][1] if id(t) in found else None) if _floating(t) else None for t in ins
     )
 
 
@@ -522,7 +587,7 @@ while_effect_p = Primitive(
 )  # fmt: skip
 while_grad_p = Primitive(
     "while_loop_grad", "opaque", _while_grad_abstract, impl=_while_grad_impl,
-    vjp=_no_second_order, multiple_results=True,
+    vjp=_while_grad_vjp, multiple_results=True,
 )  # fmt: skip
 
 
