@@ -88,13 +88,15 @@ class TrainStepWrap(nn.Cell):
 
         def deep_loss(ids: Tensor, wts: Tensor, label: Tensor) -> Any:
             loss_w, loss_d = self.network(ids, wts, label)
-            return loss_d, loss_w
+            # the sensitivity (loss scale 1024) enters at the top of the backward pass, as
+            # MindSpore's sens_param does: one scalar product instead of scaling every
+            # gradient afterwards (a pass over each dense gradient and row-gradient block)
+            return loss_d * self.sens, loss_d, loss_w
 
         self._grad = value_and_grad(deep_loss, None, self._weights, has_aux=True)
 
     def construct(self, batch_ids: Tensor, batch_wts: Tensor, label: Tensor) -> Any:
-        (loss_d, loss_w), grads = self._grad(batch_ids, batch_wts, label)
-        grads = tuple(g * self.sens for g in grads)  # the sensitivity: loss scale 1024
+        (_, loss_d, loss_w), grads = self._grad(batch_ids, batch_wts, label)
         if self.optimizer_w is not None:
             self.optimizer_w(grads[: self._n_wide])
         self.optimizer_d(grads[self._n_wide :])
