@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from ._backend import is_host
+
 __all__ = ["set_seed", "get_seed", "generator", "get_rng_state", "set_rng_state"]
 
 _SEED: list[int | None] = [None]
@@ -36,7 +38,7 @@ def generator(device: Any) -> Any:
     gen = _GENERATORS.get(kind)
     if gen is None:
         seed = _SEED[0]
-        if device.xp is np:
+        if is_host(device.xp):
             gen = np.random.default_rng(seed)
         else:  # pragma: no cover - needs a GPU
             gen = device.xp.random.default_rng(seed)

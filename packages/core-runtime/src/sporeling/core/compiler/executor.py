@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .._backend import is_host
 from .._eager import conform_dtype
 from .graph import Graph, Var
 from .memory import MemoryPlan, plan_memory
@@ -37,7 +38,7 @@ class Executable:
         self.in_slots = [index(v) for v in graph.invars]
         self.captured = [(index(v), t) for v, t in graph.captured]
         self.consts = [(index(v), a) for v, a in graph.consts]
-        self.plan: MemoryPlan | None = plan_memory(graph) if self.xp is np else None
+        self.plan: MemoryPlan | None = plan_memory(graph) if is_host(self.xp) else None
         self._arenas: list[Any] = []  # one per run in flight (runs on several threads)
         steps = []
         for i, e in enumerate(graph.eqns):

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .._backend import scatter_at
 from .._primitive import Primitive, ShapedArray
 from ..tensor import Tensor
 from ._core import as_tensor, sum_to
@@ -158,10 +159,7 @@ def _grad_impl(xp: Any, g: Any, *idx: Any, template: Template, shape: tuple[int,
     out = xp.zeros(shape, g.dtype)
     where = _build(template, idx)
     if idx:  # advanced indices may repeat: accumulate
-        if xp is np:
-            np.add.at(out, where, g)
-        else:
-            xp.add.at(out, where, g)  # cupy provides add.at as well
+        scatter_at(xp, "add", out, where, g)
     else:
         out[where] = g
     return out

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .._backend import is_host
 from .._primitive import Primitive, ShapedArray
 from ..errors import describe, op_error
 from ..tensor import Tensor
@@ -104,7 +105,7 @@ def _pick_abstract(x: ShapedArray, idx: ShapedArray, *, axis: int, op: str) -> S
 
 def _check_range(xp: Any, idx: Any, n: int, op: str) -> None:
     # Only where it costs no device sync; a CuPy gather clips instead of failing.
-    if xp is np and idx.size and (idx.min() < 0 or idx.max() >= n):
+    if is_host(xp) and idx.size and (idx.min() < 0 or idx.max() >= n):
         bad = idx[(idx < 0) | (idx >= n)][0]
         raise ValueError(
             f"{op}: argument 'target' expected class indices in [0, {n}) "

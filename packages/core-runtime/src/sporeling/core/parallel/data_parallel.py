@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from .._backend import scatter_at
 from ..communication.management import GlobalComm, get_group
 from ..errors import describe
 from ..nn.cell import Cell
@@ -324,12 +325,7 @@ class DistributedGradReducer(Cell):
         dense = xp.zeros(p.shape, p._data.dtype)
         idx = xp.asarray(getattr(g.indices, "_data", g.indices)).reshape(-1)
         vals = xp.asarray(getattr(g.values, "_data", g.values))
-        if xp is np:
-            np.add.at(dense, idx, vals)
-        else:  # pragma: no cover - CuPy
-            import cupyx
-
-            cupyx.scatter_add(dense, idx, vals)
+        scatter_at(xp, "add", dense, idx, vals)
         return Tensor._wrap(dense, p._device)
 
 

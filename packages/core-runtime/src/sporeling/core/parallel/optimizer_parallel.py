@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .._backend import is_host, scatter_at
 from ..communication.management import GlobalComm, get_group
 from . import context as _ctx
 from .semi_auto import auto_data_parallel_active
@@ -55,7 +56,7 @@ class _Shard:
         self.off = signed.astype(np.uint64)  # unsigned like the bank's (see _Bank)
         self.sizes = np.diff(signed)
         xp = bank.device.xp
-        self.sizes_dev = self.sizes if xp is np else xp.asarray(self.sizes)
+        self.sizes_dev = self.sizes if is_host(xp) else xp.asarray(self.sizes)
         self.states: dict[str, tuple[Any, list[Any], list[Any]]] = {}
         self.views: list[Any] = []
         self.shapes = bank.shapes
@@ -119,12 +120,7 @@ def sharded_update(opt: Any, bank: Any, step: int, inv_scale: float, rows: list[
     for slot, idx, vals in rows:  # row-sparse gradients are reduced densely
         a = int(bank.off[slot])
         seg = bank.grad[a : int(bank.off[slot + 1])].reshape(bank.shapes[slot][0], -1)
-        if bank.device.xp is np:
-            np.add.at(seg, idx, vals)
-        else:  # pragma: no cover - CuPy
-            import cupyx
-
-            cupyx.scatter_add(seg, idx, vals)
+        scatter_at(bank.device.xp, "add", seg, idx, vals)
     # under SEMI_AUTO/AUTO_PARALLEL the gradients arrive averaged already (semi_auto.py)
     mean = _ctx.get_auto_parallel_context("gradients_mean") or auto_data_parallel_active()
     group = plan.group

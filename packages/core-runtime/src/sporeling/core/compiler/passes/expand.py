@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._backend import is_host
 from ..._primitive import interpreter
 from ...autograd.tape import GradMode
 from ...context import get_context
@@ -35,7 +36,7 @@ _FLOATS = {np.dtype("float32"), np.dtype("float64")}
 
 
 def expand_row_ops(graph: Graph) -> Graph:
-    on_gpu = graph.device is not None and graph.device.xp is not np
+    on_gpu = graph.device is not None and not is_host(graph.device.xp)
     if not get_context("enable_graph_kernel") or on_gpu:
         return graph
     eqns: list[Eqn] = []

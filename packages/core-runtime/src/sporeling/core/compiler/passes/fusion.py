@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._backend import is_host
 from ...context import get_context
 from ...kernels import codegen
 from ...kernels.codegen_rows import RowProgram, RowStep, run_rows
@@ -451,7 +452,7 @@ class FusedPrimitive:
         # the output was written. Not on the CPU: a store that may overlap a load makes LLVM
         # run the scalar copy of the loop (6-10x slower than the vectorised one).
         several = isinstance(program, RowProgram) and program.n_passes > 1
-        on_cpu = device is None or device.xp is np
+        on_cpu = device is None or is_host(device.xp)
         self.n_full = 0 if several or on_cpu else len(outs)
         self.name = "fused[" + ",".join(m.prim.name for m in members) + "]"
         self.impls = {"any": self.run}
@@ -496,7 +497,7 @@ class FusedPrimitive:
                 full.append(xp.empty(loop, dt))
         reds = [xp.empty(self.red_shape, dt) for _, dt in self.red_meta]
         cols = [xp.empty(loop[-1], np.float64) for _ in self.col_meta]
-        target = "cpu" if xp is np else "cuda"
+        target = "cpu" if is_host(xp) else "cuda"
         if not self._warm:
             try:  # first call compiles (or loads from the disk cache) on this thread
                 self._launch(loop, ins, full, reds, cols, target, xp, threads=1)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ... import _hooks
-from ..._backend import CPU
+from ..._backend import CPU, is_host, scatter_at
 from ..._primitive import Primitive
 from ...errors import describe
 from ...parameter_tuple import ParameterTuple
@@ -111,7 +111,7 @@ class _Bank:
         self.states: dict[str, tuple[Any, list[Parameter], list[Any]]] = {}
         self.lr = np.zeros(len(params))
         self.wd = np.zeros(len(params))
-        self.sizes_dev = self.sizes if xp is np else xp.asarray(self.sizes)
+        self.sizes_dev = self.sizes if is_host(xp) else xp.asarray(self.sizes)
         self.fused = self.device is CPU and self.dtype in (np.float32, np.float64)
 
     def _adopt(self, flat: Any, params: list[Parameter]) -> list[Any]:
@@ -654,10 +654,5 @@ def _dedup_rows(xp: Any, g: Any, shape: tuple[int, ...], dtype: Any) -> tuple[An
         order = xp.argsort(idx)
         return idx[order], vals[order]
     summed = xp.zeros((rows.shape[0], vals.shape[1]), dtype)
-    if xp is np:
-        np.add.at(summed, inverse.reshape(-1), vals)
-    else:  # pragma: no cover - CuPy
-        import cupyx
-
-        cupyx.scatter_add(summed, inverse.reshape(-1), vals)
+    scatter_at(xp, "add", summed, inverse.reshape(-1), vals)
     return rows, summed

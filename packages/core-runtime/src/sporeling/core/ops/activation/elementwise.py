@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._backend import is_host
 from ..._primitive import Decomposition, Primitive, ShapedArray
 from ...errors import check_axis, op_error
 from ...tensor import Tensor
@@ -151,7 +152,7 @@ def selu(input_x: Any) -> Tensor:
 
 
 def _sigmoid_impl(xp: Any, x: Any) -> Any:
-    if xp is np and x.dtype == np.float32:  # one vectorised Numba pass
+    if is_host(xp) and x.dtype == np.float32:  # one vectorised Numba pass
         from ...kernels.cpu.activation import sigmoid32
 
         return sigmoid32(x)
@@ -290,7 +291,7 @@ def hardswish(x: Any) -> Tensor:
 
 
 def _ndtr_impl(xp: Any, x: Any) -> Any:
-    if xp is np:
+    if is_host(xp):
         from ...kernels.cpu.activation import ndtr
 
         return ndtr(x)

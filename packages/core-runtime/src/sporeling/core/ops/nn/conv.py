@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._backend import is_host
 from ..._primitive import Primitive, ShapedArray
 from ...errors import check_int, op_error
 from ...kernels.cpu import blas
@@ -122,7 +123,7 @@ def _per_image(xp: Any, fast: bool, n: int, *arrays: Any) -> Any:
     """The dtype the per-image kernels (:mod:`...kernels.cpu.conv_images`) run in, or None
     when the batch-wide im2col path runs instead: not on the CPU, a BLAS without CBLAS, or
     fewer images than threads (one image's product is then better split by the BLAS)."""
-    if not fast or xp is not np:
+    if not fast or not is_host(xp):
         return None
     from ...kernels.cpu import conv_images
     from ...kernels.cpu._rows import max_blocks
@@ -278,7 +279,7 @@ def _gemm(xp: Any, a: Any, b: Any) -> Any:
     benchmarks/bench_conv2d.py, so each group gets its own 2-d product (on the CPU split over
     Sporeling's threads, :mod:`...kernels.cpu.blas`).
     """
-    mm = blas.matmul if xp is np else xp.matmul
+    mm = blas.matmul if is_host(xp) else xp.matmul
     out = xp.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=xp.result_type(a, b))
     for i in range(a.shape[0]):
         mm(a[i], b[i], out=out[i])

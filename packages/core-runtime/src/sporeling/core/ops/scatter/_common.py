@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._backend import is_host, scatter_at
 from ...errors import op_error
 from ...kernels.cpu import scatter as _kscatter
 from ...tensor import Tensor
@@ -102,20 +103,13 @@ def _element_rows(xp: Any, op: str, arg: str, idx: Any, shape: tuple[int, ...], 
 def _add_at(xp: Any, out: Any, ids: Any, upd: Any, op: str) -> bool:
     """Unbuffered add/sub/max/min (NumPy ufunc.at, cupyx scatter_*); False if unsupported."""
     where: Any = (slice(None), ids)  # NumPy's stubs reject tuple indices for ufunc.at
-    if xp is np:
-        ufunc = {"add": np.add, "sub": np.subtract, "max": np.maximum, "min": np.minimum}[op]
-        ufunc.at(out, where, upd)
-        return True
-    try:  # pragma: no cover - needs CuPy
-        import cupyx
-
-        if op in ("add", "sub"):
-            cupyx.scatter_add(out, where, upd if op == "add" else -upd)
-        else:
-            getattr(cupyx, f"scatter_{op}")(out, where, upd)
+    try:
+        scatter_at(xp, op, out, where, upd)
         return True
     except (TypeError, ValueError, NotImplementedError, AttributeError):  # pragma: no cover
-        return False
+        if is_host(xp):  # NumPy supports every case: a real error
+            raise
+        return False  # a dtype CuPy cannot scatter
 
 
 def _scatter_rows_xp(xp: Any, out: Any, ids: Any, upd: Any, op: str) -> None:
