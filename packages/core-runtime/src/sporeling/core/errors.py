@@ -25,21 +25,37 @@ def op_error(
     return exc(f"{op}: argument '{arg}' expected {expected}, got {describe(got)}")
 
 
-def check_int(op: str, arg: str, value: Any, minimum: int | None = None) -> int:
-    """Validate an integer argument (bools rejected) and return it as ``int``."""
-    if type(value) is int and (minimum is None or value >= minimum):
+def check_int(
+    op: str, arg: str, value: Any, minimum: int | None = None, maximum: int | None = None
+) -> int:
+    """Validate an integer argument (Python or NumPy int; bools rejected), optionally within
+    ``[minimum, maximum]``, and return it as ``int``. The one integer validator of the core
+    (layers, callbacks, ``Model``, the parallel context use it too)."""
+    if (
+        type(value) is int
+        and (minimum is None or value >= minimum)
+        and (maximum is None or value <= maximum)
+    ):
         return value  # the common case, before the import and isinstance checks (hot path)
     import numpy as np
 
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise op_error(op, arg, value, "an int", TypeError)
-    if minimum is not None and value < minimum:
-        raise op_error(op, arg, value, f"an int >= {minimum}")
+    too_low = minimum is not None and value < minimum
+    if too_low or (maximum is not None and value > maximum):
+        if maximum is None:
+            expected = f"an int >= {minimum}"
+        elif minimum is None:
+            expected = f"an int <= {maximum}"
+        else:
+            expected = f"an int in [{minimum}, {maximum}]"
+        raise op_error(op, arg, value, expected)
     return int(value)
 
 
 def check_bool(op: str, arg: str, value: Any) -> bool:
-    """Validate a bool argument (Python or NumPy bool; ints rejected) and return it."""
+    """Validate a bool argument (Python or NumPy bool; ints rejected) and return it as
+    ``bool``. The one bool validator of the core."""
     if type(value) is bool:
         return value
     import numpy as np

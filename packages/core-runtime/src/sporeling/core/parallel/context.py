@@ -16,6 +16,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ..errors import check_bool, check_int
+
 __all__ = [
     "ParallelMode",
     "set_auto_parallel_context",
@@ -76,17 +78,11 @@ def _err(key: str, value: Any, expected: str, exc: type[Exception] = ValueError)
 
 
 def _check_bool(key: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise _err(key, value, "a bool", TypeError)
-    return value
+    return check_bool("set_auto_parallel_context", key, value)
 
 
 def _check_int(key: str, value: Any, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _err(key, value, "an int", TypeError)
-    if not lo <= value <= hi:
-        raise _err(key, value, f"an int in [{lo}, {hi}]")
-    return value
+    return check_int("set_auto_parallel_context", key, value, lo, hi)
 
 
 def _check_fusion(value: Any) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from typing import Any
 
 from .. import _hooks
 from ..autograd import no_grad
+from ..errors import check_bool, check_int
 from ..nn.cell import Cell
 from ..tensor import Tensor
 from . import callback as _callback_pkg
@@ -40,21 +41,6 @@ _OLD_HOOKS = {"begin", "end", "epoch_begin", "epoch_end", "step_begin", "step_en
 _AMP_LEVELS = ("O0", "O1", "O2", "O3", "auto")
 _BOOST_LEVELS = ("O0", "O1", "O2")
 _KWARGS = ("loss_scale_manager", "keep_batchnorm_fp32", "boost_config_dict")
-
-
-def _check_bool(where: str, name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{where}: argument '{name}' expected a bool, got {value!r}")
-    return value
-
-
-def _check_int(where: str, name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{where}: argument '{name}' expected an int, got {value!r}")
-    if value < low:
-        kind = "a positive" if low > 0 else "a non-negative"
-        raise ValueError(f"{where}: argument '{name}' expected {kind} int, got {value}")
-    return value
 
 
 def _check_dataset(where: str, name: str, dataset: Any) -> int:
@@ -315,11 +301,11 @@ class Model:
         self, where: str, epoch: Any, train_dataset: Any, dataset_sink_mode: Any,
         sink_size: Any, initial_epoch: Any,
     ) -> None:  # fmt: skip
-        _check_bool(where, "dataset_sink_mode", dataset_sink_mode)
+        check_bool(where, "dataset_sink_mode", dataset_sink_mode)
         if isinstance(sink_size, bool) or not isinstance(sink_size, int):
             raise TypeError(f"{where}: argument 'sink_size' expected an int, got {sink_size!r}")
-        _check_int(where, "epoch", epoch, 0)
-        _check_int(where, "initial_epoch", initial_epoch, 0)
+        check_int(where, "epoch", epoch, 0)
+        check_int(where, "initial_epoch", initial_epoch, 0)
         if initial_epoch >= epoch:
             raise ValueError(
                 f"{where}: argument 'epoch' (the final epoch) must be greater than "
@@ -371,7 +357,7 @@ class Model:
         Custom callbacks must use the ``on_train_*``/``on_eval_*`` hook names.
         """
         where = "Model.fit"
-        _check_bool(where, "valid_dataset_sink_mode", valid_dataset_sink_mode)
+        check_bool(where, "valid_dataset_sink_mode", valid_dataset_sink_mode)
         self._check_train_args(
             where, epoch, train_dataset, dataset_sink_mode, sink_size, initial_epoch
         )
@@ -580,7 +566,7 @@ class Model:
         self, valid_dataset: Any, callbacks: Any = None, dataset_sink_mode: bool = True
     ) -> dict[str, Any]:
         """Evaluate the metrics over ``valid_dataset``: ``{metric name: value}``."""
-        _check_bool("Model.eval", "dataset_sink_mode", dataset_sink_mode)
+        check_bool("Model.eval", "dataset_sink_mode", dataset_sink_mode)
         if not self._metric_fns:
             raise ValueError("Model.eval: the model has no metrics; pass Model(..., metrics={...})")
         _check_dataset("Model.eval", "valid_dataset", valid_dataset)

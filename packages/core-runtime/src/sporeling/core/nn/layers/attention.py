@@ -29,10 +29,9 @@ import math
 import numbers
 from typing import Any
 
-import numpy as np
-
 from ... import dtype as _dt
 from ... import ops
+from ...errors import check_bool, check_int
 from ...initializer import HeUniform, Uniform, XavierNormal, XavierUniform, initializer
 from ...tensor import Parameter, Tensor
 from ..cell import Cell
@@ -78,22 +77,11 @@ def _linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
 
 
 def _check_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(
-            f"{_NAME}: argument '{name}' expected a positive int, got {type(value).__name__} "
-            f"{value!r}"
-        )
-    if value <= 0:
-        raise ValueError(f"{_NAME}: argument '{name}' expected a positive int, got {value}")
-    return int(value)
+    return check_int(_NAME, name, value, 1)
 
 
 def _check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(
-            f"{_NAME}: argument '{name}' expected a bool, got {type(value).__name__} {value!r}"
-        )
-    return bool(value)
+    return check_bool(_NAME, name, value)
 
 
 def _mask_to_float(name: str, mask: Any, dtype: _dt.DType, allow_uint8: bool) -> Tensor:

@@ -8,20 +8,10 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-import numpy as np
-
+from ...errors import check_int
 from ._callback import Callback, RunContext, _handle_loss
 
 __all__ = ["LossMonitor", "TimeMonitor", "History", "LambdaCallback", "ProgressBar"]
-
-
-def _check_int(owner: str, name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{owner}: argument '{name}' expected an int, got {type(value).__name__}")
-    if value < low:
-        what = "a positive" if low > 0 else "a non-negative"
-        raise ValueError(f"{owner}: argument '{name}' expected {what} int, got {value}")
-    return int(value)
 
 
 class LossMonitor(Callback):
@@ -34,7 +24,7 @@ class LossMonitor(Callback):
     """
 
     def __init__(self, per_print_times: int = 1) -> None:
-        self._per_print_times = _check_int("LossMonitor", "per_print_times", per_print_times, 0)
+        self._per_print_times = check_int("LossMonitor", "per_print_times", per_print_times, 0)
         self._last_print_time = 0
 
     def on_train_begin(self, run_context: RunContext) -> None:
@@ -79,7 +69,7 @@ class TimeMonitor(Callback):
 
     def __init__(self, data_size: int | None = None) -> None:
         if data_size is not None:
-            _check_int("TimeMonitor", "data_size", data_size, 1)
+            check_int("TimeMonitor", "data_size", data_size, 1)
         self.data_size = data_size
         self.epoch_time = time.time()
 
@@ -210,7 +200,7 @@ class ProgressBar(Callback):
                 f"ProgressBar: argument 'enabled' expected a bool or None, "
                 f"got {type(enabled).__name__}"
             )
-        self.width = _check_int("ProgressBar", "width", width, 1)
+        self.width = check_int("ProgressBar", "width", width, 1)
         self._file = file
         self._enabled = enabled
         self._bar: Any = None

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import check_bool
 from ...tensor import Parameter, Tensor
 from ._callback import Callback, RunContext, _handle_loss
 
@@ -44,12 +45,6 @@ def _check_non_negative_int(owner: str, name: str, value: Any) -> int:
     if value < 0:
         raise ValueError(f"{owner}: argument '{name}' expected a non-negative int, got {value}")
     return int(value)
-
-
-def _check_bool(owner: str, name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{owner}: argument '{name}' expected a bool, got {type(value).__name__}")
-    return value
 
 
 class _PlateauMonitor(Callback):
@@ -140,12 +135,12 @@ class EarlyStopping(_PlateauMonitor):
     ) -> None:
         self._init_monitor(monitor, mode, min_delta)
         self.patience = _check_non_negative_int(self._owner, "patience", patience)
-        self.verbose = _check_bool(self._owner, "verbose", verbose)
+        self.verbose = check_bool(self._owner, "verbose", verbose)
         if baseline is not None:
             _check_type(self._owner, "baseline", baseline, (int, float, np.number), "a float")
             baseline = float(baseline)
         self.baseline = baseline
-        self.restore_best_weights = _check_bool(
+        self.restore_best_weights = check_bool(
             self._owner, "restore_best_weights", restore_best_weights
         )
         self.wait = 0
@@ -234,7 +229,7 @@ class ReduceLROnPlateau(_PlateauMonitor):
             )
         self.factor = float(factor)
         self.patience = _check_non_negative_int(self._owner, "patience", patience)
-        self.verbose = _check_bool(self._owner, "verbose", verbose)
+        self.verbose = check_bool(self._owner, "verbose", verbose)
         self.cooldown = _check_non_negative_int(self._owner, "cooldown", cooldown)
         _check_type(self._owner, "min_lr", min_lr, (int, float, np.number), "a float or int")
         self.min_lr = min_lr
