@@ -157,6 +157,7 @@ class Primitive:
         with_bias: Primitive | None = None,
         reduction: str | None = None,
         same_order: bool = False,
+        batch_rule: Callable[..., Any] | None = None,
     ) -> None:
         if name in REGISTRY:
             raise ValueError(f"primitive {name!r} is already registered")
@@ -196,6 +197,9 @@ class Primitive:
             )
         self.reduction = reduction
         self.same_order = same_order
+        #: vmap's rule ``(prim, values, dims, ndims, params) -> result or None`` (see
+        #: ops/_batch_rules.py); None: the rule of the kind, if any, else once per example
+        self.batch_rule = batch_rule
         self._abstract_cache: dict[Any, Any] = {}
         self._impl_by_device: dict[Any, Impl] = {}  # memo of impl_for
         self._eager_plans: dict[Any, Any] = {}  # the eager fast path's memo (_eager.py)

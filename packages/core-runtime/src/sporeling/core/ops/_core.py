@@ -16,6 +16,7 @@ from .._backend import Device, get_device
 from .._primitive import Primitive, ShapedArray
 from ..errors import check_axis, describe, op_error
 from ..tensor import Tensor
+from ._batch_rules import reshape_rule, transpose_rule
 
 __all__ = [
     "cast",
@@ -190,6 +191,7 @@ reshape_p = Primitive(
     impl=lambda xp, x, *, shape: x.reshape(shape),
     vjp=lambda g, x, *, out, shape: reshape(g, x.shape),
     same_order=True,
+    batch_rule=reshape_rule,
 )
 
 
@@ -358,6 +360,7 @@ transpose_p = Primitive(
     _transpose_abstract,
     impl=lambda xp, x, *, perm: xp.transpose(x, perm),
     vjp=lambda g, x, *, out, perm: transpose(g, tuple(int(i) for i in np.argsort(perm))),
+    batch_rule=transpose_rule,
 )
 
 

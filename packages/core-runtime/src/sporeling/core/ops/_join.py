@@ -8,6 +8,7 @@ from .. import dtype as _dt
 from .._primitive import Primitive, ShapedArray
 from ..errors import check_axis, op_error
 from ..tensor import Tensor
+from ._batch_rules import concat_rule
 from ._core import as_tensor, cast, reshape
 
 __all__ = ["concat", "stack", "split"]
@@ -39,6 +40,7 @@ concat_p = Primitive(
     _concat_abstract,
     impl=lambda xp, *xs, axis: xp.concatenate(xs, axis=axis),
     vjp=_concat_vjp,
+    batch_rule=concat_rule,
 )
 
 

@@ -9,6 +9,7 @@ from .. import dtype as _dt
 from .._primitive import Primitive, ShapedArray
 from ..kernels.cpu import blas
 from ..tensor import Tensor
+from ._batch_rules import matmul_rule
 from ._core import broadcast_shapes, sum_to, transpose
 from ._elementwise import promote_args
 from .complex_numbers import conjugate
@@ -73,6 +74,7 @@ matmul_p = Primitive(
     cpu=lambda xp, x, y: blas.matmul(x, y),
     cpu_into=lambda xp, x, y, *, out=None: blas.matmul(x, y, out=out),
     vjp=_matmul_vjp,
+    batch_rule=matmul_rule,
 )
 
 

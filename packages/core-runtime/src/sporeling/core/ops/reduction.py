@@ -27,6 +27,7 @@ from .._primitive import Primitive, ShapedArray
 from ..errors import check_axis, check_int, op_error
 from ..errors import check_bool as _check_bool
 from ..tensor import Tensor
+from ._batch_rules import axis_rule
 from ._compare import equal, greater, less, maximum, select
 from ._core import (
     as_tensor,
@@ -605,6 +606,7 @@ cumsum_p: Primitive = Primitive(
     impl=_xp_cumsum,
     cpu=_cpu_cumsum,
     vjp=lambda g, x, *, out, axis, reverse: cumsum_p.bind(g, axis=axis, reverse=not reverse),
+    batch_rule=axis_rule,
 )
 
 
@@ -666,6 +668,7 @@ cumprod_p = Primitive(
     cpu=_cpu_cumprod,
     # complex: conj(J^T conj(g)), the conjugate convention through the same recurrence
     vjp=lambda g, x, *, out, axis: conjugate(cumprod_grad_p.bind(conjugate(g), x, axis=axis)),
+    batch_rule=axis_rule,
 )
 
 

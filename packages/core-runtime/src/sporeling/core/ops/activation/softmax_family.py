@@ -10,6 +10,7 @@ from ..._primitive import Decomposition, Primitive, ShapedArray
 from ...errors import check_axis, op_error
 from ...kernels.cpu.softmax import softmax_lastaxis
 from ...tensor import Tensor
+from .._batch_rules import axis_rule
 from .._core import reduce_sum, reshape
 from .._elementwise import _check_family, exp, float_input
 from ._common import _up
@@ -85,6 +86,7 @@ softmax_p = Primitive(
     cpu=_softmax_cpu_for(False),
     vjp=lambda g, x, *, out, axis: out * (g - reduce_sum(g * out, axis, keep_dims=True)),
     decomposition=Decomposition(_softmax_parts, _over_last_axis, ("axis",)),
+    batch_rule=axis_rule,
 )
 log_softmax_p = Primitive(
     "log_softmax",
@@ -94,6 +96,7 @@ log_softmax_p = Primitive(
     cpu=_softmax_cpu_for(True),
     vjp=lambda g, x, *, out, axis: g - exp(out) * reduce_sum(g, axis, keep_dims=True),
     decomposition=Decomposition(_log_softmax_parts, _over_last_axis, ("axis",)),
+    batch_rule=axis_rule,
 )
 
 

@@ -10,6 +10,7 @@ from ... import dtype as _dt
 from ..._primitive import Primitive, ShapedArray
 from ...errors import check_axis, check_int, op_error
 from ...tensor import Tensor
+from .._batch_rules import last_axis_rule
 from .._compare import greater, less, not_equal, select
 from .._core import (
     as_tensor,
@@ -125,6 +126,7 @@ sort_p = Primitive(
     impl=_sort_impl,
     vjp=lambda gs, x, *, out, descending: _scatter_last(gs[0], out[1], x.shape),
     multiple_results=True,
+    batch_rule=last_axis_rule,
 )
 
 
