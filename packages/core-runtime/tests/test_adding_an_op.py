@@ -85,6 +85,8 @@ TESTED_THROUGH = {
     # graph-mode control flow: the effectful forms and the loop's gradient
     "cond_effect": "cond",
     "while_loop_effect": "while_loop",
+    # the node MicroBatchInterleaved puts on the caller's tape (parallel/interleave.py)
+    "micro_batch_interleaved": "MicroBatchInterleaved",
 }
 
 
