@@ -55,7 +55,7 @@ _DATA_SLOT = Tensor.__dict__["_data"]  # the base class's storage for the dense 
 
 def _segment_rows(xp: Any, rows: Any, ids: Any, vocab: int) -> tuple[Any, Any]:
     """Unique sorted in-range ``ids`` and the sum of ``rows`` for each (rows: (n, *row))."""
-    if xp is np and rows.ndim >= 1 and sparse_rows.supports(rows.dtype):
+    if is_host(xp) and rows.ndim >= 1 and sparse_rows.supports(rows.dtype):
         # one hashing pass and a sort of the distinct ids only: 10.7 -> 1.5 ms for a
         # Wide&Deep batch's deep table (1024 x 39 ids, rows of 16; the shared machine at
         # load 8, so ~4x the idle times) against argsort + gather + reduceat
@@ -94,7 +94,7 @@ def _lookup_abstract(table: ShapedArray, ids: ShapedArray, *, sparse: bool) -> S
 
 def _lookup_impl(xp: Any, table: Any, ids: Any, *, sparse: bool) -> Any:
     vocab = table.shape[0]
-    if xp is np and table.flags.c_contiguous and sparse_rows.supports(table.dtype):
+    if is_host(xp) and table.flags.c_contiguous and sparse_rows.supports(table.dtype):
         return sparse_rows.lookup_rows(table, ids).reshape(ids.shape + table.shape[1:])
     valid = (ids >= 0) & (ids < vocab)
     if bool(valid.all()):
