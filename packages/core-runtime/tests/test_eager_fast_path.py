@@ -164,3 +164,92 @@ def test_reshape_and_transpose_shortcuts_keep_checks():
     with pytest.raises(ValueError, match="axis"):
         ops.softmax(x, 2)
     np.testing.assert_allclose(x.mean(-1).asnumpy(), a.mean(-1), rtol=1e-6)
+
+
+def test_default_elementwise_plans_call_numpy_itself():
+    x, y = _t(3, 4), _t(3, 4, seed=1)
+    for _ in range(2):
+        np.testing.assert_array_equal((x * y).asnumpy(), x.asnumpy() * y.asnumpy())
+        np.testing.assert_array_equal((x > y).asnumpy(), x.asnumpy() > y.asnumpy())
+        np.testing.assert_array_equal(ops.exp(x).asnumpy(), np.exp(x.asnumpy()))
+    key = (x._device, (3, 4), np.dtype(np.float32), (3, 4), np.dtype(np.float32))
+    assert add_p._eager_plans[key][0] is np.add  # the ufunc, no impl frame
+    assert (x > y).dtype == "bool"
+
+
+def test_a_new_impl_of_a_default_elementwise_op_is_not_bypassed():
+    from sporeling.core.ops._elementwise import unary_op
+
+    p = unary_op("test_fast_path_ufunc", "negative", scalar="-x")
+    try:
+        x = _t(2, 3)
+        for _ in range(2):
+            np.testing.assert_array_equal(p.bind(x).asnumpy(), -x.asnumpy())
+        assert next(iter(p._eager_plans.values()))[0] is np.negative
+        p.def_impl("cpu")(lambda xp, x: x * 3)
+        for _ in range(2):
+            np.testing.assert_array_equal(p.bind(x).asnumpy(), x.asnumpy() * 3)
+    finally:
+        REGISTRY.pop("test_fast_path_ufunc", None)
+
+
+def test_parameters_take_the_fast_paths_with_the_same_results_and_gradients():
+    a = np.random.default_rng(3).standard_normal((4, 5)).astype(np.float32)
+    b = np.random.default_rng(4).standard_normal((4, 5)).astype(np.float32)
+    w, v = Parameter(Tensor(a), name="w"), Parameter(Tensor(b), name="v")
+    x = Tensor(b)
+    for _ in range(2):
+        for op, ref in ((ops.add, a + b), (ops.sub, a - b), (ops.mul, a * b), (ops.div, a / b)):
+            np.testing.assert_array_equal(op(w, x).asnumpy(), ref)
+            np.testing.assert_array_equal(op(w, v).asnumpy(), ref)
+        m = w.mean(1).asnumpy()  # float32 sums: an absolute tolerance near zero
+        np.testing.assert_allclose(m, a.astype(np.float64).mean(1), rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal((w + 2.0).asnumpy(), a + np.float32(2.0))
+    gw, gv = grad(lambda w, v: ((w * v) / (v + 3.0) - w).mean(), (0, 1))(w, v)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    np.testing.assert_allclose(gw.asnumpy(), (b64 / (b64 + 3) - 1) / a.size, rtol=1e-5)
+    np.testing.assert_allclose(gv.asnumpy(), a64 * 3 / (b64 + 3) ** 2 / a.size, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("axis,keep", [(1, False), (0, True), ((0, 1), False), ((), True)])
+def test_mean_fast_path_matches_numpy_and_its_gradient(dtype, axis, keep):
+    a = np.random.default_rng(5).standard_normal((3, 5)).astype(dtype)
+    x = Tensor(a)
+    np_axis = None if axis == () else axis
+    for _ in range(2):  # the generic path, then the plans (and the cached divisor)
+        m = x.mean(axis, keep)
+        assert m._data.dtype == dtype and m.shape == a.mean(np_axis, keepdims=keep).shape
+        tol = 1e-6 if dtype == np.float32 else 1e-13
+        ref = a.astype(np.float64).mean(np_axis, keepdims=keep)
+        np.testing.assert_allclose(m.asnumpy(), ref, rtol=tol, atol=tol)
+    w = Parameter(Tensor(a), name="w")
+    g = grad(lambda w: (ops.mean(w * w, axis, keep) * 3).sum())(w)
+    n = a.size if axis in ((0, 1), ()) else a.shape[axis if isinstance(axis, int) else 0]
+    np.testing.assert_allclose(g.asnumpy(), 6 * a.astype(np.float64) / n, rtol=1e-6)
+
+
+def test_movement_and_relu_plans_are_bound_views_and_match_numpy():
+    from sporeling.core.ops._core import reshape_p, transpose_p
+    from sporeling.core.ops.activation.elementwise import relu_p
+
+    a = np.array([[-1.5, -0.0, 0.0, 2.0], [np.nan, np.inf, -np.inf, 3.0]], np.float32)
+    x = Tensor(a)
+    for _ in range(2):
+        r = x.reshape(4, 2)
+        assert np.shares_memory(r._data, a) and r.shape == (4, 2)
+        t = ops.transpose(x, (1, 0))
+        assert np.shares_memory(t._data, a)
+        np.testing.assert_array_equal(t.asnumpy(), a.T)
+        y = ops.relu(x)
+        np.testing.assert_array_equal(y.asnumpy(), np.maximum(a, np.float32(0)))
+        assert np.array_equal(np.signbit(y.asnumpy()), np.signbit(np.maximum(a, np.float32(0))))
+    for prim in (reshape_p, transpose_p, relu_p):
+        assert all(plan[4] for plan in prim._eager_plans.values())  # specialized kernels
+    xi = Tensor(np.array([-2, 3], np.int32))
+    for _ in range(2):
+        assert ops.relu(xi).tolist() == [0, 3] and ops.relu(xi).dtype == "int32"
+    w = Parameter(Tensor(a[:, [0, 3]].copy()), name="w")  # finite entries
+    for _ in range(2):
+        g = grad(lambda w: (ops.transpose(ops.relu(w), (1, 0)).reshape(4) * 2).sum())(w)
+        np.testing.assert_array_equal(g.asnumpy(), np.where(w.asnumpy() > 0, 2.0, 0.0))

@@ -3,9 +3,10 @@
 Two paths (benchmarks/bench_dispatch.py measures them). The first call of a primitive with
 a given signature (device, input shapes and dtypes, parameters) takes the generic path: it
 checks every input, runs the abstract rule, picks the device's impl and conforms the result.
-When that signature gave one output, it leaves a *plan* on the primitive: the impl (with the
-parameters bound when the primitive has an ``eager_specialize`` rule) and the output's dtype
-and shape. Later calls with that signature take the fast path: one key
+When that signature gave one output, it leaves a *plan* on the primitive: the impl (or, when
+the primitive has an ``eager_specialize`` rule, a kernel over the arrays alone, with the
+array module and parameters bound: a ufunc, a bound method) and the output's dtype and
+shape. Later calls with that signature take the fast path: one key
 built from the inputs, one dict lookup, the impl, the output wrapped, and at most one tape
 node; no per-argument lists, no abstract rule, no helper calls. A signature whose abstract
 rule raised never gets a plan, so bad input always reaches the generic path and its error.
@@ -107,13 +108,12 @@ class EagerInterpreter:
         if plan is None:
             return self._generic(prim, args, params)
         impl, dtype, shape, floating, bound = plan
-        xp = device.xp
         try:
             if n == 1:
-                out = impl(xp, dx) if bound or not params else impl(xp, dx, **params)
+                out = impl(dx) if bound else impl(device.xp, dx, **params)
                 track = x._node is not None or x._requires_grad
             else:
-                out = impl(xp, dx, dy) if bound or not params else impl(xp, dx, dy, **params)
+                out = impl(dx, dy) if bound else impl(device.xp, dx, dy, **params)
                 track = (
                     x._node is not None
                     or x._requires_grad
@@ -123,7 +123,8 @@ class EagerInterpreter:
         except MemoryError as exc:  # a huge shape: say which op, and what it asked for
             raise MemoryError(f"{prim.name}: not enough memory for its result ({exc})") from None
         if type(out) is not _ndarray or out.dtype is not dtype:  # the shape was checked
-            if xp is np and type(out) is not _ndarray:  # when the plan was made
+            xp = device.xp  # when the plan was made
+            if xp is np and type(out) is not _ndarray:
                 out = _asarray(out)  # a NumPy scalar (full reductions)
             if out.dtype is not dtype:
                 out = _conform_to(out, dtype, shape, xp)
@@ -217,7 +218,7 @@ class EagerInterpreter:
         except TypeError:  # unhashable parameters: no plan
             return
         bound = None
-        if params and prim.eager_specialize is not None:
+        if prim.eager_specialize is not None:
             bound = prim.eager_specialize(impl, [a._data for a in args], params)
         if len(plans) >= _MAX_PLANS:
             plans.clear()

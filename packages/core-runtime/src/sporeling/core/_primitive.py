@@ -203,8 +203,10 @@ class Primitive:
         self._abstract_cache: dict[Any, Any] = {}
         self._impl_by_device: dict[Any, Impl] = {}  # memo of impl_for
         self._eager_plans: dict[Any, Any] = {}  # the eager fast path's memo (_eager.py)
-        #: optional ``(impl, arrays, params) -> fn(xp, *arrays)`` with the parameters bound,
-        #: for the eager fast path's plan (saves the ``**params`` call of a hot op), or None
+        #: optional ``(impl, arrays, params) -> fn(*arrays)`` (or None: no specialization)
+        #: computing what ``impl(xp, *arrays, **params)`` does for that signature, with the
+        #: array module and parameters bound: the eager fast path's plan calls it (a ufunc
+        #: or a bound method saves the Python frames of a hot op's impl)
         self.eager_specialize: Callable[..., Any] | None = None
         REGISTRY[name] = self
 

@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as _dt
-from .._primitive import Primitive, ShapedArray
+from .._primitive import _STATE, Primitive, ShapedArray
 from ..errors import check_axis, check_int, op_error
 from ..errors import check_bool as _check_bool
-from ..tensor import Tensor
+from ..tensor import Parameter, Tensor
 from ._batch_rules import axis_rule
 from ._compare import equal, greater, less, maximum, select
 from ._core import (
@@ -296,23 +296,38 @@ def min(x: Tensor, axis: int = 0, keep_dims: bool = False) -> tuple[Tensor, Tens
 # ---- mean / prod ----------
 
 
+#: (device, dtype, n) -> 0-d Tensor n of that dtype, the divisor of mean's fast path (never
+#: written to: it is an input of the division only, and needs no gradient)
+_COUNTS: dict[Any, Tensor] = {}
+
+
+def _count(device: Any, dtype: Any, n: int) -> Tensor:
+    key = (device, dtype, n)
+    t = _COUNTS.get(key)
+    if t is None:
+        t = Tensor._wrap(device.xp.asarray(float(n), dtype), device)
+        if len(_COUNTS) < 1024:
+            _COUNTS[key] = t
+    return t
+
+
 def mean(x: Tensor, axis: Any = (), keep_dims: bool = False) -> Tensor:
     """Arithmetic mean over ``axis`` (all axes when empty); integers average as float32.
 
     >>> mean(Tensor([[1.0, 2.0], [3.0, 5.0]]), 1).tolist()
     [1.5, 4.0]
     """
-    if type(x) is Tensor and type(keep_dims) is bool:  # float32/float64: the common case
-        d = x._data  # (hot path: the sum and the division, without the general checks)
-        if d.dtype.kind == "f" and d.dtype.itemsize >= 4:
+    if ((tx := type(x)) is Tensor or tx is Parameter) and type(keep_dims) is bool:
+        d = x._data  # float32/float64, the common case (hot path: the sum and the division,
+        if d.dtype.kind == "f" and d.dtype.itemsize >= 4:  # without the general checks)
             axes = normalize_axes("mean", axis, d.ndim)
             n = 1
             for a in axes:
                 n *= d.shape[a]
             if n:  # sum / n, with n a weak scalar of x's dtype, as div(sum, float(n)) makes it
-                total = reduce_sum_p.bind(x, axis=axes, keep_dims=keep_dims)
-                count = Tensor._wrap(x._device.xp.asarray(float(n), d.dtype), x._device)
-                return div_p.bind(total, count)
+                state = _STATE[-1]  # (straight to the interpreter: no bind packing)
+                total = state.process(reduce_sum_p, (x,), {"axis": axes, "keep_dims": keep_dims})
+                return state.process(div_p, (total, _count(x._device, d.dtype, n)), {})
     t = _tensor("mean", "x", x)
     keep = _check_bool("mean", "keep_dims", keep_dims)
     axes = normalize_axes("mean", axis, t.ndim)
