@@ -111,3 +111,111 @@ def test_batch_norm_training_returns_batch_statistics_and_updates_moving_ones():
     assert not g.asnumpy().any()
     infer = P.BatchNorm(is_training=False)(Tensor(x), Tensor(scale), Tensor(bias), mean, var)
     assert infer[1] is mean and infer[2] is var
+
+
+# ---- LayerNormGrad, BatchNormGrad, Conv2DBackprop* (against NumPy float64) ----------
+
+
+def _np_layer_norm_grad(x, dy, var, mean, gamma, axis):
+    axes = tuple(range(axis, x.ndim))
+    rstd = 1 / np.sqrt(var + 1e-12)
+    xhat = (x - mean) * rstd
+    g = dy * gamma
+    dx = rstd * (g - g.mean(axes, keepdims=True) - xhat * (g * xhat).mean(axes, keepdims=True))
+    return dx, (dy * xhat).sum(0), dy.sum(0)
+
+
+def test_layer_norm_grad_matches_numpy_and_the_forwards_vjp():
+    x, dy = rng.standard_normal((4, 3, 5)), rng.standard_normal((4, 3, 5))
+    gamma = rng.standard_normal((3, 5))
+    mean = x.mean((1, 2), keepdims=True)
+    var = x.var((1, 2), keepdims=True)
+    dx, dgamma, dbeta = G.LayerNormGrad(1, 1)(_t(x), _t(dy), _t(var), _t(mean), _t(gamma))
+    want = _np_layer_norm_grad(x, dy, var, mean, gamma, 1)
+    for got, w in zip((dx, dgamma, dbeta), want, strict=True):
+        np.testing.assert_allclose(got.asnumpy(), w, rtol=1e-9, atol=1e-12)
+    # the same as differentiating the forward LayerNorm (epsilon 1e-12)
+    _, pullback = ops.vjp(
+        lambda a, g: P.LayerNorm(1, 1, 1e-12)(a, g, _t(np.zeros((3, 5))))[0], _t(x), _t(gamma)
+    )
+    fdx, fdg = pullback(_t(dy))
+    np.testing.assert_allclose(dx.asnumpy(), fdx.asnumpy(), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(dgamma.asnumpy(), fdg.asnumpy(), rtol=1e-8, atol=1e-10)
+    check_grad(
+        lambda a, d, g: G.LayerNormGrad(1, 1)(a, d, _t(var), _t(mean), g)[0],
+        [x, dy, gamma],
+        wrt=[1, 2],
+    )
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_grad_matches_numpy(training):
+    x, dy = rng.standard_normal((4, 3, 2, 2)), rng.standard_normal((4, 3, 2, 2))
+    scale = rng.standard_normal(3)
+    mean, var = x.mean((0, 2, 3)), x.var((0, 2, 3))
+    op = G.BatchNormGrad(is_training=training, epsilon=1e-5)
+    dx, dscale, dbias = op(_t(dy), _t(x), _t(scale), _t(mean), _t(var), _t(var))
+    c = (slice(None), None, None)
+    rstd = 1 / np.sqrt(var + 1e-5)
+    xhat = (x - mean[c]) * rstd[c]
+    np.testing.assert_allclose(dbias.asnumpy(), dy.sum((0, 2, 3)), rtol=1e-10)
+    np.testing.assert_allclose(dscale.asnumpy(), (dy * xhat).sum((0, 2, 3)), rtol=1e-10)
+    if training:
+        m = x.size / 3
+        want = (
+            scale[c]
+            * rstd[c]
+            / m
+            * (m * dy - dy.sum((0, 2, 3))[c] - xhat * (dy * xhat).sum((0, 2, 3))[c])
+        )
+    else:
+        want = dy * scale[c] * rstd[c]
+    np.testing.assert_allclose(dx.asnumpy(), want, rtol=1e-9, atol=1e-12)
+    check_grad(lambda d, s: op(d, _t(x), s, _t(mean), _t(var))[0], [dy, scale])
+
+
+def _np_conv_grads(x, w, dout, stride):
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    dx, dw = np.zeros_like(x), np.zeros_like(w)
+    for i in range(dout.shape[2]):
+        for j in range(dout.shape[3]):
+            patch = x[:, :, i * stride : i * stride + kh, j * stride : j * stride + kw]
+            dx[:, :, i * stride : i * stride + kh, j * stride : j * stride + kw] += np.einsum(
+                "no,ocij->ncij", dout[:, :, i, j], w
+            )
+            dw += np.einsum("no,ncij->ocij", dout[:, :, i, j], patch)
+    return dx, dw
+
+
+def test_conv2d_backprop_input_and_filter_match_numpy():
+    x = rng.standard_normal((2, 3, 7, 7))
+    w = rng.standard_normal((4, 3, 3, 3))
+    dout = rng.standard_normal((2, 4, 3, 3))  # valid, stride 2
+    want_dx, want_dw = _np_conv_grads(x, w, dout, 2)
+    bi = G.Conv2DBackpropInput(4, 3, "valid", stride=2)
+    bf = G.Conv2DBackpropFilter(4, 3, "valid", stride=2)
+    dx = bi(_t(dout), _t(w), x.shape)
+    dw = bf(_t(dout), _t(x), Tensor(np.array(w.shape)))
+    np.testing.assert_allclose(dx.asnumpy(), want_dx, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(dw.asnumpy(), want_dw, rtol=1e-10, atol=1e-12)
+    check_grad(lambda d, k: bi(d, k, x.shape), [dout, w])
+    check_grad(lambda d, a: bf(d, a, w.shape), [dout, x])
+
+
+def test_conv2d_backprop_with_padding_is_the_forwards_vjp():
+    x = rng.standard_normal((1, 2, 5, 5))
+    w = rng.standard_normal((3, 2, 3, 3))
+    conv = P.Conv2D(3, 3, pad_mode="pad", pad=1)
+    out, pullback = ops.vjp(conv, _t(x), _t(w))
+    dout = rng.standard_normal(out.shape)
+    fdx, fdw = pullback(_t(dout))
+    dx = G.Conv2DBackpropInput(3, 3, pad_mode="pad", pad=1)(_t(dout), _t(w), x.shape)
+    dw = G.Conv2DBackpropFilter(3, 3, pad_mode="pad", pad=1)(_t(dout), _t(x), w.shape)
+    # padded by one: the NumPy reference on the zero-padded input, cropped
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want_dx, want_dw = _np_conv_grads(xp, w, dout, 1)
+    np.testing.assert_allclose(dx.asnumpy(), want_dx[:, :, 1:-1, 1:-1], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(dw.asnumpy(), want_dw, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(dx.asnumpy(), fdx.asnumpy(), rtol=1e-12)
+    np.testing.assert_allclose(dw.asnumpy(), fdw.asnumpy(), rtol=1e-12)

@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import ops as F
 from ..tensor import Tensor
-from .operations import AvgPool, MaxPool, _op
+from .operations import AvgPool, Conv2D, MaxPool, _op
 
 __all__ = [
     "ReluGrad",
@@ -30,6 +30,10 @@ __all__ = [
     "MinimumGrad",
     "MaxPoolGrad",
     "AvgPoolGrad",
+    "LayerNormGrad",
+    "BatchNormGrad",
+    "Conv2DBackpropInput",
+    "Conv2DBackpropFilter",
 ]
 
 
@@ -118,6 +122,96 @@ def _pool_grad(forward: type) -> Any:
     return rule
 
 
+def _layer_norm_grad(
+    self: Any, x: Tensor, dy: Tensor, variance: Tensor, mean: Tensor, gamma: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(dx, dgamma, dbeta) of ``LayerNorm`` from the forward's saved ``mean``/``variance``
+    (normalized axes kept as size 1), with MindSpore's kernel epsilon 1e-12:
+    ``dx = rstd (g - mean(g) - xhat mean(g xhat))`` with ``g = dy gamma``."""
+    norm = tuple(range(_axis(self.begin_norm_axis, x.ndim), x.ndim))
+    params = _axis(self.begin_params_axis, x.ndim)
+    rstd = F.rsqrt(variance + 1e-12)
+    xhat = (x - mean) * rstd
+    g = dy * gamma
+    dx = rstd * (g - F.reduce_mean(g, norm, True) - xhat * F.reduce_mean(g * xhat, norm, True))
+    lead = tuple(range(params))
+    dgamma = F.reduce_sum(dy * xhat, lead) if lead else dy * xhat
+    dbeta = F.reduce_sum(dy, lead) if lead else dy
+    return dx, dgamma, dbeta
+
+
+def _axis(a: int, ndim: int) -> int:
+    return a + ndim if a < 0 else a
+
+
+def _batch_norm_grad(
+    self: Any, dy: Tensor, x: Tensor, scale: Tensor, mean: Tensor, variance: Tensor, *reserve: Any
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(dx, dscale, dbias) of ``BatchNorm`` from the batch ``mean``/``variance`` it saved
+    (its reserve spaces 1 and 2). Training: the statistics depend on ``x``,
+    ``dx = scale rstd (dy - mean(dy) - xhat mean(dy xhat))``; inference: they are constants,
+    ``dx = dy scale rstd``."""
+    channel = x.ndim - 1 if self.data_format == "NHWC" else 1
+    axes = tuple(a for a in range(x.ndim) if a != channel)
+    shape = tuple(x.shape[a] if a == channel else 1 for a in range(x.ndim))
+
+    def col(t: Tensor) -> Tensor:
+        return F.reshape(t, shape)
+
+    rstd = col(F.rsqrt(variance + self.epsilon))
+    xhat = (x - col(mean)) * rstd
+    dbias = F.reduce_sum(dy, axes)
+    dscale = F.reduce_sum(dy * xhat, axes)
+    if self.is_training:
+        centred = dy - F.reduce_mean(dy, axes, True) - xhat * F.reduce_mean(dy * xhat, axes, True)
+        dx = col(scale) * rstd * centred
+    else:
+        dx = dy * col(scale) * rstd
+    return dx, dscale, dbias
+
+
+def _size(op: str, arg: str, value: Any) -> tuple[int, ...]:
+    if isinstance(value, Tensor):
+        value = value.asnumpy().tolist()
+    try:
+        return tuple(int(v) for v in value)
+    except TypeError:
+        raise TypeError(f"{op}: argument '{arg}' expected a tuple of ints, got {value!r}") from None
+
+
+def _conv(self: Any) -> Any:
+    pad = self.pad_list if self.pad_mode == "pad" and self.pad_list else self.pad
+    return Conv2D(
+        self.out_channel, self.kernel_size, self.mode, self.pad_mode, pad, self.stride,
+        self.dilation, self.group, self.data_format,
+    )  # fmt: skip
+
+
+def _conv_backprop_input(self: Any, dout: Tensor, weight: Tensor, input_size: Any) -> Tensor:
+    """The gradient of ``Conv2D`` with respect to its input (of shape ``input_size``): the
+    vjp of the forward convolution with ``dout`` (the transposed convolution)."""
+    shape = _size("Conv2DBackpropInput", "input_size", input_size)
+    conv = _conv(self)
+    _, pullback = F.vjp(lambda x: conv(x, weight), F.zeros(shape, dout.dtype))
+    (dx,) = pullback(dout)
+    return dx
+
+
+def _conv_backprop_filter(self: Any, dout: Tensor, x: Tensor, filter_size: Any) -> Tensor:
+    """The gradient of ``Conv2D`` with respect to its weight (of shape ``filter_size``)."""
+    shape = _size("Conv2DBackpropFilter", "filter_size", filter_size)
+    conv = _conv(self)
+    _, pullback = F.vjp(lambda w: conv(x, w), F.zeros(shape, dout.dtype))
+    (dw,) = pullback(dout)
+    return dw
+
+
+_CONV = (
+    ("out_channel", None), ("kernel_size", None), ("pad_mode", "valid"), ("pad", 0),
+    ("pad_list", None), ("mode", 1), ("stride", 1), ("dilation", 1), ("group", 1),
+    ("data_format", "NCHW"),
+)  # fmt: skip
+
 _POOL = (("kernel_size", 1), ("strides", 1), ("pad_mode", "VALID"), ("data_format", "NCHW"))
 
 ReluGrad = _op("ReluGrad", None, (), _relu_grad)
@@ -132,10 +226,22 @@ EluGrad = _op("EluGrad", None, (), _elu_grad)
 BiasAddGrad = _op("BiasAddGrad", None, (("data_format", "NCHW"),), _bias_add_grad)
 MaximumGrad = _op("MaximumGrad", None, (("grad_x", True), ("grad_y", True)), _pick_grad(True))
 MinimumGrad = _op("MinimumGrad", None, (("grad_x", True), ("grad_y", True)), _pick_grad(False))
+LayerNormGrad = _op(
+    "LayerNormGrad", None, (("begin_norm_axis", 1), ("begin_params_axis", 1)), _layer_norm_grad
+)
+BatchNormGrad = _op(
+    "BatchNormGrad",
+    None,
+    (("is_training", False), ("epsilon", 1e-5), ("data_format", "NCHW")),
+    _batch_norm_grad,
+)
+Conv2DBackpropInput = _op("Conv2DBackpropInput", None, _CONV, _conv_backprop_input)
+Conv2DBackpropFilter = _op("Conv2DBackpropFilter", None, _CONV, _conv_backprop_filter)
 MaxPoolGrad = _op("MaxPoolGrad", None, _POOL, _pool_grad(MaxPool))
 AvgPoolGrad = _op("AvgPoolGrad", None, _POOL, _pool_grad(AvgPool))
 for _cls in (
     ReluGrad, ReLU6Grad, SigmoidGrad, TanhGrad, SqrtGrad, RsqrtGrad, ReciprocalGrad,
     SoftplusGrad, EluGrad, BiasAddGrad, MaximumGrad, MinimumGrad, MaxPoolGrad, AvgPoolGrad,
+    LayerNormGrad, BatchNormGrad, Conv2DBackpropInput, Conv2DBackpropFilter,
 ):  # fmt: skip
     _cls.__module__ = __name__
