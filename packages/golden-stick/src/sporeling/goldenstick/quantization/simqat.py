@@ -13,6 +13,7 @@ from collections import OrderedDict
 from typing import Any
 
 from sporeling.core import nn
+from sporeling.core.errors import check_bool, check_int
 from sporeling.core.rewrite import (
     Node,
     NodeType,
@@ -63,17 +64,11 @@ def _pair(key: str, value: Any) -> tuple[Any, Any]:
 
 
 def _check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{_CLS}: argument '{name}' expected a bool, got {value!r}")
-    return value
+    return check_bool(_CLS, name, value)
 
 
 def _check_delay(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{_CLS}: argument '{name}' expected an int, got {value!r}")
-    if value < 0:
-        raise ValueError(f"{_CLS}: argument '{name}' expected an int >= 0, got {value!r}")
-    return value
+    return check_int(_CLS, name, value, 0)
 
 
 def _check_dtype(name: str, value: Any) -> QuantDtype:
