@@ -21,6 +21,14 @@ MODULES = [
     "sporeling.data.text",
     "sporeling.data.transforms",
     "sporeling.data.vision",
+    # MindSpore's module paths
+    "sporeling.data.vision.c_transforms",
+    "sporeling.data.vision.py_transforms",
+    "sporeling.data.vision.transforms",
+    "sporeling.data.vision.utils",
+    "sporeling.data.transforms.c_transforms",
+    "sporeling.data.transforms.py_transforms",
+    "sporeling.data.transforms.transforms",
 ]
 
 SNAPSHOT = Path(__file__).with_name("api_snapshot.txt")
