@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sporeling.core.kernels.cpu.sparse_rows import lookup_rows, unique_row_sums
+from sporeling.core.kernels.cpu.sparse_rows import group_ids, lookup_rows, unique_row_sums
 
 
 def reference_sums(rows, ids, vocab):
@@ -54,3 +54,19 @@ def test_lookup_rows_zero_outside_the_table(ids_dtype, low):
     want = np.zeros((ids.size, 5), np.float32)
     want[ok] = table[ids.reshape(-1)[ok]]
     np.testing.assert_array_equal(got, want)
+
+
+def test_grouping_is_reused_only_for_equal_ids():
+    """The wide and deep gradients share the batch's ids: the second reuses the grouping;
+    a buffer refilled in place with other ids is grouped again."""
+    rng = np.random.default_rng(3)
+    ids = rng.integers(0, 30, 200)
+    rows = rng.standard_normal((200, 3)).astype(np.float32)
+    first = group_ids(ids, 30)
+    assert group_ids(ids.copy(), 30)[1] is first[1]  # equal values: reused
+    assert group_ids(ids, 29)[1] is not first[1]  # another vocabulary: grouped again
+    ids[:] = rng.integers(0, 30, 200)  # the same buffer, new ids
+    uniq, sums = unique_row_sums(rows, ids, 30)
+    want_ids, want_sums = reference_sums(rows, ids, 30)
+    np.testing.assert_array_equal(uniq, want_ids)
+    np.testing.assert_array_equal(sums, want_sums)

@@ -23,7 +23,7 @@ from typing import Any
 import numba
 import numpy as np
 
-__all__ = ["supports", "lookup_rows", "unique_row_sums"]
+__all__ = ["supports", "lookup_rows", "group_ids", "unique_row_sums"]
 
 _JIT: dict[str, Any] = {"cache": True, "error_model": "numpy"}
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -48,11 +48,12 @@ def _lookup_kernel(table: Any, ids: Any, out: Any) -> None:  # pragma: no cover 
 
 
 @numba.jit(**_JIT)
-def _group_kernel(ids: Any, vocab: int, shift: Any, keys: Any, slot_of: Any, uniq: Any,
+def _group_kernel(ids: Any, vocab: int, shift: Any, table: Any, uniq: Any,
                   inv: Any) -> int:  # fmt: skip  # pragma: no cover - jitted
     """``uniq[:n]``: the distinct in-range ids in order of first use; ``inv[k]``: the
-    position in ``uniq`` of ``ids[k]`` (-1 when out of range). Returns n."""
-    mask = keys.shape[0] - 1
+    position in ``uniq`` of ``ids[k]`` (-1 when out of range). Returns n. ``table``
+    ``(2^bits, 2)``: (id, position) pairs, -1 for a free slot; one cache line a probe."""
+    mask = table.shape[0] - 1
     n = 0
     for k in range(ids.shape[0]):
         v = ids[k]
@@ -61,13 +62,13 @@ def _group_kernel(ids: Any, vocab: int, shift: Any, keys: Any, slot_of: Any, uni
             continue
         h = np.int64((np.uint64(v) * _GOLDEN) >> shift)
         while True:
-            key = keys[h]
+            key = table[h, 0]
             if key == v:
-                inv[k] = slot_of[h]
+                inv[k] = table[h, 1]
                 break
             if key == -1:
-                keys[h] = v
-                slot_of[h] = n
+                table[h, 0] = v
+                table[h, 1] = n
                 uniq[n] = v
                 inv[k] = n
                 n += 1
@@ -77,49 +78,73 @@ def _group_kernel(ids: Any, vocab: int, shift: Any, keys: Any, slot_of: Any, uni
 
 
 @numba.jit(**_JIT)
-def _rank_kernel(ordered: Any, shift: Any, keys: Any, slot_of: Any, rank: Any) -> None:
-    """``rank[j]``: where the j-th distinct id is in ``ordered`` (the ids sorted); then the
-    hash table is emptied for the next call."""  # pragma: no cover - jitted
-    mask = keys.shape[0] - 1
+def _rank_kernel(ordered: Any, shift: Any, table: Any, inv: Any) -> None:  # pragma: no cover
+    """``inv[k]`` becomes the position in ``ordered`` (the distinct ids sorted) of the k-th
+    id; then the hash table is emptied for the next call."""
+    mask = table.shape[0] - 1
     n = ordered.shape[0]
+    rank = np.empty(n, np.int64)
     for r in range(n):
         v = ordered[r]
         h = np.int64((np.uint64(v) * _GOLDEN) >> shift)
-        while keys[h] != v:
+        while table[h, 0] != v:
             h = (h + 1) & mask
-        rank[slot_of[h]] = r
+        rank[table[h, 1]] = r
     for r in range(n):  # every probe is done: clearing cannot cut a chain now
         v = ordered[r]
         h = np.int64((np.uint64(v) * _GOLDEN) >> shift)
-        while keys[h] != v:
+        while table[h, 0] != v:
             h = (h + 1) & mask
-        keys[h] = -1
+        table[h, 0] = -1
+    for k in range(inv.shape[0]):
+        if inv[k] >= 0:
+            inv[k] = rank[inv[k]]
 
 
 @numba.jit(**_JIT)
-def _sum_kernel(rows: Any, inv: Any, rank: Any, out: Any) -> None:  # pragma: no cover
+def _sum_kernel(rows: Any, pos: Any, out: Any) -> None:  # pragma: no cover - jitted
     width = rows.shape[1]
     for k in range(rows.shape[0]):
-        j = inv[k]
-        if j < 0:
+        r = pos[k]
+        if r < 0:
             continue
-        r = rank[j]
         for i in range(width):
             out[r, i] += rows[k, i]
 
 
-_scratch = threading.local()  # each thread's hash table, kept empty between calls
+_scratch = threading.local()  # each thread's hash table (kept empty) and last grouping
 
 
-def _hash_table(n: int) -> tuple[np.ndarray, np.ndarray, int]:
+def _hash_table(n: int) -> tuple[np.ndarray, int]:
     """An empty table of at least ``2 n`` slots (at most half full) and its bit count."""
     bits = max(4, int(2 * n - 1).bit_length())
-    keys = getattr(_scratch, "keys", None)
-    if keys is None or keys.shape[0] < (1 << bits):
-        _scratch.keys = np.full(1 << bits, -1, np.int64)
-        _scratch.slot_of = np.empty(1 << bits, np.int64)
-    keys = _scratch.keys
-    return keys, _scratch.slot_of, int(keys.shape[0]).bit_length() - 1
+    table = getattr(_scratch, "table", None)
+    if table is None or table.shape[0] < (1 << bits):
+        table = _scratch.table = np.full((1 << bits, 2), -1, np.int64)
+    return table, int(table.shape[0]).bit_length() - 1
+
+
+def group_ids(ids: np.ndarray, vocab: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ordered, pos)``: the sorted distinct ids of ``ids`` inside ``[0, vocab)`` and, for
+    each id, its position in ``ordered`` (-1 outside). The last grouping of this thread is
+    reused when the same ids come again (compared by value: a lookup's wide and deep tables
+    share the batch's ids, so the second gradient skips the hashing)."""
+    idx = np.ascontiguousarray(ids.reshape(-1), np.int64)
+    last = getattr(_scratch, "last", None)
+    if last is not None and last[0] == vocab and np.array_equal(last[1], idx):
+        return last[2], last[3]
+    n = idx.shape[0]
+    table, bits = _hash_table(n)
+    shift = np.uint64(64 - bits)
+    uniq = np.empty(n, np.int64)
+    pos = np.empty(n, np.int64)
+    count = _group_kernel(idx, vocab, shift, table, uniq, pos)
+    ordered = np.sort(uniq[:count])
+    _rank_kernel(ordered, shift, table, pos)
+    ordered.flags.writeable = False  # shared by the calls that reuse this grouping
+    pos.flags.writeable = False
+    _scratch.last = (vocab, idx.copy(), ordered, pos)
+    return ordered, pos
 
 
 def lookup_rows(table: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -137,16 +162,7 @@ def lookup_rows(table: np.ndarray, ids: np.ndarray) -> np.ndarray:
 def unique_row_sums(rows: np.ndarray, ids: np.ndarray, vocab: int) -> tuple[np.ndarray, Any]:
     """``(uniq, sums)``: the sorted unique ids of ``ids (n,)`` inside ``[0, vocab)`` (int64)
     and, for each, the sum of its rows of ``rows (n, width)``."""
-    idx = np.ascontiguousarray(ids.reshape(-1), np.int64)
-    n = idx.shape[0]
-    keys, slot_of, bits = _hash_table(n)
-    shift = np.uint64(64 - bits)
-    uniq = np.empty(n, np.int64)
-    inv = np.empty(n, np.int64)
-    count = _group_kernel(idx, vocab, shift, keys, slot_of, uniq, inv)
-    ordered = np.sort(uniq[:count])
-    rank = np.empty(count, np.int64)
-    _rank_kernel(ordered, shift, keys, slot_of, rank)
-    sums = np.zeros((count, rows.shape[1]), rows.dtype)
-    _sum_kernel(np.ascontiguousarray(rows), inv, rank, sums)
-    return ordered, sums
+    ordered, pos = group_ids(ids, vocab)
+    sums = np.zeros((ordered.shape[0], rows.shape[1]), rows.dtype)
+    _sum_kernel(np.ascontiguousarray(rows), pos, sums)
+    return ordered.copy(), sums
