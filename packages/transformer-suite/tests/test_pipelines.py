@@ -7,7 +7,15 @@ import gzip
 import numpy as np
 import pytest
 
-from sporeling.transformer.pipelines import MNIST_MEAN, MNIST_STD, mnist_datasets
+from sporeling.transformer.pipelines import (
+    MNIST_MEAN,
+    MNIST_STD,
+    GeneratedRows,
+    TokenWindows,
+    mnist_datasets,
+    sampled_batches,
+)
+from sporeling.transformer.tasks import EOS, reverse_digits_row
 
 
 def write_idx_gz(path, array):
@@ -69,3 +77,52 @@ def test_mnist_t10k_limit_and_errors(mnist):
     (root / "t10k-labels-idx1-ubyte.gz").unlink()
     with pytest.raises(ValueError, match="data.holdout: 30 leaves no training images"):
         mnist_datasets(root, 4, holdout=30)
+
+
+def epochs(data, n):
+    it = data.create_tuple_iterator(num_epochs=n, output_numpy=True)
+    return [[r[0] for r in it] for _ in range(n)]
+
+
+def test_window_batches_random_fixed_and_sharded():
+    ids = np.arange(100, dtype=np.int32) * 3
+    src = TokenWindows(ids, 8)
+    assert len(src) == 92  # every start nanoGPT's randint(len - block) can draw
+    np.testing.assert_array_equal(src[91][0], ids[91:100])
+    train = sampled_batches(src, ["input_ids"], 4, 5, seed=7)
+    assert train.get_dataset_size() == 5
+    e1, e2 = epochs(train, 2)
+    assert e1[0].shape == (4, 9) and e1[0].dtype == np.int32
+    for batch in e1:  # whole windows of consecutive tokens
+        np.testing.assert_array_equal(np.diff(batch, axis=1), 3)
+    assert not np.array_equal(np.stack(e1), np.stack(e2))  # fresh draws every epoch
+    np.testing.assert_array_equal(
+        np.stack(epochs(sampled_batches(src, ["input_ids"], 4, 5, 7), 1)[0]), np.stack(e1)
+    )
+    v1, v2 = epochs(sampled_batches(src, ["input_ids"], 4, 3, seed=1, fixed=True), 2)
+    np.testing.assert_array_equal(np.stack(v1), np.stack(v2))  # validation: the same windows
+    starts = np.random.default_rng(1).integers(0, 92, 12)
+    np.testing.assert_array_equal(np.concatenate(v1)[:, 0], ids[starts])
+    # data parallel: two shards with the same seed take disjoint windows of one epoch
+    shards = [
+        np.concatenate(epochs(sampled_batches(src, ["input_ids"], 2, 10, 3, False, 2, r), 1)[0])
+        for r in (0, 1)
+    ]
+    assert set(shards[0][:, 0]).isdisjoint(shards[1][:, 0])
+    with pytest.raises(ValueError, match="too few for windows of 9"):
+        TokenWindows(ids[:8], 8)
+
+
+def test_generated_digit_rows():
+    rows = GeneratedRows(lambda rng: reverse_digits_row(rng, 6), seed=5)
+    src, mask, tgt = rows[123]
+    again = rows[123]
+    assert all(np.array_equal(a, b) for a, b in zip((src, mask, tgt), again))
+    k = int(mask.sum())
+    np.testing.assert_array_equal(tgt[:k], src[:k][::-1])
+    assert tgt[k] == EOS and 3 <= k <= 6
+    data = sampled_batches(rows, ["source", "source_mask", "target"], 8, 2, seed=0)
+    it = data.create_tuple_iterator(num_epochs=1, output_numpy=True)
+    batch = next(iter(it))
+    assert [b.shape for b in batch] == [(8, 6), (8, 6), (8, 7)]
+    assert [b.dtype for b in batch] == [np.int32, np.float32, np.int32]

@@ -1,6 +1,7 @@
 """Input pipelines on ``sporeling.data`` (MindSpore's ``mindspore.dataset`` API): MNIST read by
 ``MnistDataset`` (the published ``.gz`` idx files), shuffled by a sampler, normalised and
-transposed by vision transforms, batched; and ``GeneratorDataset`` batching of generated rows."""
+transposed by vision transforms, batched; and ``GeneratorDataset`` over random-access row
+sources (text windows for GPT, generated examples for T5), sampled and batched."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ import numpy as np
 import sporeling.data as ds
 from sporeling.data import transforms, vision
 
-__all__ = ["MNIST_MEAN", "MNIST_STD", "mnist_datasets", "batched_generator"]
+__all__ = [
+    "MNIST_MEAN",
+    "MNIST_STD",
+    "mnist_datasets",
+    "TokenWindows",
+    "GeneratedRows",
+    "sampled_batches",
+]
 
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 
@@ -66,8 +74,62 @@ def mnist_datasets(
     return _prepare(train, batch_size, True), _prepare(test, eval_batch_size, False)
 
 
-def batched_generator(source: Any, column_names: list[str], batch_size: int) -> Any:
-    """``GeneratorDataset`` over ``source`` (a random-access or iterable row source), rows in
-    the source's order (it draws its own random rows), batched with the remainder dropped."""
-    data = ds.GeneratorDataset(source, column_names=column_names, shuffle=False)
+class TokenWindows:
+    """Random-access row source: row ``i`` is the window ``ids[i : i + seq_length + 1]`` (int32),
+    one row for every start nanoGPT's ``get_batch`` can draw."""
+
+    def __init__(self, ids: np.ndarray, seq_length: int) -> None:
+        if len(ids) <= seq_length:
+            raise ValueError(
+                f"TokenWindows: {len(ids)} tokens are too few for windows of {seq_length + 1}"
+            )
+        self.ids, self.seq = np.asarray(ids, np.int32), int(seq_length)
+
+    def __len__(self) -> int:
+        return len(self.ids) - self.seq
+
+    def __getitem__(self, i: int) -> tuple[np.ndarray]:
+        return (self.ids[i : i + self.seq + 1],)
+
+
+class GeneratedRows:
+    """Random-access row source of ``2**40`` generated examples: row ``i`` is ``make(rng)``
+    with its own ``default_rng([seed, i])``, so any index gives the same example every time."""
+
+    def __init__(self, make: Any, seed: int) -> None:
+        self.make, self.seed = make, int(seed)
+
+    def __len__(self) -> int:
+        return 1 << 40
+
+    def __getitem__(self, i: int) -> tuple[np.ndarray, ...]:
+        return tuple(self.make(np.random.default_rng([self.seed, int(i)])))
+
+
+def sampled_batches(
+    source: Any,
+    column_names: list[str],
+    batch_size: int,
+    steps: int,
+    seed: int,
+    fixed: bool = False,
+    num_shards: int = 1,
+    shard_id: int = 0,
+) -> Any:
+    """``GeneratorDataset`` over a random-access ``source``: ``steps`` batches of
+    ``batch_size`` rows a epoch, drawn at random with replacement afresh every epoch (seeded
+    through ``sporeling.data.config``); ``fixed``: the same rows every epoch (validation), drawn
+    once with ``seed``; ``num_shards`` > 1: this shard's part of each epoch's shuffled order
+    (data parallel: every shard gives the same seed, so the shards' rows are disjoint)."""
+    n = steps * batch_size
+    if fixed:
+        rows = np.random.default_rng(seed).integers(0, len(source), n)
+        sampler: Any = ds.SubsetSampler(rows.tolist())
+    else:
+        ds.config.set_seed(seed)
+        if num_shards > 1:
+            sampler = ds.DistributedSampler(num_shards, shard_id, shuffle=True, num_samples=n)
+        else:
+            sampler = ds.RandomSampler(replacement=True, num_samples=n)
+    data = ds.GeneratorDataset(source, column_names=column_names, sampler=sampler)
     return data.batch(batch_size, drop_remainder=True)

@@ -32,10 +32,11 @@ from sporeling.core import (
 )
 from sporeling.core.train import Callback, EarlyStopping, Loss, ProgressBar
 
-from .data import WindowDataset, encode_corpus
+from .data import encode_corpus
 from .models.gpt import GPT, GPTConfig, GPTWithLoss
 from .parallel import MeanOfCopies, apply_parallel, data_parallel_reducer, full_state, shard_model
 from .pipeline import StagesClipTrainOneStepCell, gather_stages, pipeline_gpt_with_loss
+from .pipelines import TokenWindows, sampled_batches
 
 __all__ = [
     "Throughput",
@@ -248,12 +249,24 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     seed = int(t.get("seed", 0))
     if bs % info.dp:
         raise ValueError(f"train.batch_size {bs} must divide over data_parallel {info.dp}")
-    # data parallel: each rank draws its own share of the global batch
-    train_ds = WindowDataset(
-        train_ids, c.seq_length, bs // info.dp, interval, seed + 1000 * info.dp_rank
+    # sporeling.data: random windows batched by a GeneratorDataset; under data parallelism
+    # each rank takes its shard of every epoch's shuffled windows (its share of the batch)
+    train_ds = sampled_batches(
+        TokenWindows(train_ids, c.seq_length),
+        ["input_ids"],
+        bs // info.dp,
+        interval,
+        seed,
+        num_shards=info.dp,
+        shard_id=info.dp_rank,
     )
-    val_ds = WindowDataset(
-        val_ids, c.seq_length, bs, int(t.get("eval_iters", 20)), seed + 1, fixed=True
+    val_ds = sampled_batches(
+        TokenWindows(val_ids, c.seq_length),
+        ["input_ids"],
+        bs,
+        int(t.get("eval_iters", 20)),
+        seed + 1,
+        fixed=True,
     )
     with_loss = GPTWithLoss(net)
     k = int(cfg.get("speed_up", {}).get("micro_batch_num", 1) or 1)
@@ -351,8 +364,13 @@ def evaluate(out_dir: str | Path, split: str = "val", batches: int | None = None
     t = cfg.get("train", {})
     n = batches or int(t.get("eval_iters", 20))
     ids = val_ids if split == "val" else train_ids
-    ds = WindowDataset(
-        ids, net.config.seq_length, int(t["batch_size"]), n, int(t.get("seed", 0)) + 1, fixed=True
+    ds = sampled_batches(
+        TokenWindows(ids, net.config.seq_length),
+        ["input_ids"],
+        int(t["batch_size"]),
+        n,
+        int(t.get("seed", 0)) + 1,
+        fixed=True,
     )
     model = Model(GPTWithLoss(net), eval_network=GPTWithLoss(net), metrics={"loss": Loss()})
     return float(model.eval(ds)["loss"])

@@ -27,8 +27,8 @@ from sporeling.core.train import Accuracy, Loss
 from .generation import generate_seq2seq
 from .models.t5 import T5Config, T5Model, T5WithLoss
 from .models.vit import ViT, ViTConfig
-from .pipelines import mnist_datasets
-from .tasks import EOS, PAD, ReverseDigits, reverse_digits
+from .pipelines import GeneratedRows, mnist_datasets, sampled_batches
+from .tasks import EOS, PAD, reverse_digits, reverse_digits_row
 
 __all__ = ["train_t5", "evaluate_t5", "train_vit", "evaluate_vit", "load_t5", "load_vit"]
 
@@ -82,6 +82,12 @@ def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     )
     seed = int(t.get("seed", 0))
     with_loss = T5WithLoss(net)
+
+    def digits(seed: int, steps: int, fixed: bool = False) -> Any:
+        # sporeling.data: generated examples drawn by a sampler, batched
+        rows = GeneratedRows(lambda rng: reverse_digits_row(rng, length), seed)
+        return sampled_batches(rows, ["source", "source_mask", "target"], bs, steps, seed, fixed)
+
     step = nn.TrainOneStepCell(
         with_loss, _optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps)
     )
@@ -99,8 +105,8 @@ def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     try:
         model.fit(
             math.ceil(steps / interval),
-            ReverseDigits(length, bs, interval, seed),
-            ReverseDigits(length, bs, int(t.get("eval_iters", 4)), seed + 1, fixed=True),
+            digits(seed, interval),
+            digits(seed + 1, int(t.get("eval_iters", 4)), fixed=True),
             callbacks=[LambdaCallback(on_train_epoch_end=epoch_end)],
         )
     finally:
