@@ -192,6 +192,41 @@ def test_load_hf_t5_against_numpy_forward(tmp_path, changes):
         prefix = np.concatenate([prefix, out[:, step : step + 1]], 1)
 
 
+def test_hf_t5_sampling_through_generation(tmp_path):
+    """``generate_hf_t5``: top-k / top-p / temperature sampling, seeded; with or without the
+    cache the same draws (float64 logits equal); every sampled token lies in its step's top-k
+    and top-p set; top_k=1 is greedy."""
+    from sporeling.transformer.generation import generate_hf_t5
+
+    rng = np.random.default_rng(4)
+    t5_folder(tmp_path, rng, eos_token_id=-1)  # no end token: every step is sampled
+    net = load_hf_t5(tmp_path, dtype="float64")
+    ids = rng.integers(2, 40, (3, 6)).astype(np.int32)
+    mask = np.ones((3, 6), np.float32)
+    mask[2, 3:] = 0
+    kw = dict(do_sample=True, top_k=6, top_p=0.8, temperature=0.7, seed=3)
+    logits: list[np.ndarray] = []
+    out = generate_hf_t5(net, ids, 8, mask, step_logits=logits, **kw)
+    assert out.shape == (3, 8) and len(logits) == 8
+    np.testing.assert_array_equal(out, generate_hf_t5(net, ids, 8, mask, use_cache=False, **kw))
+    assert not np.array_equal(out, generate_hf_t5(net, ids, 8, mask, **{**kw, "seed": 4}))
+    for step, z in enumerate(logits):
+        z = z / 0.7
+        for row in range(3):
+            tok = out[row, step]
+            assert tok in np.argsort(-z[row])[:6]
+            p = np.exp(z[row] - z[row].max())
+            p[np.argsort(-z[row])[6:]] = 0
+            p /= p.sum()
+            before = p[p > p[tok]].sum()  # mass of the tokens ranked above it
+            assert before < 0.8
+    greedy = net.generate_greedy(Tensor(ids), 8, Tensor(mask))
+    top1 = generate_hf_t5(net, ids, 8, mask, do_sample=True, top_k=1, seed=0)
+    np.testing.assert_array_equal(top1, greedy)
+    with pytest.raises(ValueError, match="top_p"):
+        generate_hf_t5(net, ids, 2, mask, do_sample=True, top_p=0.0)
+
+
 def test_rms_norm_gradient():
     norm = RMSNorm(6, 1e-6, Tensor(np.zeros(1)).dtype)
     norm.weight.set_data(Tensor(1 + 0.3 * np.random.default_rng(1).standard_normal(6)))

@@ -1,5 +1,5 @@
-"""Text generation for GPT: greedy, top-k, top-p and temperature sampling over batched
-prompts of different lengths.
+"""Text generation for GPT, the suite's T5 and Hugging Face T5: greedy, top-k, top-p and
+temperature sampling over batched prompts of different lengths.
 
 Prompts are left-aligned in a ``(batch, seq_length)`` window and padded. With ``use_past``
 the model runs 1.8's two phases: one pass over the padded prompts (``batch_valid_length``
@@ -18,7 +18,7 @@ from sporeling.core import Tensor, no_grad
 
 from .modules import add_flags_recursive
 
-__all__ = ["sample_next", "generate", "generate_seq2seq"]
+__all__ = ["sample_next", "generate", "generate_seq2seq", "generate_hf_t5"]
 
 
 def sample_next(
@@ -239,3 +239,56 @@ def generate_seq2seq(
             add_flags_recursive(model, is_first_iteration=True)
         model.set_train(was_training)
     return out
+
+
+def generate_hf_t5(
+    model: Any,
+    input_ids: Any,
+    max_new_tokens: int,
+    attention_mask: Any = None,
+    do_sample: bool = False,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    temperature: float = 1.0,
+    seed: int | None = None,
+    use_cache: bool = True,
+    step_logits: list[np.ndarray] | None = None,
+) -> np.ndarray:
+    """Decode an ``HFT5ForConditionalGeneration`` from ``decoder_start_token_id``: greedy, or
+    sampled as :func:`sample_next` does (top-k, top-p, temperature, seeded), with the
+    key/value cache (``decode_step``) or the whole prefix rerun each step. Rows stop growing
+    after ``eos_token_id``. Returns (batch, <= max_new_tokens) token ids, ``pad_token_id``
+    after a row's end; ``step_logits``, if given, receives each step's (batch, vocab) logits."""
+    c = model.config
+    if not isinstance(input_ids, Tensor):
+        input_ids = Tensor(np.asarray(input_ids, np.int32))
+    if attention_mask is not None and not isinstance(attention_mask, Tensor):
+        attention_mask = Tensor(np.asarray(attention_mask, np.float32))
+    rng = np.random.default_rng(seed)
+    was_training = model.training
+    model.set_train(False)
+    try:
+        with no_grad():
+            memory = model.encode(input_ids, attention_mask)
+            b = input_ids.shape[0]
+            out = np.full((b, 1), c.decoder_start_token_id, np.int32)
+            done = np.zeros(b, bool)
+            cache = model.start_cache(memory) if use_cache else None
+            for _ in range(max_new_tokens):
+                if cache is not None:
+                    step = model.decode_step(Tensor(out[:, -1:]), cache, attention_mask)
+                    last = step.asnumpy()[:, -1].astype(np.float64)
+                else:
+                    logits = model.decode(Tensor(out), memory, attention_mask)
+                    last = logits.asnumpy()[:, -1].astype(np.float64)
+                if step_logits is not None:
+                    step_logits.append(last.copy())
+                nxt = sample_next(last, rng, do_sample, top_k, top_p, temperature)
+                nxt = np.where(done, c.pad_token_id, nxt).astype(np.int32)
+                out = np.concatenate([out, nxt[:, None]], 1)
+                done |= nxt == c.eos_token_id
+                if done.all():
+                    break
+    finally:
+        model.set_train(was_training)
+    return out[:, 1:]

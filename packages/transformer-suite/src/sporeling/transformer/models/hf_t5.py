@@ -377,25 +377,11 @@ class HFT5ForConditionalGeneration(nn.Cell):
         attention_mask: Tensor | None = None,
         use_cache: bool = True,
     ) -> np.ndarray:
-        """Greedy decoding from ``decoder_start_token_id``, with the key/value cache
+        """Greedy decoding (``generation.generate_hf_t5`` samples too) from
+        ``decoder_start_token_id``, with the key/value cache
         (:meth:`decode_step`) or rerunning the decoder on the whole prefix each step;
         rows stop growing after ``eos_token_id``. Returns (batch, <= max_new_tokens) token
         ids, ``pad_token_id`` after a row's end."""
-        c = self.config
-        memory = self.encode(input_ids, attention_mask)
-        b = input_ids.shape[0]
-        out = np.full((b, 1), c.decoder_start_token_id, np.int32)
-        done = np.zeros(b, bool)
-        cache = self.start_cache(memory) if use_cache else None
-        for _ in range(max_new_tokens):
-            if cache is not None:
-                step = self.decode_step(Tensor(out[:, -1:]), cache, attention_mask)
-                logits = step.asnumpy()[:, -1]
-            else:
-                logits = self.decode(Tensor(out), memory, attention_mask).asnumpy()[:, -1]
-            nxt = np.where(done, c.pad_token_id, logits.argmax(-1)).astype(np.int32)
-            out = np.concatenate([out, nxt[:, None]], 1)
-            done |= nxt == c.eos_token_id
-            if done.all():
-                break
-        return out[:, 1:]
+        from ..generation import generate_hf_t5
+
+        return generate_hf_t5(self, input_ids, max_new_tokens, attention_mask, use_cache=use_cache)
