@@ -253,3 +253,74 @@ def test_movement_and_relu_plans_are_bound_views_and_match_numpy():
     for _ in range(2):
         g = grad(lambda w: (ops.transpose(ops.relu(w), (1, 0)).reshape(4) * 2).sum())(w)
         np.testing.assert_array_equal(g.asnumpy(), np.where(w.asnumpy() > 0, 2.0, 0.0))
+
+
+def test_static_params_key_plans_by_token_and_stay_ordinary_dicts():
+    from sporeling.core._primitive import StaticParams
+    from sporeling.core.ops._core import reduce_params
+
+    p1 = reduce_params((0, 1), False)
+    assert reduce_params((0, 1), False) is p1  # memoized
+    assert p1 == {"axis": (0, 1), "keep_dims": False} and isinstance(p1, dict)
+    assert StaticParams(p1).token != p1.token
+    x = _t(3, 2)
+    for _ in range(2):
+        np.testing.assert_allclose(x.sum().asnumpy(), x.asnumpy().astype(np.float64).sum(),
+                                   rtol=1e-6)  # fmt: skip
+        np.testing.assert_allclose(ops.reduce_sum(x, 1, True).asnumpy(),
+                                   x.asnumpy().sum(1, keepdims=True), rtol=1e-6)  # fmt: skip
+    tokens = [k[3] for k in reduce_sum_p._eager_plans if k[1] == (3, 2)]
+    assert p1.token in tokens  # the plan under the token (after the generic first call)
+    w = Parameter(_t(3, 2), name="w")  # gradients through StaticParams nodes
+    g = grad(lambda w: (w.reshape(2, 3) * 2).sum() + ops.transpose(w, (1, 0)).sum())(w)
+    np.testing.assert_array_equal(g.asnumpy(), np.full((3, 2), 3.0, np.float32))
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tiny_softmax_plans_match_numpy_float64(log, dtype):
+    from sporeling.core.ops.activation.softmax_family import log_softmax_p, softmax_p
+
+    op = ops.log_softmax if log else ops.softmax
+    prim = log_softmax_p if log else softmax_p
+    a = (np.random.default_rng(6).standard_normal((3, 4, 5)) * 4).astype(dtype)
+    a[0, 0, :] = [1e4, -1e4, 0.0, 3.0, 1e4]  # large logits: the shift must hold
+    a64 = a.astype(np.float64)
+    shifted = a64 - a64.max(-1, keepdims=True)
+    lse = np.log(np.exp(shifted).sum(-1, keepdims=True))
+    ref = shifted - lse if log else np.exp(shifted - lse)
+    tol = 1e-6 if dtype == np.float32 else 1e-13
+    x = Tensor(a)
+    for _ in range(2):
+        out = op(x, -1)
+        assert out._data.dtype == dtype
+        np.testing.assert_allclose(out.asnumpy(), ref, rtol=tol, atol=tol)
+    assert any(plan[4] for plan in prim._eager_plans.values())  # the row kernel's plan
+    xt = ops.transpose(Tensor(np.ascontiguousarray(a.transpose(0, 2, 1))), (0, 2, 1))
+    for _ in range(2):
+        np.testing.assert_allclose(op(xt, 2).asnumpy(), ref, rtol=tol, atol=tol)
+        axis1 = op(x, 1).asnumpy()  # another axis: no tiny-kernel plan, the general kernel
+        m = a64 - a64.max(1, keepdims=True)
+        ref1 = m - np.log(np.exp(m).sum(1, keepdims=True))
+        np.testing.assert_allclose(axis1, ref1 if log else np.exp(ref1), rtol=tol, atol=tol)
+    w = Parameter(Tensor(a[1]), name="w")  # the gradient through the plan, vs float64
+    c = np.random.default_rng(7).standard_normal((4, 5))
+    g = grad(lambda w: (op(w, -1) * Tensor(c.astype(dtype))).sum())(w).asnumpy()
+    s64 = np.exp(a64[1] - a64[1].max(-1, keepdims=True))
+    s64 /= s64.sum(-1, keepdims=True)
+    expect = (
+        c - s64 * c.sum(-1, keepdims=True) if log else s64 * (c - (c * s64).sum(-1, keepdims=True))
+    )
+    np.testing.assert_allclose(g, expect, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+
+
+def test_comparison_fast_path_and_promotion():
+    a = np.array([[1.0, 2.0], [3.0, -1.0]], np.float32)
+    x, w = Tensor(a), Parameter(Tensor(a[::-1].copy()), name="w")
+    for _ in range(2):
+        for op, ref in ((ops.greater, np.greater), (ops.less_equal, np.less_equal),
+                        (ops.equal, np.equal), (ops.not_equal, np.not_equal)):  # fmt: skip
+            np.testing.assert_array_equal(op(x, w).asnumpy(), ref(a, a[::-1]))
+        np.testing.assert_array_equal((x > 1.5).asnumpy(), a > 1.5)  # a weak scalar
+        xi = Tensor(np.array([[1, 2], [3, 4]], np.int32))
+        np.testing.assert_array_equal((x > xi).asnumpy(), a > np.array([[1, 2], [3, 4]]))

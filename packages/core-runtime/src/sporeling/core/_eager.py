@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ._backend import get_device
-from ._primitive import _STATE
+from ._primitive import _STATE, StaticParams
 from .autograd.tape import GradMode, Node
 from .errors import describe
 from .tensor import Tensor
@@ -68,7 +68,7 @@ def _plan_key(args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         key.append(d.shape)
         key.append(d.dtype)
     if params:
-        key.append(tuple(params.items()))
+        key.append(params.token if type(params) is StaticParams else tuple(params.items()))
     return tuple(key)
 
 
@@ -84,8 +84,9 @@ class EagerInterpreter:
                 x = args[0]
                 dx = x._data
                 device = x._device
-                if params:
-                    key: Any = (device, dx.shape, dx.dtype, tuple(params.items()))
+                if params:  # (a StaticParams' int token hashes at once; never a tuple)
+                    pk = params.token if type(params) is StaticParams else tuple(params.items())
+                    key: Any = (device, dx.shape, dx.dtype, pk)
                 else:
                     key = (device, dx.shape, dx.dtype)
                 plan = prim._eager_plans.get(key)
@@ -95,7 +96,8 @@ class EagerInterpreter:
                 dy = y._data
                 device = x._device
                 if params:
-                    key = (device, dx.shape, dx.dtype, dy.shape, dy.dtype, tuple(params.items()))
+                    pk = params.token if type(params) is StaticParams else tuple(params.items())
+                    key = (device, dx.shape, dx.dtype, dy.shape, dy.dtype, pk)
                 else:
                     key = (device, dx.shape, dx.dtype, dy.shape, dy.dtype)
                 plan = prim._eager_plans.get(key)

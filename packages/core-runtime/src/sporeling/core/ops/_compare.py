@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtype as _dt
-from .._primitive import Primitive, ShapedArray
+from .._primitive import _STATE, Primitive, ShapedArray
 from ..errors import op_error
-from ..tensor import Tensor
+from ..tensor import Parameter, Tensor
 from ._core import as_tensor, broadcast_shapes, broadcast_to, cast, sum_to, zeros_like
 from ._elementwise import binary_op, promote_args
 
@@ -23,6 +23,9 @@ __all__ = [
     "minimum",
 ]
 
+#: the exact types the hot paths accept (a Parameter is a Tensor)
+_TENSORS = frozenset((Tensor, Parameter))
+
 equal_p = binary_op("equal", family="all", out_dtype=_dt.bool_, scalar="x == y")
 not_equal_p = binary_op("not_equal", family="all", out_dtype=_dt.bool_, scalar="x != y")
 greater_p = binary_op("greater", family="numeric", out_dtype=_dt.bool_, scalar="x > y")
@@ -33,31 +36,43 @@ less_equal_p = binary_op("less_equal", family="numeric", out_dtype=_dt.bool_, sc
 
 def equal(x: Any, y: Any) -> Tensor:
     """Elementwise ``x == y`` (bool result)."""
+    if type(x) in _TENSORS and type(y) in _TENSORS and x._data.dtype is y._data.dtype:
+        return _STATE[-1].process(equal_p, (x, y), {})  # (hot path: no promotion, no bind)
     return equal_p.bind(*promote_args("equal", x, y))
 
 
 def not_equal(x: Any, y: Any) -> Tensor:
     """Elementwise ``x != y`` (bool result)."""
+    if type(x) in _TENSORS and type(y) in _TENSORS and x._data.dtype is y._data.dtype:
+        return _STATE[-1].process(not_equal_p, (x, y), {})  # (hot path: no promotion, no bind)
     return not_equal_p.bind(*promote_args("not_equal", x, y))
 
 
 def greater(x: Any, y: Any) -> Tensor:
     """Elementwise ``x > y`` (bool result)."""
+    if type(x) in _TENSORS and type(y) in _TENSORS and x._data.dtype is y._data.dtype:
+        return _STATE[-1].process(greater_p, (x, y), {})  # (hot path: no promotion, no bind)
     return greater_p.bind(*promote_args("greater", x, y))
 
 
 def greater_equal(x: Any, y: Any) -> Tensor:
     """Elementwise ``x >= y`` (bool result)."""
+    if type(x) in _TENSORS and type(y) in _TENSORS and x._data.dtype is y._data.dtype:
+        return _STATE[-1].process(greater_equal_p, (x, y), {})  # (hot path: no promotion, no bind)
     return greater_equal_p.bind(*promote_args("greater_equal", x, y))
 
 
 def less(x: Any, y: Any) -> Tensor:
     """Elementwise ``x < y`` (bool result)."""
+    if type(x) in _TENSORS and type(y) in _TENSORS and x._data.dtype is y._data.dtype:
+        return _STATE[-1].process(less_p, (x, y), {})  # (hot path: no promotion, no bind)
     return less_p.bind(*promote_args("less", x, y))
 
 
 def less_equal(x: Any, y: Any) -> Tensor:
     """Elementwise ``x <= y`` (bool result)."""
+    if type(x) in _TENSORS and type(y) in _TENSORS and x._data.dtype is y._data.dtype:
+        return _STATE[-1].process(less_equal_p, (x, y), {})  # (hot path: no promotion, no bind)
     return less_equal_p.bind(*promote_args("less_equal", x, y))
 
 

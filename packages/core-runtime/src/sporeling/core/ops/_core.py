@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import dtype as _dt
 from .._backend import Device, get_device
-from .._primitive import _STATE, Primitive, ShapedArray
+from .._primitive import _STATE, Primitive, ShapedArray, StaticParams
 from ..errors import check_axis, describe, op_error
 from ..tensor import Tensor
 from ._batch_rules import reshape_rule, transpose_rule
@@ -237,6 +237,28 @@ def _resolve_shape(op: str, shape: Any, size: int) -> tuple[int, ...]:
     return tuple(dims)
 
 
+#: memos of hot wrappers' parameters (shape tuples, axes...) -> their StaticParams
+_RESHAPES: dict[Any, StaticParams] = {}
+_REDUCE_PARAMS: dict[Any, StaticParams] = {}
+
+
+def _static(memo: dict[Any, StaticParams], key: Any, **params: Any) -> StaticParams:
+    """``params`` as a StaticParams kept in ``memo`` under ``key`` (the memo is bounded)."""
+    sp = StaticParams(params)
+    if len(memo) >= 4096:
+        memo.clear()
+    memo[key] = sp
+    return sp
+
+
+def reduce_params(axes: tuple[int, ...], keep_dims: bool) -> StaticParams:
+    """The StaticParams ``{"axis": axes, "keep_dims": keep_dims}`` of a reduction."""
+    params = _REDUCE_PARAMS.get((axes, keep_dims))
+    if params is None:
+        params = _static(_REDUCE_PARAMS, (axes, keep_dims), axis=axes, keep_dims=keep_dims)
+    return params
+
+
 def reshape(input_x: Tensor, input_shape: Any) -> Tensor:
     """View ``input_x`` with a new shape (one dimension may be -1).
 
@@ -255,8 +277,12 @@ def reshape(input_x: Tensor, input_shape: Any) -> Tensor:
             if size == data.size:
                 if input_shape == data.shape:
                     return x
-                # straight to the interpreter: bind's packing costs ~0.1 us of a ~1 us view
-                return _STATE[-1].process(reshape_p, (x,), {"shape": input_shape})
+                # straight to the interpreter with the shape's StaticParams (bind's packing
+                # and the params' hashing cost ~0.25 us of a ~1 us view)
+                params = _RESHAPES.get(input_shape)
+                if params is None:
+                    params = _static(_RESHAPES, input_shape, shape=input_shape)
+                return _STATE[-1].process(reshape_p, (x,), params)
     shape = _resolve_shape("reshape", input_shape, x.size)
     if shape == x.shape:
         return x
@@ -362,7 +388,7 @@ def reduce_sum(x: Tensor, axis: Any = (), keep_dims: bool = False) -> Tensor:
     """
     x = _tensor_input("reduce_sum", "x", x)
     axes = normalize_axes("reduce_sum", axis, x.ndim)
-    return reduce_sum_p.bind(x, axis=axes, keep_dims=bool(keep_dims))
+    return _STATE[-1].process(reduce_sum_p, (x,), reduce_params(axes, bool(keep_dims)))
 
 
 def _transpose_abstract(x: ShapedArray, *, perm: tuple[int, ...]) -> ShapedArray:
@@ -391,17 +417,17 @@ def _transpose_specialize(impl: Any, arrays: list[Any], params: dict[str, Any]) 
 transpose_p.eager_specialize = _transpose_specialize
 
 
-#: (user permutation, ndim) -> the checked permutation (``()``: the identity, nothing to do)
-_CHECKED_PERMS: dict[tuple[tuple[int, ...], int], tuple[int, ...]] = {}
+#: (user permutation, ndim) -> the checked permutation's params (``{}``: the identity)
+_CHECKED_PERMS: dict[tuple[tuple[int, ...], int], dict[str, Any]] = {}
 
 
 def transpose(input_x: Tensor, input_perm: Any = None) -> Tensor:
     """Permute dimensions (reverse them when ``input_perm`` is None)."""
     x = _tensor_input("transpose", "input_x", input_x)
     if type(input_perm) is tuple:  # a permutation already checked for this ndim (hot path)
-        perm = _CHECKED_PERMS.get((input_perm, x._data.ndim))
-        if perm is not None:  # (straight to the interpreter, without bind's packing)
-            return _STATE[-1].process(transpose_p, (x,), {"perm": perm}) if perm else x
+        params = _CHECKED_PERMS.get((input_perm, x._data.ndim))
+        if params is not None:  # (straight to the interpreter, without bind's packing)
+            return _STATE[-1].process(transpose_p, (x,), params) if params else x
     if input_perm is None:
         perm = tuple(range(x.ndim - 1, -1, -1))
     else:
@@ -415,7 +441,8 @@ def transpose(input_x: Tensor, input_perm: Any = None) -> Tensor:
         and all(type(p) is int for p in input_perm)  # (hashable, and equal only to itself)
         and len(_CHECKED_PERMS) < 4096
     ):
-        _CHECKED_PERMS[(input_perm, x.ndim)] = () if perm == tuple(range(x.ndim)) else perm
+        identity = perm == tuple(range(x.ndim))
+        _CHECKED_PERMS[(input_perm, x.ndim)] = {} if identity else StaticParams(perm=perm)
     if perm == tuple(range(x.ndim)):
         return x
     return transpose_p.bind(x, perm=perm)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as _dt
-from .._primitive import Primitive, ShapedArray
+from .._primitive import _STATE, Primitive, ShapedArray
 from ..errors import op_error
 from ..tensor import Parameter, Tensor
 from ._core import as_tensor, broadcast_shapes, cast, sum_to
@@ -309,7 +309,7 @@ def add(x: Any, y: Any) -> Tensor:
         and ((ty := type(y)) is _T or ty is _P)
         and x._data.dtype is y._data.dtype
     ):
-        return add_p.bind(x, y)  # the common case, without promote_args (hot path)
+        return _STATE[-1].process(add_p, (x, y), {})  # common case: no promotion, no bind
     return add_p.bind(*promote_args("add", x, y))
 
 
@@ -320,7 +320,7 @@ def sub(x: Any, y: Any) -> Tensor:
         and ((ty := type(y)) is _T or ty is _P)
         and x._data.dtype is y._data.dtype
     ):
-        return sub_p.bind(x, y)  # the common case, without promote_args (hot path)
+        return _STATE[-1].process(sub_p, (x, y), {})  # common case: no promotion, no bind
     return sub_p.bind(*promote_args("sub", x, y))
 
 
@@ -331,7 +331,7 @@ def mul(x: Any, y: Any) -> Tensor:
         and ((ty := type(y)) is _T or ty is _P)
         and x._data.dtype is y._data.dtype
     ):
-        return mul_p.bind(x, y)  # the common case, without promote_args (hot path)
+        return _STATE[-1].process(mul_p, (x, y), {})  # common case: no promotion, no bind
     return mul_p.bind(*promote_args("mul", x, y))
 
 
@@ -340,7 +340,7 @@ def div(x: Any, y: Any) -> Tensor:
     if ((tx := type(x)) is _T or tx is _P) and ((ty := type(y)) is _T or ty is _P):
         dt = x._data.dtype
         if dt is y._data.dtype and dt.kind == "f":
-            return div_p.bind(x, y)  # the common case, without promote_args (hot path)
+            return _STATE[-1].process(div_p, (x, y), {})  # common case: no promotion, no bind
     return div_p.bind(*promote_args("div", x, y, min_category=2))
 
 

@@ -257,17 +257,19 @@ def install(ops: Any) -> None:
     attached["__iter__"] = lambda self: (self[i] for i in range(len(self)))
     attached["T"] = property(lambda self: ops.transpose(self))
 
+    from ._core import reshape as _reshape
+
     def reshape(self: Tensor, *shape: Any) -> Tensor:
-        return ops.reshape(self, shape[0] if len(shape) == 1 else shape)
+        return _reshape(self, shape[0] if len(shape) == 1 else shape)
 
     from .._primitive import _STATE
-    from ._core import _ALL_AXES, reduce_sum_p, to_device
+    from ._core import _ALL_AXES, reduce_params, reduce_sum_p, to_device
 
     def sum(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Tensor:
         if axis is None and dtype is None and self._data.ndim < len(_ALL_AXES):
             # the common full reduction, without argument normalisation (hot in loss code),
             # handed to the interpreter directly (bind's packing costs ~0.2 us here)
-            params = {"axis": _ALL_AXES[self._data.ndim], "keep_dims": keepdims is True}
+            params = reduce_params(_ALL_AXES[self._data.ndim], keepdims is True)
             return _STATE[-1].process(reduce_sum_p, (self,), params)
         out = ops.reduce_sum(self, axis, keepdims)
         return out if dtype is None else ops.cast(out, dtype)

@@ -35,6 +35,7 @@ from ._core import (
     cast,
     full,
     normalize_axes,
+    reduce_params,
     reduce_sum,
     reduce_sum_p,
     reshape,
@@ -326,7 +327,7 @@ def mean(x: Tensor, axis: Any = (), keep_dims: bool = False) -> Tensor:
                 n *= d.shape[a]
             if n:  # sum / n, with n a weak scalar of x's dtype, as div(sum, float(n)) makes it
                 state = _STATE[-1]  # (straight to the interpreter: no bind packing)
-                total = state.process(reduce_sum_p, (x,), {"axis": axes, "keep_dims": keep_dims})
+                total = state.process(reduce_sum_p, (x,), reduce_params(axes, keep_dims))
                 return state.process(div_p, (total, _count(x._device, d.dtype, n)), {})
     t = _tensor("mean", "x", x)
     keep = _check_bool("mean", "keep_dims", keep_dims)

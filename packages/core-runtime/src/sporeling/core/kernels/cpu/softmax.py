@@ -12,12 +12,13 @@ C-contiguous arrays and move the reduced axis last.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numba
 import numpy as np
 
 from ._config import JIT_SERIAL
-from ._rows import n_blocks, run_blocks
+from ._rows import PARALLEL_MIN, n_blocks, run_blocks
 from .vecmath import exp_as, wide_vectors
 
 __all__ = ["softmax_lastaxis", "softmax_xent_lastaxis"]
@@ -69,6 +70,25 @@ def softmax_lastaxis(x: np.ndarray, log: bool = False) -> np.ndarray:
     else:
         run_blocks(lambda _, lo, hi: _softmax_kernel(lo, hi, x2, out, log), x2.shape[0], blocks)
     return out.reshape(x.shape)
+
+
+def softmax_lastaxis_small(shape: tuple[int, ...], log: bool = False) -> Any:
+    """:func:`softmax_lastaxis` for inputs of ``shape`` too small for threads, as a
+    one-argument kernel with the row layout worked out once (the eager plan of a tiny
+    softmax calls it: ~1 us less than the general function); None for other shapes."""
+    size = math.prod(shape)
+    if not shape or size == 0 or size >= PARALLEL_MIN:
+        return None
+    n = shape[-1]
+    rows = size // n
+    kernel = _softmax_kernel
+
+    def run(x: np.ndarray) -> np.ndarray:
+        out = np.empty((rows, n), x.dtype)
+        kernel(0, rows, x.reshape(rows, n), out, log)  # (a non-contiguous x: a C copy)
+        return out.reshape(shape)
+
+    return run
 
 
 @numba.jit(**JIT_SERIAL)

@@ -6,14 +6,14 @@ from typing import Any
 
 import numpy as np
 
-from ..._primitive import Decomposition, Primitive, ShapedArray
+from ..._primitive import _STATE, Decomposition, Primitive, ShapedArray, StaticParams
 from ...errors import check_axis, op_error
-from ...kernels.cpu.softmax import softmax_lastaxis
+from ...kernels.cpu.softmax import softmax_lastaxis, softmax_lastaxis_small
 from ...tensor import Tensor
 from .._batch_rules import axis_rule
 from .._core import reduce_sum, reshape
 from .._elementwise import _check_family, exp, float_input
-from ._common import _up
+from ._common import _FAST, _up
 
 # ---- softmax family ----------------------------------------------------------------------
 
@@ -100,6 +100,27 @@ log_softmax_p = Primitive(
 )
 
 
+def _softmax_specialize_for(log: bool) -> Any:
+    def specialize(impl: Any, arrays: list[Any], params: dict[str, Any]) -> Any:
+        """A tiny float32/float64 softmax over the last axis: the row kernel for its shape."""
+        x = arrays[0]
+        prim = log_softmax_p if log else softmax_p
+        if (
+            impl is not prim.impls.get("cpu")
+            or type(x) is not np.ndarray
+            or x.dtype.type not in _FAST
+            or params["axis"] != (x.ndim - 1,)
+        ):
+            return None
+        return softmax_lastaxis_small(x.shape, log)
+
+    return specialize
+
+
+softmax_p.eager_specialize = _softmax_specialize_for(False)
+log_softmax_p.eager_specialize = _softmax_specialize_for(True)
+
+
 def _softmax_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
     if type(axis) is int:  # one axis, the common case (hot path)
         return (check_axis(op, axis, ndim),)
@@ -112,11 +133,22 @@ def _softmax_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
     return axes
 
 
+#: (int axis, ndim) -> the checked axis as StaticParams (the hot path: no axis check, no
+#: bind packing, no hashing of the params per call)
+_AXIS_PARAMS: dict[tuple[int, int], StaticParams] = {}
+
+
 def _softmax_like(op: str, prim: Primitive, x: Any, arg: str, axis: Any) -> Tensor:
     t = float_input(op, x, arg)
+    if type(axis) is int:
+        params = _AXIS_PARAMS.get((axis, t._data.ndim))
+        if params is not None:
+            return _STATE[-1].process(prim, (t,), params)
     axes = _softmax_axes(op, axis, t.ndim)
     if t.ndim == 0:
         return reshape(prim.bind(reshape(t, (1,)), axis=(0,)), ())
+    if type(axis) is int and len(_AXIS_PARAMS) < 1024:
+        _AXIS_PARAMS[(axis, t.ndim)] = StaticParams(axis=axes)
     return prim.bind(t, axis=axes)
 
 
