@@ -15,6 +15,7 @@ from sporeling.core import Parameter, Tensor, nn, ops
 from sporeling.core.initializer import Normal
 
 from ._layers import DeepTower, check_positive_int, embedding
+from .scale_rows import scale_rows
 
 __all__ = ["DCNv2Model", "CrossLayer"]
 
@@ -74,7 +75,7 @@ class DCNv2Model(nn.Cell):
     def head(self, rows: Tensor, wt_hldr: Tensor) -> Tensor:
         """The logits from the looked-up rows ``(B, F, emb_dim)``."""
         mask = ops.reshape(wt_hldr, (-1, self.field_size, 1))
-        x0 = ops.reshape(rows * mask, (-1, self.field_size * self.emb_dim))
+        x0 = ops.reshape(scale_rows(rows, mask), (-1, self.field_size * self.emb_dim))
         x = x0
         for layer in self.cross:
             x = layer(x0, x)

@@ -15,6 +15,7 @@ import numpy as np
 from sporeling.core import Parameter, Tensor, nn, ops
 
 from ._layers import DeepTower, check_positive_int, embedding
+from .scale_rows import scale_rows
 
 __all__ = ["DeepFMModel", "fm_interaction"]
 
@@ -70,6 +71,6 @@ class DeepFMModel(nn.Cell):
         """The logits from the looked-up rows (``(B, F, 1)``, ``(B, F, emb_dim)``)."""
         mask = ops.reshape(wt_hldr, (-1, self.field_size, 1))
         first = ops.reshape(ops.reduce_sum(first_rows * mask, 1) + self.wide_b, (-1, 1))
-        v = factor_rows * mask
+        v = scale_rows(factor_rows, mask)
         deep = self.deep(ops.reshape(v, (-1, self.field_size * self.emb_dim)))
         return first + fm_interaction(v) + deep

@@ -17,6 +17,7 @@ import numpy as np
 from sporeling.core import Parameter, Tensor, nn, ops
 
 from ._layers import DeepTower, check_positive_int, embedding
+from .scale_rows import scale_rows
 
 __all__ = ["WideDeepModel"]
 
@@ -78,6 +79,6 @@ class WideDeepModel(nn.Cell):
         mask = ops.reshape(wt_hldr, (-1, self.field_size, 1))
         wx = wide_id_weight * mask
         wide_out = ops.reshape(ops.reduce_sum(wx, 1) + self.wide_b, (-1, 1))
-        vx = deep_id_embs * mask
+        vx = scale_rows(deep_id_embs, mask)
         deep_in = ops.reshape(vx, (-1, self.field_size * self.emb_dim))
         return wide_out + self.deep(deep_in)
