@@ -343,3 +343,10 @@ def test_complex_only_ops_reject_real_input_by_name():
         ops.matrix_inverse(Tensor(np.eye(2, dtype=np.int64)))
     with pytest.raises(ValueError, match="matrix_determinant.*square"):
         ops.matrix_determinant(Tensor(A))
+
+
+def test_tensor_methods_conj_real_imag_angle():
+    t = Tensor(np.array(1.3 + 0.4j, np.complex64))
+    np.testing.assert_array_equal(t.conj().asnumpy(), np.array(1.3 - 0.4j, np.complex64))
+    assert t.real().item() == np.float32(1.3) and t.imag().item() == np.float32(0.4)
+    assert t.angle().dtype == dt.float32

@@ -233,3 +233,30 @@ def test_compute_accidental_hits_finds_true_classes_among_the_samples():
     np.testing.assert_array_equal(w.asnumpy(), np.full(len(want), -np.finfo(np.float32).max))
     none = P.ComputeAccidentalHits(2)(Tensor(true), Tensor(np.array([7, 8])))
     assert [t.shape for t in none] == [(0,), (0,), (0,)]
+
+
+def test_sparse_update_errors_follow_mindspore_types():
+    ones = np.ones((3, 3, 3), np.float32)
+    var, acc, lin = (Parameter(Tensor(ones), name=n) for n in ("var", "accum", "linear"))
+    op = P.FusedSparseFtrl(lr=0.001, l1=0.0, l2=0.0, lr_power=-0.5)
+    idx = Tensor(np.array([0, 1, 2], np.int32))
+    short = Parameter(Tensor(np.ones((3, 2, 3), np.float32)), name="short")
+    with pytest.raises(ValueError, match="'accum' expected the shape of 'var'"):
+        op(var, short, lin, Tensor(ones), idx)
+    with pytest.raises(ValueError, match="'grad'"):
+        op(var, acc, lin, Tensor(ones), Tensor(np.array(0, np.int32)))
+    with pytest.raises(TypeError, match="'indices' expected int32 or int64"):
+        op(var, acc, lin, Tensor(ones), Tensor(np.array([0.0, 1.0, 2.0], np.float32)))
+    with pytest.raises(TypeError, match="'indices' expected a Tensor"):
+        op(var, acc, lin, Tensor(ones), [idx, idx])
+    # MindSpore's value for one step from ones (lr 0.001, lr_power -0.5), exactly in float32
+    op(var, acc, lin, Tensor(ones), idx)
+    assert (var.asnumpy() == np.float32(0.291479)).all()
+
+
+def test_conv2d_backprop_input_is_also_an_operations_class():
+    assert P.Conv2DBackpropInput is P.Conv2DTranspose
+    dout = Tensor(np.ones((1, 1, 2, 2)))
+    w = Tensor(np.ones((1, 1, 2, 2)))
+    dx = P.Conv2DTranspose(1, 2)(dout, w, (1, 1, 3, 3)).asnumpy()
+    np.testing.assert_array_equal(dx[0, 0], [[1, 2, 1], [2, 4, 2], [1, 2, 1]])

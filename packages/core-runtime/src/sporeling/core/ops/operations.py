@@ -757,3 +757,6 @@ __all__ += list(_sparse_random.__all__)
 from . import grad_ops as _grad_ops  # noqa: E402
 
 sys.modules[__name__ + "._grad_ops"] = _grad_ops
+# public in MindSpore too: P.Conv2DBackpropInput, and P.Conv2DTranspose (the same operator)
+Conv2DBackpropInput = Conv2DTranspose = _grad_ops.Conv2DBackpropInput
+__all__ += ["Conv2DBackpropInput", "Conv2DTranspose"]

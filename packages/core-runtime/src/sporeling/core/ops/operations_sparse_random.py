@@ -179,10 +179,27 @@ def _sparse_gather_v2(self: Any, params: Tensor, indices: Any, axis: Any) -> Ten
 # ---- sparse optimizer updates ----------
 
 
-def _rows(op: str, var: Tensor, grad: Tensor, indices: Any) -> tuple[Tensor, Tensor]:
+def _slots(op: str, var: Any, **slots: Any) -> None:
+    """var and its optimizer slots: Tensors of one shape (MindSpore's errors: TypeError for
+    a non-Tensor, ValueError for a shape that differs)."""
+    for name, t in (("var", var), *slots.items()):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: argument '{name}' expected a Tensor, got {type(t).__name__}")
+        if t.shape != var.shape:
+            raise ValueError(
+                f"{op}: argument '{name}' expected the shape of 'var' {var.shape}, got {t.shape}"
+            )
+
+
+def _rows(op: str, var: Tensor, grad: Any, indices: Any) -> tuple[Tensor, Tensor]:
     """(the gradient scattered into var's shape, repeats summed; a bool mask of the touched
     rows, broadcastable against var)."""
-    idx = indices if isinstance(indices, Tensor) else Tensor(np.asarray(indices))
+    for name, t in (("grad", grad), ("indices", indices)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: argument '{name}' expected a Tensor, got {type(t).__name__}")
+    idx = indices
+    if idx.dtype.category != 1:
+        raise TypeError(f"{op}: argument 'indices' expected int32 or int64, got {idx.dtype}")
     if idx.ndim != 1 or grad.ndim != var.ndim or grad.shape[0] != idx.shape[0]:
         raise ValueError(
             f"{op}: argument 'grad' expected shape (len(indices),) + var.shape[1:] = "
@@ -215,6 +232,7 @@ def _update(mask: Tensor, target: Tensor, new: Tensor) -> None:
 def _adam_step(self: Any, lazy: bool, *args: Any) -> tuple[Tensor, Tensor, Tensor]:
     var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, indices = args
     op = type(self).__name__
+    _slots(op, var, m=m, v=v)
     g, mask = _rows(op, var, grad, indices)
     m_new = m * beta1 + g * (1 - beta1)
     v_new = v * beta2 + g * g * (1 - beta2)
@@ -251,6 +269,7 @@ def _ftrl(
     l2_shrinkage: Any = 0.0,
 ) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
     op = type(self).__name__
+    _slots(op, var, accum=accum, linear=linear)
     g, mask = _rows(op, var, grad, indices)
     lr, l1, l2, p = self.lr, self.l1, self.l2, self.lr_power
     g_shrunk = g + var * (2 * l2_shrinkage) if l2_shrinkage else g
@@ -295,6 +314,7 @@ def _sparse_proximal_adagrad(
     """Proximal Adagrad on the rows at ``indices``: ``accum += g^2``,
     ``prox = var - lr g / sqrt(accum)``,
     ``var = sign(prox) max(|prox| - lr l1, 0) / (1 + lr l2)``."""
+    _slots(type(self).__name__, var, accum=accum)
     g, mask = _rows(type(self).__name__, var, grad, indices)
     accum_new = accum + g * g
     safe = F.select(F.broadcast_to(mask, var.shape), accum_new, F.ones_like(accum_new))
@@ -306,6 +326,7 @@ def _sparse_proximal_adagrad(
 
 
 def _adagrad(self: Any, var: Tensor, accum: Tensor, grad: Tensor, indices: Any, eps: float):
+    _slots(type(self).__name__, var, accum=accum)
     g, mask = _rows(type(self).__name__, var, grad, indices)
     accum_new = accum + g * g if self.update_slots else accum
     safe = F.select(F.broadcast_to(mask, var.shape), accum_new, F.ones_like(accum_new))
