@@ -4,14 +4,15 @@ whole network and the quantized layers alone (forward hooks), best of --repeats.
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \\
         .nox/tests-package-golden-stick/bin/python benchmarks/golden-stick/bench_int8.py
 
-Prints a JSON object. Random weights, a calibration pass on random inputs; timings are
-noisy on a shared machine.
+Prints a JSON object (wall and CPU times, and the load average before and after). Random
+weights, a calibration pass on random inputs; wall times are noisy on a shared machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 import numpy as np
@@ -45,14 +46,17 @@ def _layer_time(net: nn.Cell, kinds: tuple[type, ...], x: Tensor) -> float:
     return spent[0]
 
 
-def _best(net: nn.Cell, x: Tensor, repeats: int) -> float:
+def _best(net: nn.Cell, x: Tensor, repeats: int) -> tuple[float, float]:
+    """Best wall time and best CPU time (of this process: all its threads) of a forward.
+    On a shared machine the CPU time is the steadier number of the two."""
     net(x)
-    best = float("inf")
+    wall = cpu = float("inf")
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         net(x)
-        best = min(best, time.perf_counter() - t0)
-    return best
+        wall = min(wall, time.perf_counter() - t0)
+        cpu = min(cpu, time.process_time() - c0)
+    return wall, cpu
 
 
 def main() -> None:
@@ -61,6 +65,7 @@ def main() -> None:
     p.add_argument("--models", default="lenet5,resnet20")
     args = p.parse_args()
     rng = np.random.default_rng(0)
+    load = os.getloadavg()
     out: dict = {}
     for name, make, shape in (("lenet5", LeNet5, (1, 32, 32)), ("resnet20", ResNet20, (3, 32, 32))):
         if name not in args.models.split(","):
@@ -73,19 +78,23 @@ def main() -> None:
         qnet.set_train(True)
         qnet(x)  # calibration
         net.set_train(False)
-        fp32_ms = _best(net, x, args.repeats) * 1e3
+        fp32_ms, fp32_cpu = (v * 1e3 for v in _best(net, x, args.repeats))
         fp32_layers = min(_layer_time(net, (nn.Conv2d, nn.Dense), x) for _ in range(args.repeats))
         int8 = algo.convert(qnet)
-        int8_ms = _best(int8, x, args.repeats) * 1e3
+        int8_ms, int8_cpu = (v * 1e3 for v in _best(int8, x, args.repeats))
         int8_layers = min(_layer_time(int8, (Int8Linear,), x) for _ in range(args.repeats))
         out[name] = {
             "fp32_ms": round(fp32_ms, 2),
             "int8_ms": round(int8_ms, 2),
             "speedup": round(fp32_ms / int8_ms, 2),
+            "fp32_cpu_ms": round(fp32_cpu, 2),
+            "int8_cpu_ms": round(int8_cpu, 2),
+            "cpu_speedup": round(fp32_cpu / int8_cpu, 2),
             "fp32_conv_dense_ms": round(fp32_layers * 1e3, 2),
             "int8_layers_ms": round(int8_layers * 1e3, 2),
         }
         print(json.dumps({name: out[name]}), flush=True)
+    out["load_average"] = [round(v, 2) for v in load] + [round(v, 2) for v in os.getloadavg()]
     print(json.dumps(out, indent=1))
 
 

@@ -11,17 +11,23 @@ This file imports only NumPy, Numba and ``sporeling.core`` -- never golden stick
 
 from __future__ import annotations
 
+import platform
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import binding as llvm_binding
+from llvmlite import ir
+from numba import get_num_threads, njit, prange, types
+from numba.core import cgutils
+from numba.core import config as numba_config
+from numba.extending import intrinsic
 
 from sporeling.core import Parameter, Tensor, nn, ops
 
 __all__ = [
     "qgemm",
+    "pack_weight",
     "quantize_input",
-    "im2col",
     "fake_quant_array",
     "pack_bits",
     "unpack_bits",
@@ -33,29 +39,310 @@ __all__ = [
 ]
 
 # ---- kernels ----------------------------------------------------------------------------
+#
+# The integer product is tiled: a tile is TR output channels x TC columns (pixels of one
+# image, or rows of a Dense input) of int32 sums, kept in vector registers while the
+# reduction runs over pairs of int16 levels. Weights are packed once, (C_out rounded up to
+# TR, K rounded up to even) int16; the other operand is packed per call into panels
+# (column blocks, K / 2, TC, 2) by the im2col, so each step of a tile reads TC pairs
+# contiguously and broadcasts one weight pair per channel: multiply-add of int16 pairs
+# into int32 (x86's pmaddwd, vpdpwssd with VNNI), written in LLVM IR because LLVM does not
+# find that form in a scalar loop. Where AVX2 is missing the same IR is written with
+# generic vector operations (correct everywhere, slower).
+
+TR, TC = 4, 16
+_I16, _I32 = ir.IntType(16), ir.IntType(32)
+_V16 = ir.VectorType(_I16, 16)
+_V8 = ir.VectorType(_I32, 8)
+
+
+def _host_has_avx2() -> bool:
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    if numba_config.CPU_NAME not in (None, "", "host"):
+        return False  # a portable cache for another CPU: keep to generic IR
+    try:
+        return bool(llvm_binding.get_host_cpu_features().get("avx2", False))
+    except Exception:  # pragma: no cover - an llvmlite without feature queries
+        return False
+
+
+_AVX2 = _host_has_avx2()
+
+
+def _pmadd_avx2(builder: Any, x: Any, y: Any) -> Any:
+    fnty = ir.FunctionType(_V8, [_V16, _V16])
+    fn = builder.module.declare_intrinsic("llvm.x86.avx2.pmadd.wd", fnty=fnty)
+    return builder.call(fn, [x, y])
+
+
+def _pmadd_generic(builder: Any, x: Any, y: Any) -> Any:
+    def half(v: Any, first: int) -> Any:
+        mask = ir.Constant(ir.VectorType(_I32, 8), list(range(first, 16, 2)))
+        return builder.sext(builder.shuffle_vector(v, v, mask), _V8)
+
+    even = builder.mul(half(x, 0), half(y, 0))
+    return builder.add(even, builder.mul(half(x, 1), half(y, 1)))
+
+
+def _make_tile(pmadd: Any) -> Any:
+    @intrinsic
+    def tile(typingctx, w, w_off, ldw, b, b_off, ldb, k2, acc):  # pragma: no cover
+        """``acc[r * TC + j] = sum_t w[w_off + r * ldw + t] * b16[b_off + (t // 2) * ldb + 2 *
+        j + t % 2]``: TR x TC int32 sums of int16 products. ``w`` is int16, ``b`` any
+        array read as int16 pairs (``b16``; offsets in int16 units), ``acc`` int32."""
+        sig = types.void(w, w_off, ldw, b, b_off, ldb, k2, acc)
+
+        def codegen(context, builder, sig, args):
+            w, w_off, ldw, b, b_off, ldb, k2, acc = args
+            wd = context.make_array(sig.args[0])(context, builder, w).data
+            bd = context.make_array(sig.args[3])(context, builder, b).data
+            bd = builder.bitcast(bd, _I16.as_pointer())
+            ad = context.make_array(sig.args[7])(context, builder, acc).data
+            intp = context.get_value_type(types.intp)
+            zero = ir.Constant(_V8, [0] * 8)
+            slots = [cgutils.alloca_once_value(builder, zero) for _ in range(TR * 2)]
+            splat = ir.Constant(ir.VectorType(_I32, 8), [0] * 8)
+            with cgutils.for_range(builder, k2) as loop:
+                t2 = loop.index
+                bp = builder.gep(bd, [builder.add(b_off, builder.mul(t2, ldb))])
+                bv = [
+                    builder.load(
+                        builder.bitcast(
+                            builder.gep(bp, [ir.Constant(intp, 16 * h)]), _V16.as_pointer()
+                        ),
+                        align=2,
+                    )
+                    for h in range(2)
+                ]
+                for r in range(TR):
+                    row = builder.add(w_off, builder.mul(ir.Constant(intp, r), ldw))
+                    wp = builder.gep(wd, [builder.add(row, builder.mul(t2, ir.Constant(intp, 2)))])
+                    pair = builder.load(builder.bitcast(wp, _I32.as_pointer()), align=2)
+                    vec = builder.insert_element(ir.Constant(_V8, None), pair, ir.Constant(_I32, 0))
+                    vec = builder.bitcast(builder.shuffle_vector(vec, vec, splat), _V16)
+                    for h in range(2):
+                        slot = slots[r * 2 + h]
+                        builder.store(
+                            builder.add(builder.load(slot), pmadd(builder, vec, bv[h])), slot
+                        )
+            for r in range(TR):
+                for h in range(2):
+                    dst = builder.gep(ad, [ir.Constant(intp, r * TC + 8 * h)])
+                    builder.store(
+                        builder.load(slots[r * 2 + h]),
+                        builder.bitcast(dst, _V8.as_pointer()),
+                        align=4,
+                    )
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return tile
+
+
+_tile_generic = _make_tile(_pmadd_generic)
+_tile = _make_tile(_pmadd_avx2) if _AVX2 else _tile_generic
+
+
+def pack_weight(w: np.ndarray) -> np.ndarray:
+    """Integer weights ``(C_out, ...)`` as the kernels read them: ``(C_out`` rounded up to
+    ``TR``, ``K`` rounded up to even) int16, zero filled (a zero weight cancels whatever the
+    padding of the other operand holds)."""
+    w2 = np.asarray(w).reshape(w.shape[0], -1)
+    co, k = w2.shape
+    out = np.zeros((-(-co // TR) * TR, k + k % 2), np.int16)
+    out[:co, :k] = w2
+    return out
+
+
+@njit(cache=True, inline="always")
+def _epilogue(acc, r, width, c, chan, flags, grid, dst, at, stride):  # pragma: no cover
+    """Row ``r`` of a tile (``width`` outputs of channel ``c``) into ``dst[at + j * stride]``:
+    ``acc * scale + bias`` (float32), the BN affine, ReLU / ReLU6 and the output grid
+    ``(nmin, nmax, scale, 1 / scale)`` in float64, times the reciprocal as the fake
+    quantizer computes it. The flags are tested once per row (tested per element they
+    made this loop several times slower)."""
+    f0, f1, f2, f3 = chan[0, c], chan[1, c], chan[2, c], chan[3, c]
+    aff, act, quant = flags
+    g0, g1, g2, inv = grid[0], grid[1], grid[2], grid[3]
+    zero, six = np.float32(0.0), np.float32(6.0)
+    base = r * TC
+    if not aff and act == 1 and quant:  # Conv + BN folded + ReLU, the common case
+        for j in range(width):
+            y = max(np.float32(acc[base + j]) * f0 + f1, zero)
+            v = min(max(np.float64(y), g0), g1)
+            dst[at + j * stride] = np.float32(np.rint((v - g0) * inv) * g2 + g0)
+        return
+    for j in range(width):
+        y = np.float32(acc[base + j]) * f0 + f1
+        if aff:
+            y = y * f2 + f3
+        if act >= 1:
+            y = max(y, zero)
+            if act == 2:
+                y = min(y, six)
+        if quant:
+            v = min(max(np.float64(y), g0), g1)
+            y = np.float32(np.rint((v - g0) * inv) * g2 + g0)
+        dst[at + j * stride] = y
+
+
+@njit(cache=True, inline="always")
+def _level(v, qin):  # pragma: no cover - compiled
+    """The zero-centred level of ``v`` on the input grid ``(1 / scale, lo, hi)``."""
+    q = np.rint(np.float64(v) * qin[0])
+    return np.int16(min(max(q, qin[1]), qin[2]))
+
+
+@njit(cache=True, inline="always")
+def _pair(a, b):  # pragma: no cover - compiled
+    """Two int16 levels as one little-endian pair (``a`` first), the panels' element."""
+    return np.uint32(np.uint16(a)) | (np.uint32(np.uint16(b)) << np.uint32(16))
+
+
+@njit(cache=True)
+def _gemm_panel(
+    wf, kp, co, panel, p, acc, dst, c_stride, p_stride, chan, flags, grid
+):  # pragma: no cover
+    """Every tile of ``W (co, kp) x panel (kp / 2, >= p) pairs``, each through the epilogue
+    into ``dst[c * c_stride + j * p_stride]``."""
+    k2, ldb = panel.shape
+    pf = panel.reshape(-1)
+    for blk in range(-(-p // TC)):
+        width = min(TC, p - blk * TC)
+        for c0 in range(0, co, TR):
+            _tile(wf, c0 * kp, kp, pf, blk * TC * 2, ldb * 2, k2, acc)
+            for r in range(min(TR, co - c0)):
+                at = (c0 + r) * c_stride + blk * TC * p_stride
+                _epilogue(acc, r, width, c0 + r, chan, flags, grid, dst, at, p_stride)
+
+
+@njit(cache=True)
+def _pairs(q, sa, sb):  # pragma: no cover - compiled
+    """``q[i] = pair(sa[i], sb[i])``: one row of a panel (its own function: written inline
+    beside the strided case, this loop ran 3x slower)."""
+    for i in range(q.size):
+        q[i] = _pair(sa[i], sb[i])
+
+
+@njit(cache=True)
+def _conv_image(
+    xb, qin, wf, kp, co, geo, oh, ow, chan, flags, grid, ob, xq, panel, acc
+):  # pragma: no cover
+    """One image ``xb (C, H, W)`` of :func:`_qconv` into ``ob`` (its flat NCHW output): the
+    image's levels into ``xq`` (padded; the border stays zero), its im2col ``panel`` of
+    level pairs, the tiles and the epilogue. The buffers are the thread's, reused: fresh
+    ones per image (zeroed, page-faulted) cost as much as the product."""
+    c, h, wd = xb.shape
+    kh, kw, sh, sw, pt, pl, dh, dw, pb, pr = geo
+    k2 = kp // 2
+    k = c * kh * kw
+    p = oh * ow
+    for ci in range(c):
+        for y in range(h):
+            src = xb[ci, y]
+            dst = xq[ci, y + pt]
+            dst = dst[pl : pl + wd]
+            for xx in range(wd):
+                dst[xx] = _level(src[xx], qin)
+    ta = np.zeros(ow, np.int16)
+    tb = np.zeros(ow, np.int16)
+    for t2 in range(k2):
+        ka = 2 * t2
+        ca, ya, xa = ka // (kh * kw), (ka // kw) % kh * dh, ka % kw * dw
+        kb = min(ka + 1, k - 1)
+        cb, yb, xb_ = kb // (kh * kw), (kb // kw) % kh * dh, kb % kw * dw
+        last = ka + 1 >= k
+        prow = panel[t2]  # (1-d views taken in two steps: C layout)
+        for oy in range(oh):
+            ra = xq[ca, oy * sh + ya]
+            rb = xq[cb, oy * sh + yb]
+            if sw == 1 and not last:
+                _pairs(prow[oy * ow : (oy + 1) * ow], ra[xa : xa + ow], rb[xb_ : xb_ + ow])
+            else:  # strided taps or the odd last one: gathered first
+                for ox in range(ow):
+                    ta[ox] = ra[xa + ox * sw]
+                    tb[ox] = 0 if last else rb[xb_ + ox * sw]
+                _pairs(prow[oy * ow : (oy + 1) * ow], ta, tb)
+    _gemm_panel(wf, kp, co, panel, p, acc, ob, p, 1, chan, flags, grid)
 
 
 @njit(cache=True, parallel=True)
-def _qgemm_kernel(a: np.ndarray, w: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
-    """``a (M, K) int16 @ w (N, K) int16 .T`` accumulated in int32, as dot products over K
-    (contiguous int16 rows: LLVM vectorises them into multiply-add of int16 pairs). Against
-    the earlier form (weight rows scaled by each input level, vectorised over N) it is 3-8x
-    faster on LeNet-5's layers (bench_int8.py)."""
-    m, k = a.shape
-    n = w.shape[0]
-    out = np.empty((m, n), np.int32)
-    for i in prange(m):
-        for j in range(n):
-            s = np.int32(0)
-            for t in range(k):
-                s += np.int32(a[i, t]) * np.int32(w[j, t])
-            out[i, j] = s
+def _qconv(x, qin, wp, co, geo, oh, ow, chan, flags, grid, threads):  # pragma: no cover
+    """int8 Conv2d of float32 NCHW ``x``, one image per thread (:func:`_conv_image`, a
+    function of its own: in the parallel loop's body the same code ran 2x slower).
+    ``geo`` = (kh, kw, sh, sw, pad top, pad left, dh, dw, pad bottom, pad right)."""
+    n, c, h, wd = x.shape
+    kh, kw, sh, sw, pt, pl, dh, dw, pb, pr = geo
+    out = np.empty((n, co, oh, ow), np.float32)
+    wf = wp.reshape(-1)
+    kp = wp.shape[1]
+    # panel columns: whole tiles plus one (a row stride off a multiple of 4 KiB); columns
+    # past the image's pixels hold stale levels that only reach discarded sums
+    pst = (-(-(oh * ow) // TC) + 1) * TC
+    chunks = max(1, min(n, threads))
+    for t in prange(chunks):
+        xq = np.zeros((c, h + pt + pb, wd + pl + pr), np.int16)
+        panel = np.empty((kp // 2, pst), np.uint32)
+        acc = np.empty(TR * TC, np.int32)
+        for b in range(t * n // chunks, (t + 1) * n // chunks):
+            ob = out[b].reshape(-1)
+            _conv_image(x[b], qin, wf, kp, co, geo, oh, ow, chan, flags, grid, ob, xq, panel, acc)
+    return out
+
+
+@njit(cache=True)
+def _dense_panel(xq, k2):  # pragma: no cover - compiled
+    """The panel of level pairs of ``xq (M, K)`` int16: ``(K / 2, columns)``, one column a row."""
+    m, k = xq.shape
+    panel = np.zeros((k2, (-(-m // TC) + 1) * TC), np.uint32)
+    for i in range(m):
+        for t2 in range(k2):
+            second = xq[i, 2 * t2 + 1] if 2 * t2 + 1 < k else np.int16(0)
+            panel[t2, i] = _pair(xq[i, 2 * t2], second)
+    return panel
+
+
+@njit(cache=True)
+def _qdense(x, qin, wp, co, chan, flags, grid):  # pragma: no cover - compiled
+    """int8 Dense of float32 ``x (M, K)`` (the batch's rows are the panel's columns)."""
+    m, k = x.shape
+    xq = np.empty((m, k), np.int16)
+    for i in range(m):
+        for kk in range(k):
+            xq[i, kk] = _level(x[i, kk], qin)
+    out = np.empty((m, co), np.float32)
+    acc = np.empty(TR * TC, np.int32)
+    panel = _dense_panel(xq, wp.shape[1] // 2)
+    _gemm_panel(
+        wp.reshape(-1), wp.shape[1], co, panel, m, acc, out.reshape(-1), 1, co, chan, flags, grid
+    )
+    return out
+
+
+@njit(cache=True)
+def _qgemm_kernel(a, wp, co):  # pragma: no cover - compiled
+    m = a.shape[0]
+    out = np.empty((m, co), np.int32)
+    acc = np.empty(TR * TC, np.int32)
+    panel = _dense_panel(a, wp.shape[1] // 2)
+    k2, ldb = panel.shape
+    pf = panel.reshape(-1)
+    for blk in range(-(-m // TC)):
+        width = min(TC, m - blk * TC)
+        for c0 in range(0, co, TR):
+            _tile(wp.reshape(-1), c0 * wp.shape[1], wp.shape[1], pf, blk * TC * 2, ldb * 2, k2, acc)
+            for r in range(min(TR, co - c0)):
+                for j in range(width):
+                    out[blk * TC + j, c0 + r] = acc[r * TC + j]
     return out
 
 
 def qgemm(a: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``a (M, K) int16 @ w (N, K) int8 .T`` accumulated in int32."""
-    return _qgemm_kernel(np.ascontiguousarray(a, np.int16), np.ascontiguousarray(w, np.int16))
+    """``a (M, K) int16 @ w (N, K) int8 .T`` accumulated in int32 (the tiled kernel)."""
+    a = np.ascontiguousarray(a, np.int16)
+    return _qgemm_kernel(a, pack_weight(np.asarray(w)), int(w.shape[0]))
 
 
 def quantize_input(x: np.ndarray, scale: float, zero_point: float, qmin: float, qmax: float):
@@ -63,27 +350,6 @@ def quantize_input(x: np.ndarray, scale: float, zero_point: float, qmin: float, 
     ``x`` on the fake quantizer's grid (same nudged grid, so the same level)."""
     levels = np.round(x.astype(np.float64) / scale)
     return np.clip(levels, qmin - zero_point, qmax - zero_point).astype(np.int16)
-
-
-@njit(cache=True, parallel=True)
-def im2col(
-    x: np.ndarray, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, oh: int, ow: int
-):  # pragma: no cover
-    """Patches of a padded (N, C, H, W) int16 tensor as rows (N*OH*OW, C*KH*KW)."""
-    n, c = x.shape[0], x.shape[1]
-    cols = np.empty((n * oh * ow, c * kh * kw), np.int16)
-    for r in prange(n * oh * ow):
-        b = r // (oh * ow)
-        rem = r % (oh * ow)
-        oy = rem // ow
-        ox = rem % ow
-        col = 0
-        for ci in range(c):
-            for ky in range(kh):
-                for kx in range(kw):
-                    cols[r, col] = x[b, ci, oy * sh + ky * dh, ox * sw + kx * dw]
-                    col += 1
-    return cols
 
 
 def fake_quant_array(x: np.ndarray, nmin: Any, nmax: Any, scale: Any) -> np.ndarray:
@@ -220,29 +486,55 @@ class Int8Linear(nn.Cell):
             "conv": self.conv or None,
         }
 
-    def construct(self, x: Tensor) -> Tensor:
-        data = x.asnumpy().astype(np.float32)
-        s_in, zp, qmin, qmax = (float(v) for v in self.in_quant.asnumpy())
-        xq = quantize_input(data, s_in, zp, qmin, qmax)
+    def _packed(self) -> np.ndarray:
+        """The packed weight (:func:`pack_weight`), made once per weight array: a new
+        checkpoint value (``set_data``) is a new array and is packed again."""
         w = self.weight_int8.asnumpy()
+        cached = self.__dict__.get("_pack_cache")
+        if cached is None or cached[0] is not w:
+            cached = (w, pack_weight(w))
+            self.__dict__["_pack_cache"] = cached
+        return cached[1]
+
+    def _act_code(self) -> int:
+        """0: none, 1: ReLU, 2: ReLU6 (fused into the kernel); -1: another Cell (run after)."""
+        if self.act is None:
+            return 0
+        if type(self.act) is nn.ReLU:
+            return 1
+        if type(self.act) is nn.ReLU6:
+            return 2
+        return -1
+
+    def construct(self, x: Tensor) -> Tensor:
+        data = np.ascontiguousarray(x.asnumpy(), np.float32)
+        s_in, zp, qmin, qmax = (float(v) for v in self.in_quant.asnumpy())
+        qin = np.array([1.0 / s_in, qmin - zp, qmax - zp])
+        wp = self._packed()
+        co = int(self.weight_int8.shape[0])
+        chan = np.empty((4, co), np.float32)
+        chan[0] = s_in * self.weight_scale.asnumpy()  # float32, as acc * (s_in * w_scale)
+        chan[1] = self.bias.asnumpy()
+        chan[2] = self.affine_scale.asnumpy()
+        chan[3] = self.affine_shift.asnumpy()
+        grid = np.append(np.asarray(self.out_quant.asnumpy(), np.float64), 0.0)
+        grid[3] = 1.0 / grid[2]
+        act = self._act_code()
+        fused = act >= 0
+        has_out = fused and not np.isnan(grid).any()
+        flags = (int(self.has_affine), max(act, 0), int(has_out))
         if self.kind == "dense":
-            lead = xq.shape[:-1]
-            acc = qgemm(xq.reshape(-1, xq.shape[-1]), w)
-            y = acc.astype(np.float32) * (s_in * self.weight_scale.asnumpy())
-            y = y.reshape(*lead, w.shape[0]) + self.bias.asnumpy()
-            bshape = (1,) * (y.ndim - 1) + (-1,)
+            lead = data.shape[:-1]
+            y = _qdense(data.reshape(-1, data.shape[-1]), qin, wp, co, chan, flags, grid)
+            y = y.reshape(*lead, co)
         else:
-            y = self._conv(xq, w, s_in)
-            bshape = (1, -1, 1, 1)
-        if self.has_affine:
-            scale, shift = self.affine_scale.asnumpy(), self.affine_shift.asnumpy()
-            y = y * scale.reshape(bshape) + shift.reshape(bshape)
-        out = Tensor(y.astype(np.float32))
-        if self.act is not None:
-            out = self.act(out)
-        grid = self.out_quant.asnumpy()
+            y = self._conv(data, qin, wp, co, chan, flags, grid)
+        out = Tensor(y)
+        if fused:
+            return out
+        out = self.act(out)
         if not np.isnan(grid).any():
-            nmin, nmax, scale = (float(v) for v in grid)
+            nmin, nmax, scale = (float(v) for v in grid[:3])
             out = Tensor(
                 fake_quant_array(out.asnumpy().astype(np.float64), nmin, nmax, scale).astype(
                     np.float32
@@ -250,11 +542,11 @@ class Int8Linear(nn.Cell):
             )
         return out
 
-    def _conv(self, xq: np.ndarray, w: np.ndarray, s_in: float) -> np.ndarray:
+    def _conv(self, data: np.ndarray, qin, wp, co, chan, flags, grid) -> np.ndarray:
         cfg = self.conv
-        kh, kw = w.shape[2], w.shape[3]
+        kh, kw = int(self.weight_int8.shape[2]), int(self.weight_int8.shape[3])
         (sh, sw), (dh, dw) = cfg["stride"], cfg["dilation"]
-        n, _, h, wd = xq.shape
+        _, _, h, wd = data.shape
         if cfg["pad_mode"] == "same":
             pt, pb = _same_pads(h, kh, sh, dh)
             pl, pr = _same_pads(wd, kw, sw, dw)
@@ -262,13 +554,10 @@ class Int8Linear(nn.Cell):
             pt, pb, pl, pr = cfg["padding"]
         else:
             pt = pb = pl = pr = 0
-        xp = np.pad(xq, ((0, 0), (0, 0), (pt, pb), (pl, pr)))  # level 0 is exactly 0.0
         oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
         ow = (wd + pl + pr - (kw - 1) * dw - 1) // sw + 1
-        cols = im2col(np.ascontiguousarray(xp), kh, kw, sh, sw, dh, dw, oh, ow)
-        acc = qgemm(cols, np.ascontiguousarray(w.reshape(w.shape[0], -1)))
-        y = acc.astype(np.float32) * (s_in * self.weight_scale.asnumpy()) + self.bias.asnumpy()
-        return np.ascontiguousarray(y.reshape(n, oh, ow, -1).transpose(0, 3, 1, 2))
+        geo = tuple(int(v) for v in (kh, kw, sh, sw, pt, pl, dh, dw, pb, pr))
+        return _qconv(data, qin, wp, co, geo, oh, ow, chan, flags, grid, get_num_threads())
 
     def extend_repr(self) -> str:
         return f"kind={self.kind}, weight={tuple(self.weight_int8.shape)} int8"
