@@ -157,8 +157,9 @@ def pack_weight(w: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, inline="always")
-def _epilogue(acc, r, width, c, chan, flags, grid, dst, at, stride):  # pragma: no cover
-    """Row ``r`` of a tile (``width`` outputs of channel ``c``) into ``dst[at + j * stride]``:
+def _epilogue(acc, r, j0, width, c, chan, flags, grid, dst, at, stride):  # pragma: no cover
+    """Row ``r`` of a tile, columns ``j0 .. j0 + width`` (outputs of channel ``c``), into
+    ``dst[at + j * stride]``:
     ``acc * scale + bias`` (float32), the BN affine, ReLU / ReLU6 and the output grid
     ``(nmin, nmax, scale, 1 / scale)`` in float64, times the reciprocal as the fake
     quantizer computes it. The flags are tested once per row (tested per element they
@@ -167,7 +168,7 @@ def _epilogue(acc, r, width, c, chan, flags, grid, dst, at, stride):  # pragma: 
     aff, act, quant = flags
     g0, g1, g2, inv = grid[0], grid[1], grid[2], grid[3]
     zero, six = np.float32(0.0), np.float32(6.0)
-    base = r * TC
+    base = r * TC + j0
     if not aff and act == 1 and quant:  # Conv + BN folded + ReLU, the common case
         for j in range(width):
             y = max(np.float32(acc[base + j]) * f0 + f1, zero)
@@ -203,19 +204,30 @@ def _pair(a, b):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _gemm_panel(
-    wf, kp, co, panel, p, acc, dst, c_stride, p_stride, chan, flags, grid
+    wf, kp, co, panel, p, acc, dst, c_stride, p_stride, chan, flags, grid, rowlen, valid
 ):  # pragma: no cover
-    """Every tile of ``W (co, kp) x panel (kp / 2, >= p) pairs``, each through the epilogue
-    into ``dst[c * c_stride + j * p_stride]``."""
+    """Every tile of ``W (co, kp) x panel (kp / 2, >= p) pairs``, each through the epilogue.
+    Panel column ``q = row * rowlen + col`` is an output only where ``col < valid``, at
+    ``dst[c * c_stride + (row * valid + col) * p_stride]`` (a stride-1 conv's panel runs
+    over padded rows, ``rowlen`` > ``valid``; elsewhere ``rowlen == valid``)."""
     k2, ldb = panel.shape
     pf = panel.reshape(-1)
     for blk in range(-(-p // TC)):
-        width = min(TC, p - blk * TC)
+        q0 = blk * TC
+        width = min(TC, p - q0)
         for c0 in range(0, co, TR):
-            _tile(wf, c0 * kp, kp, pf, blk * TC * 2, ldb * 2, k2, acc)
+            _tile(wf, c0 * kp, kp, pf, q0 * 2, ldb * 2, k2, acc)
             for r in range(min(TR, co - c0)):
-                at = (c0 + r) * c_stride + blk * TC * p_stride
-                _epilogue(acc, r, width, c0 + r, chan, flags, grid, dst, at, p_stride)
+                j = 0
+                while j < width:  # runs of one row
+                    row = (q0 + j) // rowlen
+                    col = q0 + j - row * rowlen
+                    run = min(width - j, rowlen - col)
+                    if col < valid:
+                        at = (c0 + r) * c_stride + (row * valid + col) * p_stride
+                        n = min(run, valid - col)
+                        _epilogue(acc, r, j, n, c0 + r, chan, flags, grid, dst, at, p_stride)
+                    j += run
 
 
 @njit(cache=True)
@@ -246,6 +258,25 @@ def _conv_image(
             dst = dst[pl : pl + wd]
             for xx in range(wd):
                 dst[xx] = _level(src[xx], qin)
+    if sh == 1 and sw == 1:
+        # a tap's inputs for every output pixel are one run of the padded image when the
+        # panel's columns walk the padded rows (width wpd, of which ow are outputs)
+        wpd = wd + pl + pr
+        plane = xq.shape[1] * wpd
+        q = (oh - 1) * wpd + ow
+        flat = xq.reshape(-1)
+        for t2 in range(k2):
+            ka = 2 * t2
+            kb = ka + 1
+            oa = ka // (kh * kw) * plane + (ka // kw) % kh * dh * wpd + ka % kw * dw
+            prow = panel[t2]
+            if kb < k:
+                ob_ = kb // (kh * kw) * plane + (kb // kw) % kh * dh * wpd + kb % kw * dw
+                _pairs(prow[:q], flat[oa : oa + q], flat[ob_ : ob_ + q])
+            else:
+                _pairs(prow[:q], flat[oa : oa + q], np.zeros(q, np.int16))
+        _gemm_panel(wf, kp, co, panel, q, acc, ob, p, 1, chan, flags, grid, wpd, ow)
+        return
     ta = np.zeros(ow, np.int16)
     tb = np.zeros(ow, np.int16)
     for t2 in range(k2):
@@ -258,14 +289,11 @@ def _conv_image(
         for oy in range(oh):
             ra = xq[ca, oy * sh + ya]
             rb = xq[cb, oy * sh + yb]
-            if sw == 1 and not last:
-                _pairs(prow[oy * ow : (oy + 1) * ow], ra[xa : xa + ow], rb[xb_ : xb_ + ow])
-            else:  # strided taps or the odd last one: gathered first
-                for ox in range(ow):
-                    ta[ox] = ra[xa + ox * sw]
-                    tb[ox] = 0 if last else rb[xb_ + ox * sw]
-                _pairs(prow[oy * ow : (oy + 1) * ow], ta, tb)
-    _gemm_panel(wf, kp, co, panel, p, acc, ob, p, 1, chan, flags, grid)
+            for ox in range(ow):
+                ta[ox] = ra[xa + ox * sw]
+                tb[ox] = 0 if last else rb[xb_ + ox * sw]
+            _pairs(prow[oy * ow : (oy + 1) * ow], ta, tb)
+    _gemm_panel(wf, kp, co, panel, p, acc, ob, p, 1, chan, flags, grid, ow, ow)
 
 
 @njit(cache=True, parallel=True)
@@ -280,7 +308,7 @@ def _qconv(x, qin, wp, co, geo, oh, ow, chan, flags, grid, threads):  # pragma: 
     kp = wp.shape[1]
     # panel columns: whole tiles plus one (a row stride off a multiple of 4 KiB); columns
     # past the image's pixels hold stale levels that only reach discarded sums
-    pst = (-(-(oh * ow) // TC) + 1) * TC
+    pst = (-(-(oh * (wd + pl + pr)) // TC) + 1) * TC  # >= either panel layout
     chunks = max(1, min(n, threads))
     for t in prange(chunks):
         xq = np.zeros((c, h + pt + pb, wd + pl + pr), np.int16)
@@ -316,7 +344,20 @@ def _qdense(x, qin, wp, co, chan, flags, grid):  # pragma: no cover - compiled
     acc = np.empty(TR * TC, np.int32)
     panel = _dense_panel(xq, wp.shape[1] // 2)
     _gemm_panel(
-        wp.reshape(-1), wp.shape[1], co, panel, m, acc, out.reshape(-1), 1, co, chan, flags, grid
+        wp.reshape(-1),
+        wp.shape[1],
+        co,
+        panel,
+        m,
+        acc,
+        out.reshape(-1),
+        1,
+        co,
+        chan,
+        flags,
+        grid,
+        m,
+        m,
     )
     return out
 
@@ -486,15 +527,27 @@ class Int8Linear(nn.Cell):
             "conv": self.conv or None,
         }
 
-    def _packed(self) -> np.ndarray:
-        """The packed weight (:func:`pack_weight`), made once per weight array: a new
-        checkpoint value (``set_data``) is a new array and is packed again."""
-        w = self.weight_int8.asnumpy()
-        cached = self.__dict__.get("_pack_cache")
-        if cached is None or cached[0] is not w:
-            cached = (w, pack_weight(w))
-            self.__dict__["_pack_cache"] = cached
-        return cached[1]
+    def _prepared(self) -> tuple:
+        """``(qin, packed weight, chan, grid)`` for the kernels, made once per set of value
+        arrays: a new checkpoint value (``set_data``) is a new array and is prepared again
+        (values changed in place are not seen)."""
+        names = ("weight_int8", "weight_scale", "bias", "in_quant", "out_quant")
+        arrays = [getattr(self, n).asnumpy() for n in names]
+        arrays += [self.affine_scale.asnumpy(), self.affine_shift.asnumpy()]
+        cached = self.__dict__.get("_prep_cache")
+        if cached is not None and all(a is b for a, b in zip(cached[0], arrays)):
+            return cached[1]
+        w, w_scale, bias, in_q, out_q, aff_s, aff_b = arrays
+        s_in, zp, qmin, qmax = (float(v) for v in in_q)
+        qin = np.array([1.0 / s_in, qmin - zp, qmax - zp])
+        chan = np.empty((4, w.shape[0]), np.float32)
+        chan[0] = s_in * w_scale  # float32, as acc * (s_in * w_scale)
+        chan[1], chan[2], chan[3] = bias, aff_s, aff_b
+        grid = np.append(np.asarray(out_q, np.float64), 0.0)
+        grid[3] = 1.0 / grid[2]
+        prepared = (qin, pack_weight(w), chan, grid)
+        self.__dict__["_prep_cache"] = (arrays, prepared)
+        return prepared
 
     def _act_code(self) -> int:
         """0: none, 1: ReLU, 2: ReLU6 (fused into the kernel); -1: another Cell (run after)."""
@@ -508,17 +561,8 @@ class Int8Linear(nn.Cell):
 
     def construct(self, x: Tensor) -> Tensor:
         data = np.ascontiguousarray(x.asnumpy(), np.float32)
-        s_in, zp, qmin, qmax = (float(v) for v in self.in_quant.asnumpy())
-        qin = np.array([1.0 / s_in, qmin - zp, qmax - zp])
-        wp = self._packed()
+        qin, wp, chan, grid = self._prepared()
         co = int(self.weight_int8.shape[0])
-        chan = np.empty((4, co), np.float32)
-        chan[0] = s_in * self.weight_scale.asnumpy()  # float32, as acc * (s_in * w_scale)
-        chan[1] = self.bias.asnumpy()
-        chan[2] = self.affine_scale.asnumpy()
-        chan[3] = self.affine_shift.asnumpy()
-        grid = np.append(np.asarray(self.out_quant.asnumpy(), np.float64), 0.0)
-        grid[3] = 1.0 / grid[2]
         act = self._act_code()
         fused = act >= 0
         has_out = fused and not np.isnan(grid).any()
