@@ -147,3 +147,51 @@ def test_two_step_game_rules():
     env.reset_np()
     env.step_np([0, 1])
     assert env.step_np([0, 0])[1] == 7.0
+
+
+def _np_dqn_grads(w, batch, gamma):
+    """Float64 NumPy reference: Huber (smooth L1, mean) loss of Q(s, a) against
+    ``r + gamma (1 - done) max Q_target(s')`` (target = the same weights), and its gradient."""
+    (w1, b1, w2, b2), (s, a, r, s2, d) = w, batch
+
+    def q(x):
+        h = np.maximum(x @ w1.T + b1, 0.0)
+        return h, h @ w2.T + b2
+
+    target = r + gamma * (1.0 - d) * q(s2)[1].max(axis=1, keepdims=True)
+    h, out = q(s)
+    diff = np.take_along_axis(out, a, 1) - target
+    dq = np.zeros_like(out)
+    np.put_along_axis(dq, a, np.clip(diff, -1.0, 1.0) / len(s), 1)
+    dh = (dq @ w2) * (h > 0)
+    return [dh.T @ s, dh.sum(0), dq.T @ h, dq.sum(0)]
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "torch_adam"])
+def test_dqn_learner_first_step_against_numpy(optimizer):
+    """One learn step: the gradient of the Huber TD loss, then the first Adam step, which is
+    ``lr g / (|g| + eps)`` for PyTorch's Adam and ``lr g / (|g| + eps / sqrt(1 - beta2))`` for
+    MindSpore's (the two differ only for gradients near eps)."""
+    from sporeling.rl.algorithm.dqn import DQNLearner, DQNPolicy
+
+    ms.set_seed(3)
+    pol = DQNPolicy({"state_space_dim": 4, "action_space_dim": 2, "hidden_sizes": [8],
+                     "bias_init": None})  # fmt: skip
+    lr, gamma = 0.01, 0.9
+    learner = DQNLearner({"policy_network": pol.policy_network,
+                          "target_network": pol.target_network, "gamma": gamma, "lr": lr,
+                          "optimizer": optimizer, "max_grad_norm": 1e6})  # fmt: skip
+    rng = np.random.default_rng(0)
+    batch = [rng.normal(size=(16, 4)), rng.integers(0, 2, (16, 1)),
+             rng.normal(0, 2, (16, 1)), rng.normal(size=(16, 4)),
+             (rng.random((16, 1)) < 0.3).astype(np.float64)]  # fmt: skip
+    w = [p.asnumpy().astype(np.float64) for p in pol.policy_network.trainable_params()]
+    grads = _np_dqn_grads(w, batch, gamma)
+    learner.learn([b.astype(np.int32 if i == 1 else np.float32) for i, b in enumerate(batch)])
+    eps = 1e-8 if optimizer == "torch_adam" else 1e-8 / np.sqrt(1 - 0.999)
+    for p, w0, g in zip(pol.policy_network.trainable_params(), w, grads):
+        expected = w0 - lr * g / (np.abs(g) + eps)
+        np.testing.assert_allclose(p.asnumpy(), expected, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="params\\['optimizer'\\] expected 'adam' or"):
+        DQNLearner({"policy_network": pol.policy_network, "target_network": pol.target_network,
+                    "optimizer": "sgd"})  # fmt: skip

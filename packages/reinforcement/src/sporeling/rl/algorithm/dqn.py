@@ -37,8 +37,10 @@ class DQNPolicy:
         ]
         # MindSpore 2.x's (and PyTorch's) Dense default: U(+-1/sqrt(fan_in))
         init = params.get("weight_init") or initializer.HeUniform(math.sqrt(5))
-        self.policy_network = FullyConnectedLayers(sizes, weight_init=init, bias_init="zeros")
-        self.target_network = FullyConnectedLayers(sizes, weight_init=init, bias_init="zeros")
+        # None: U(+-1/sqrt(fan_in)), the Dense default of PyTorch and MindSpore 2.x
+        bias = params.get("bias_init", "zeros")
+        self.policy_network = FullyConnectedLayers(sizes, weight_init=init, bias_init=bias)
+        self.target_network = FullyConnectedLayers(sizes, weight_init=init, bias_init=bias)
         for p, t in zip(
             self.policy_network.trainable_params(), self.target_network.trainable_params()
         ):
@@ -105,9 +107,17 @@ class DQNLearner(Learner):
         self.policy_network = params["policy_network"]
         self.target_network = params["target_network"]
         self.gamma = float(params.get("gamma", 0.99))
-        self.optimizer = nn.Adam(
-            self.policy_network.trainable_params(), learning_rate=params.get("lr", 1e-3)
-        )
+        lr, params_ = params.get("lr", 1e-3), self.policy_network.trainable_params()
+        optimizer = params.get("optimizer", "adam")
+        if optimizer == "adam":  # MindSpore's: eps added to sqrt(v) before bias correction
+            self.optimizer = nn.Adam(params_, learning_rate=lr)
+        elif optimizer == "torch_adam":  # PyTorch's (SB3's): AdamW without decay
+            self.optimizer = nn.AdamW(params_, learning_rate=lr, weight_decay=0.0)
+        else:
+            raise ValueError(
+                f"DQNLearner: params['optimizer'] expected 'adam' or 'torch_adam', got "
+                f"{optimizer!r}"
+            )
         self.target_update = SoftUpdate(
             1.0,
             params.get("target_update_interval", 100),
@@ -181,7 +191,11 @@ def dqn_config(env_name: str = "CartPole-v1", seed: int = 0, **overrides: Any) -
     Defaults follow rl-baselines3-zoo's tuned CartPole-v1 DQN (lr 2.3e-3, batch 64,
     256x256 network, 128 gradient steps every 256 environment steps, the target network
     synced after each burst of gradient steps, epsilon linear from 1 to 0.04 over the first
-    8,000 steps: ``exploration_fraction=0.16`` of its 50k budget).
+    8,000 steps: ``exploration_fraction=0.16`` of its 50k budget), PyTorch's initial biases
+    (U(+-1/sqrt(fan_in)), not zeros) and SB3's optimizer,
+    PyTorch's Adam (``optimizer="torch_adam"``: ``eps`` added after the bias correction; with
+    MindSpore's ``"adam"`` a weight whose gradient is below ~1e-6 barely moves in the first
+    steps, where PyTorch's moves it by the whole learning rate).
     """
     policy = {
         "hidden_sizes": [256, 256],
@@ -189,8 +203,10 @@ def dqn_config(env_name: str = "CartPole-v1", seed: int = 0, **overrides: Any) -
         "epsi_low": 0.04,
         "decay": 8000.0,
         "epsilon_schedule": "linear",
+        "bias_init": None,  # PyTorch's Linear default, as SB3's network
     }
-    learner = {"gamma": 0.99, "lr": 2.3e-3, "target_update_interval": 128}
+    learner = {"gamma": 0.99, "lr": 2.3e-3, "target_update_interval": 128,
+               "optimizer": "torch_adam"}  # fmt: skip
     probe = GymEnvironment({"name": env_name})
     obs_shape = probe.observation_space.shape
     probe.close()
