@@ -10,6 +10,6 @@ for n in 2 4; do
   sporeling launch -n "$n" sporeling-rl train --algo ppo --policy multi-actor --actors "$n" \
     --steps "$steps" --eval-episodes 100
 done
-# the asynchronous policy: rank 0 learns, the other ranks act (one round of policy lag)
+# the asynchronous policy: rank 0 learns on rollouts as they arrive, the other ranks act
 sporeling launch -n 3 sporeling-rl train --algo ppo --policy async --actors 2 \
   --steps "$steps" --eval-episodes 100
