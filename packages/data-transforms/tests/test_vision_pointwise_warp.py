@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageEnhance
 
-from sporeling.data.vision import _dual
+from sporeling.data.vision import _color, _common, _geometry
 from sporeling.data.vision.kernels import color as kcolor
 from sporeling.data.vision.kernels import geometry, pointwise
 from sporeling.data.vision.utils import Border
@@ -86,8 +86,8 @@ def test_saturation_blend_equals_pillow_and_rejects_gray():
 
 
 def test_gamma_table_is_cached_read_only():
-    lut = _dual.gamma_lut(1.5, 1.0)
-    assert lut is _dual.gamma_lut(1.5, 1.0)
+    lut = _color.gamma_lut(1.5, 1.0)
+    assert lut is _color.gamma_lut(1.5, 1.0)
     with pytest.raises(ValueError):
         lut[0] = 1
 
@@ -107,13 +107,13 @@ def test_constant_pad_equals_np_pad(shape, ltrb, fill):
     else:
         value = fill[0] if isinstance(fill, tuple) else fill
         ref = np.pad(img, [(t, b), (l, r)] + [(0, 0)] * (img.ndim - 2), constant_values=value)
-    out = _dual.np_pad(img, ltrb, fill, Border.CONSTANT)
+    out = _common.np_pad(img, ltrb, fill, Border.CONSTANT)
     np.testing.assert_array_equal(out, ref)
 
 
 def test_constant_pad_of_a_float_view():
     img = np.random.default_rng(3).random((6, 8, 3)).astype(np.float32)[:, ::2]
-    out = _dual.np_pad(img, (1, 2, 3, 4), (5, 6, 7), Border.CONSTANT)
+    out = _common.np_pad(img, (1, 2, 3, 4), (5, 6, 7), Border.CONSTANT)
     assert out.dtype == np.float32 and out.shape == (12, 8, 3)
     np.testing.assert_array_equal(out[2:8, 1:5], img)
     np.testing.assert_array_equal(out[0, 0], [5, 6, 7])
@@ -141,7 +141,7 @@ def test_nearest_rotation_equals_pillow_bit_for_bit(shape, angle, expand):
     img = _img(shape)
     h, w = shape[:2]
     fill = 9 if _c(img) == 1 else tuple(range(50, 50 + _c(img)))
-    m, nw, nh = _dual.rotate_matrix(w, h, angle, expand, None)
+    m, nw, nh = _common.rotate_matrix(w, h, angle, expand, None)
     out = geometry.warp(img, m, (nh, nw), geometry.NEAREST, fill)
     pil = Image.fromarray(img.reshape(h, w, -1).squeeze(-1) if _c(img) == 1 else img)
     ref = np.asarray(pil.rotate(angle, Image.Resampling.NEAREST, expand, fillcolor=fill))
@@ -152,7 +152,7 @@ def test_nearest_affine_with_scale_shear_and_float_input_equals_pillow():
     rng = np.random.default_rng(4)
     img = _img((23, 29, 3), seed=4)
     for _ in range(5):
-        m = _dual.affine_matrix(
+        m = _geometry.affine_matrix(
             29, 23, rng.uniform(-40, 40), (3.0, -2.0), rng.uniform(0.7, 1.3), (5.0, -4.0)
         )
         ref = Image.fromarray(img).transform(
@@ -161,7 +161,7 @@ def test_nearest_affine_with_scale_shear_and_float_input_equals_pillow():
         out = geometry.warp(img, m, (23, 29), geometry.NEAREST, 0)
         np.testing.assert_array_equal(out, np.asarray(ref))
     gray = rng.random((23, 29)).astype(np.float32)
-    m, nw, nh = _dual.rotate_matrix(29, 23, 33.0, False, None)
+    m, nw, nh = _common.rotate_matrix(29, 23, 33.0, False, None)
     ref = np.asarray(Image.fromarray(gray, "F").rotate(33.0, Image.Resampling.NEAREST))
     np.testing.assert_array_equal(geometry.warp(gray, m, (nh, nw), geometry.NEAREST, 0.0), ref)
 

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from sporeling.data.vision import _dual as d
+from sporeling.data.vision._common import DECODE_ERRORS, decode_error, encoded_bytes
+from sporeling.data.vision._geometry import resized_crop_params
 from sporeling.data.vision._jpeg import decode_jpeg, jpeg_header
 from sporeling.data.vision._pil_pixels import pixels
 from sporeling.data.vision.kernels.resample import resize_array, resize_nearest
@@ -42,8 +43,8 @@ def draft_factor(crop_h: int, crop_w: int, out_h: int, out_w: int) -> int:
 def _open(op: str, raw: Any) -> Image.Image:
     try:
         return Image.open(io.BytesIO(raw))
-    except d.DECODE_ERRORS as exc:
-        raise d.decode_error(op, len(raw), exc) from exc
+    except DECODE_ERRORS as exc:
+        raise decode_error(op, len(raw), exc) from exc
 
 
 def _load(im: Image.Image, factor: int) -> tuple[Image.Image, int]:
@@ -75,14 +76,14 @@ def decode_resized_crop(
     # pass order by one level. Bicubic/Lanczos keep Pillow's order: their intermediate
     # clips at 0/255, so another order can differ by more.
     order = "fast" if filt in _NON_NEGATIVE else "pillow"
-    raw = d.encoded_bytes(op, data)
+    raw = encoded_bytes(op, data)
     header = jpeg_header(raw)  # a plain JPEG: decoded without Image.open (`_jpeg`)
     opened = None if header is not None else _open(op, raw)
     if opened is not None:
         w, h = opened.size
     else:
         h, w = header[0], header[1]  # type: ignore[index]
-    i, j, ch, cw = d.resized_crop_params(rng, h, w, scale, ratio, max_attempts)
+    i, j, ch, cw = resized_crop_params(rng, h, w, scale, ratio, max_attempts)
     out_h, out_w = size
     jpeg = opened is None or opened.format == "JPEG"
     factor = draft_factor(ch, cw, out_h, out_w) if draft and filt != "nearest" and jpeg else 1
@@ -92,8 +93,8 @@ def decode_resized_crop(
             rgb, factor = _load(opened if opened is not None else _open(op, raw), factor)
         if rgb.mode != "RGB":
             rgb = rgb.convert("RGB")
-    except d.DECODE_ERRORS as exc:
-        raise d.decode_error(op, len(raw), exc) from exc
+    except DECODE_ERRORS as exc:
+        raise decode_error(op, len(raw), exc) from exc
     px = pixels(rgb)  # a view of the decoder's buffer (RGBX), no copy
     if filt == "nearest":
         return resize_nearest(px[i : i + ch, j : j + cw, :3], out_h, out_w)

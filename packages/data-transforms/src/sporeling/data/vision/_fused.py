@@ -37,9 +37,10 @@ from typing import Any
 import numpy as np
 
 from sporeling.data.transforms._base import Transform, _Resolved
-from sporeling.data.vision import _conly as c
-from sporeling.data.vision import _dual as d
+from sporeling.data.vision._convert import HWC2CHW, Normalize
+from sporeling.data.vision._decode import Decode
 from sporeling.data.vision._decode_crop import decode_resized_crop
+from sporeling.data.vision._geometry import RandomHorizontalFlip, RandomResizedCrop
 from sporeling.data.vision.kernels.layout import normalize_chw
 
 __all__ = ["FusedDecodeResizedCrop", "FusedNormalizeCHW", "fuse_operations"]
@@ -132,17 +133,17 @@ def fuse_operations(chain: Sequence[Callable[..., Any]]) -> list[Callable[..., A
         a = ops[k]
         nxt: Any = ops[k + 1] if k + 1 < len(ops) else None
         third: Any = ops[k + 2] if k + 2 < len(ops) else None
-        if _is(a, d.Decode) and not a.op.to_pil and _is(nxt, d.RandomResizedCrop):
+        if _is(a, Decode) and not a.op.to_pil and _is(nxt, RandomResizedCrop):
             out.append(FusedDecodeResizedCrop(a, nxt))
             k += 2
-        elif _is(a, c.Normalize) and a.op.is_hwc and _is(nxt, c.HWC2CHW):
+        elif _is(a, Normalize) and a.op.is_hwc and _is(nxt, HWC2CHW):
             out.append(FusedNormalizeCHW(None, a, nxt))
             k += 2
         elif (
-            _is(a, d.RandomHorizontalFlip)
-            and _is(nxt, c.Normalize)
+            _is(a, RandomHorizontalFlip)
+            and _is(nxt, Normalize)
             and nxt.op.is_hwc
-            and _is(third, c.HWC2CHW)
+            and _is(third, HWC2CHW)
         ):
             out.append(FusedNormalizeCHW(a, nxt, third))
             k += 3
