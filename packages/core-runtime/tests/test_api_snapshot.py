@@ -25,6 +25,7 @@ MODULES = [
     "sporeling.core.initializer",
     "sporeling.core.extend",
     "sporeling.core.rewrite",
+    "sporeling.core.errors",  # the validators the suites share (check_int, check_bool...)
 ]
 
 
