@@ -20,7 +20,8 @@ __all__ = ["complex", "real", "imag", "conj", "angle", "complex_abs"]
 
 #: the ops that accept complex tensors (the errors of the others name this list)
 SUPPORTED = (
-    "add sub mul div neg square pow exp log sqrt sin cos conj real imag angle complex_abs abs "
+    "add sub mul div neg square pow exp log sqrt sin cos tan sinh cosh tanh reciprocal conj real "
+    "imag angle complex_abs abs "
     "matmul batch_matmul reduce_sum mean prod matrix_solve matrix_inverse matrix_determinant "
     "reshape transpose concat stack squeeze expand_dims gather slicing cast equal not_equal"
 )

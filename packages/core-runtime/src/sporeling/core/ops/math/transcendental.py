@@ -61,12 +61,23 @@ cos_p = unary_op(
     "cos", family="inexact", vjp=lambda g, x, *, out: neg(g * conjugate(sin(x))), scalar="cos(x)",
     ufunc=True,
 )  # fmt: skip
-tan_p = unary_op("tan", vjp=lambda g, x, *, out: g * (out * out + 1), scalar="sin(x) / cos(x)")
-sinh_p = unary_op("sinh", vjp=lambda g, x, *, out: g * cosh(x), scalar="(exp(x) - exp(-x)) / 2")
-cosh_p = unary_op("cosh", vjp=lambda g, x, *, out: g * sinh(x), scalar="(exp(x) + exp(-x)) / 2")
+# complex too, with MindSpore's conjugate convention (g * conj(f'(z)))
+tan_p = unary_op(
+    "tan", family="inexact", vjp=lambda g, x, *, out: g * conjugate(out * out + 1),
+    scalar="sin(x) / cos(x)",
+)  # fmt: skip
+sinh_p = unary_op(
+    "sinh", family="inexact", vjp=lambda g, x, *, out: g * conjugate(cosh(x)),
+    scalar="(exp(x) - exp(-x)) / 2",
+)  # fmt: skip
+cosh_p = unary_op(
+    "cosh", family="inexact", vjp=lambda g, x, *, out: g * conjugate(sinh(x)),
+    scalar="(exp(x) + exp(-x)) / 2",
+)  # fmt: skip
 tanh_p = unary_op(
-    "tanh", vjp=lambda g, x, *, out: g * (1 - out * out), scalar="tanh(x)", ufunc=True
-)
+    "tanh", family="inexact", vjp=lambda g, x, *, out: g * conjugate(1 - out * out),
+    scalar="tanh(x)", ufunc=True,
+)  # fmt: skip
 exp2_p = unary_op("exp2", vjp=lambda g, x, *, out: g * out * _LN2, scalar=f"exp(x * {_LN2!r})")
 expm1_p = unary_op("expm1", vjp=lambda g, x, *, out: g * (out + 1), scalar="expm1(x)")
 log1p_p = unary_op("log1p", vjp=lambda g, x, *, out: g / (x + 1), scalar="log1p(x)")
@@ -79,8 +90,9 @@ rsqrt_p = unary_op(
 )
 reciprocal_p = unary_op(
     "reciprocal",
+    family="inexact",
     impl=_quiet(lambda xp, x: xp.reciprocal(x)),
-    vjp=lambda g, x, *, out: neg(g * out * out),
+    vjp=lambda g, x, *, out: neg(g * conjugate(out * out)),
     scalar="1 / x",
 )
 
