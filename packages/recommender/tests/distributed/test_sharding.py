@@ -33,7 +33,9 @@ MODES = ["batch_slice", "table_row_slice", "table_column_slice", "field_slice",
          "table_row_slice:deepfm", "table_column_slice:dcn_v2",
          # each rank's part of the tables behind an embedding cache (793 rows, ~400 a part)
          "batch_slice@500", "table_row_slice@240", "table_column_slice:deepfm@500",
-         "field_slice@240"]  # fmt: skip
+         "field_slice@240",
+         # ... prefetching each next batch's rows on the caches' threads
+         "batch_slice@500+p", "table_row_slice@240+p"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +82,5 @@ def test_parameter_server_one_server_two_workers():
     assert out.count("(MS_PSERVER): parameter server OK") == 1, out[-4000:]
     # the PS cache with two workers, each caching its own rows, equals one process
     assert out.count("parameter-server cache, 2 workers OK") == 3, out[-4000:]
+    # ... and with prefetch threads pulling each worker's next rows: bit-identical
+    assert out.count("parameter-server cache prefetch, 2 workers OK") == 3, out[-4000:]

@@ -247,8 +247,10 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
         st.batches += 1
         st.lookups += int(uniq.size)
         st.hits += int(hit.sum())
-        staged = self._take_staged()
         if missing.size:
+            # a batch that loads nothing leaves a prefetch staged for the next one (a sharded
+            # step prepares the same rows again for their update after it has prefetched)
+            staged = self._take_staged()
             # free slots first, then the least recently used ones the batch does not need
             free = np.flatnonzero(self.id_of < 0)
             if free.size < missing.size:

@@ -26,7 +26,9 @@ apply the sparse updates in their caches. A server answers each worker on a thre
 own, so MPI must provide ``MPI_THREAD_MULTIPLE`` there (mpi4py's default): checked on every
 rank with ``communication.get_thread_level()``, with an error that says what to change.
 Workers call :meth:`full_parameters` (if wanted) before :meth:`finish`, which writes the
-caches back and stops the servers.
+caches back and stops the servers. With ``prefetch=True``, ``step(..., next_ids=...)`` sends
+each worker's next ids to their owning workers during the step, and each owner pulls the
+missing rows from the servers on a background thread while the step computes.
 """
 
 from __future__ import annotations
@@ -131,12 +133,14 @@ class ParameterServerTrainer(ShardedTrainer):
         got = comm.all_reduce(Tensor(np.array([flag], np.int64)), comm.ReduceOp.MAX)
         return bool(got.asnumpy()[0])
 
-    def step(self, ids: Any, vals: Any = None, label: Any = None) -> float:
+    def step(self, ids: Any, vals: Any = None, label: Any = None, next_ids: Any = None) -> float:
+        """One synchronous step of this worker's batch; with ``prefetch=True`` (and
+        ``vocab_cache_size``), ``next_ids`` are pulled from the servers while it computes."""
         if self.role != "MS_WORKER":
             raise RuntimeError("ParameterServerTrainer.step: this rank is a server; call serve()")
         if self.server is None and getattr(self, "_servers", None) is None:
             self._more(1)
-        return super().step(ids, vals, label)
+        return super().step(ids, vals, label, next_ids)
 
     def finish(self) -> None:
         """A worker's last call: the servers stop once every worker has finished."""
@@ -147,6 +151,7 @@ class ParameterServerTrainer(ShardedTrainer):
                 if t.cache is not None:
                     t.cache.flush()
             stop_servers(self._servers)
+            comm.destroy_group("ps_workers")  # a later trainer makes its own
             return
         while self._more(0):  # other workers still train: take part in their steps
             super().step(None)

@@ -95,6 +95,7 @@ class ShardedTable:
         storage: str = "memory",
         path: str | None = None,
         remote: tuple[int, list[int], float] | None = None,
+        prefetch: bool = False,
     ) -> None:
         if slice_mode not in SLICE_MODES:
             raise ValueError(
@@ -134,6 +135,7 @@ class ShardedTable:
             self.c0, self.c1 = int(cuts[r]), int(cuts[r + 1])
         part = np.ascontiguousarray(full[self.lo : self.hi, self.c0 : self.c1], np.float32)
         self.cache: CachedEmbeddingLookup | None = None
+        self.prefetching = bool(prefetch and vocab_cache_size)  # the same on every rank
         if remote is not None and part.shape[0] > 0:
             # the part behind a cache whose host level is parameter servers (their own
             # initial rows: N(0, sigma^2) from a hash of the row id)
@@ -142,7 +144,7 @@ class ShardedTable:
             table_id, servers, sigma = remote
             self.cache = RemoteCachedEmbeddingLookup(
                 part.shape[0], part.shape[1], vocab_cache_size, table_id, servers, sigma,
-                offset=self.lo, total_vocab=self.vocab,
+                offset=self.lo, total_vocab=self.vocab, prefetch=prefetch,
             )  # fmt: skip
             self.param = self.cache.embedding_table
             self.param.name = name
@@ -150,13 +152,32 @@ class ShardedTable:
             # the part behind a cache: host (or disk) level = the whole part, Parameter = N rows
             self.cache = CachedEmbeddingLookup(
                 part.shape[0], part.shape[1], vocab_cache_size, "zeros", storage,
-                None if path is None else f"{path}/{name}-rank{r}", prefetch=False,
+                None if path is None else f"{path}/{name}-rank{r}", prefetch=prefetch,
             )  # fmt: skip
             self.cache.load_table(part)
             self.param = self.cache.embedding_table
             self.param.name = name
         else:
             self.param = Parameter(part, name=name)
+
+    def prefetch(self, ids: np.ndarray | None) -> None:
+        """Start reading, on the cache's background thread, the rows this rank will look up
+        or update for the next batch (``ids``: this rank's next local batch, None when it has
+        none). Collective over the ranks, as :meth:`lookup`: every rank calls it."""
+        if not self.prefetching:
+            return
+        flat = np.zeros(0, np.int64) if ids is None else ids.reshape(-1).astype(np.int64)
+        uniq = np.unique(flat[self._valid(flat)])
+        if self.mode == "batch_slice":  # every rank's rows get updated everywhere
+            local = np.unique(np.concatenate(self.x.all_gather_v(uniq)))
+        elif self.mode == "table_column_slice":
+            local = np.concatenate(self.x.all_gather_v(uniq))
+        else:
+            owner = self._owner(uniq)
+            local = np.concatenate(self.x.alltoallv([uniq[owner == d] for d in range(self.x.size)]))
+            local = local - self.lo
+        if self.cache is not None:
+            self.cache.prefetch(local)
 
     def _resident(self, local: np.ndarray) -> np.ndarray:
         """Where rows ``local`` (of this rank's part) are in ``param``: made resident first
@@ -264,7 +285,9 @@ class ShardedTrainer:
 
     ``vocab_cache_size=N`` puts each rank's part of every table behind an N-row embedding
     cache (``storage`` 'memory' or 'disk' under ``path``); the cache statistics are
-    ``table.cache.stats`` for each of :attr:`tables`."""
+    ``table.cache.stats`` for each of :attr:`tables`. With ``prefetch=True`` the caches read
+    the next batch's rows on background threads (``step(..., next_ids=...)``): every rank
+    sends its next ids to their owners during the step, as the lookup does."""
 
     def __init__(
         self,
@@ -279,6 +302,7 @@ class ShardedTrainer:
         path: str | None = None,
         group: str | None = None,
         servers: tuple[list[int], float] | None = None,
+        prefetch: bool = False,
     ) -> None:
         if not getattr(model, "sparse", False) or not hasattr(model, "head"):
             raise ValueError(
@@ -298,7 +322,7 @@ class ShardedTrainer:
             remote = None if servers is None else (len(self.tables), servers[0], servers[1])
             self.tables.append(ShardedTable(f"{name}.embedding_table", table.asnumpy(), mode,
                                             self.x, manual_shapes, vocab_cache_size, storage,
-                                            path, remote))  # fmt: skip
+                                            path, remote, prefetch))  # fmt: skip
         self.dense = [p for p in model.trainable_params() if id(p) not in own]
         dense_w = [p for p in self.dense if "wide" in p.name]
         dense_d = [p for p in self.dense if "wide" not in p.name]
@@ -331,19 +355,27 @@ class ShardedTrainer:
 
     data_ranks: int | None = None  # ranks that hold batches (all, unless some only serve)
 
-    def step(self, ids: np.ndarray | None, vals: Any = None, label: Any = None) -> float:
+    def step(
+        self, ids: np.ndarray | None, vals: Any = None, label: Any = None, next_ids: Any = None
+    ) -> float:
         """One step on this rank's slice of the global batch; returns the global mean loss.
-        A rank without data (a parameter server) passes ``ids=None`` and only serves rows."""
+        A rank without data (a parameter server) passes ``ids=None`` and only serves rows.
+        With ``prefetch=True`` (and a cache), ``next_ids`` (this rank's next batch, None when
+        there is none) are read into the caches on their threads while this step computes."""
         n = self.data_ranks or self.x.size
         if ids is None:  # serve: take part in the exchanges with an empty batch
             ids = np.zeros((0, self.model.field_size), np.int32)
             for t in self.tables:
                 t.lookup(ids)
+            for t in self.tables:
+                t.prefetch(None)
             g_dense = [np.zeros(p.shape, np.float32) for p in self.dense]
             g_rows = [np.zeros((*ids.shape, t.dim), np.float32) for t in self.tables]
             loss_value = 0.0
         else:
             rows = [Tensor(t.lookup(ids)) for t in self.tables]
+            for t in self.tables:  # after this step's rows are resident
+                t.prefetch(None if next_ids is None else np.asarray(next_ids))
             loss, (g_pos, gs) = self._grad(*rows, Tensor(vals), Tensor(label))
             g_rows = [g.asnumpy() for g in g_pos]
             g_dense = [g.asnumpy() for g in gs]

@@ -78,3 +78,24 @@ else:
     for p in ref.trainable_params():
         np.testing.assert_allclose(got[p.name], p.asnumpy(), rtol=1e-5, atol=1e-6, err_msg=p.name)
 print(f"rank {rank} ({trainer.role}): parameter-server cache, {workers} workers OK", flush=True)
+
+# the same with prefetch threads: each worker's next rows pulled from the server while the
+# step computes give bit-identical parameters
+trainer = ParameterServerTrainer(make(), vocab_cache_size=240, sigma=0.2, adam_lr=1e-2,
+                                 prefetch=True)  # fmt: skip
+if trainer.role == "MS_PSERVER":
+    assert trainer.serve() > 0
+else:
+    w = rank - 1
+    sl = slice(w * local, (w + 1) * local)
+    for k, (ids, vals, y) in enumerate(batches):
+        nxt = batches[k + 1][0][sl] if k + 1 < len(batches) else None
+        trainer.step(ids[sl], vals[sl], y[sl], next_ids=nxt)
+    stats = trainer.deep.cache.stats
+    assert stats.prefetched > 0 and stats.write_backs > 0, stats
+    pre = trainer.full_parameters()
+    trainer.finish()
+    for name, value in got.items():
+        np.testing.assert_array_equal(pre[name], value, err_msg=name)
+print(f"rank {rank} ({trainer.role}): parameter-server cache prefetch, {workers} workers OK",
+      flush=True)  # fmt: skip

@@ -1,7 +1,8 @@
 """Sharded Wide&Deep over the ranks against one process on the global batch.
 
-Usage: sharded_train.py STEPS MODE[:MODEL][@CACHE] [...] (MODEL: wide_deep (default),
-deepfm, dcn_v2; CACHE: rows of an embedding cache in front of each rank's part of a table).
+Usage: sharded_train.py STEPS MODE[:MODEL][@CACHE[+p]] [...] (MODEL: wide_deep (default),
+deepfm, dcn_v2; CACHE: rows of an embedding cache in front of each rank's part of a table;
++p: the caches prefetch each next batch).
 For each mode, every rank trains its slice of
 each global batch with the tables sharded by MODE; every rank also trains the same model
 alone on the whole global batch (TrainStepWrap) and checks that all parameters agree.
@@ -41,6 +42,8 @@ def make(model):
 
 for spec in modes:
     spec_model, _, cache = spec.partition("@")
+    cache, _, flag = cache.partition("+")  # "+p": the caches prefetch the next batch
+    prefetch = flag == "p"
     mode, _, model = spec_model.partition(":")
     model = model or "wide_deep"
     shapes = None
@@ -48,22 +51,24 @@ for spec in modes:
         cut = 13 + gen.per_field * 13
         shapes = (cut, gen.vocab_size - cut) if n == 2 else None
     trainer = ShardedTrainer(make(model), mode, manual_shapes=shapes, adam_lr=1e-2,
-                             vocab_cache_size=int(cache or 0))  # fmt: skip
+                             vocab_cache_size=int(cache or 0), prefetch=prefetch)  # fmt: skip
     if mode in ("table_row_slice", "field_slice"):
         assert trainer.deep.param.shape[0] < gen.vocab_size  # really sharded
     if mode == "table_column_slice":
         assert trainer.deep.param.shape[1] < 4
     ref = make(model)
     ref_step = TrainStepWrap(NetWithLossClass(ref), adam_lr=1e-2)
-    for ids, vals, y in batches:
+    for k, (ids, vals, y) in enumerate(batches):
         sl = slice(rank * local, (rank + 1) * local)
-        loss = trainer.step(ids[sl], vals[sl], y[sl])
+        nxt = batches[k + 1][0][sl] if prefetch and k + 1 < len(batches) else None
+        loss = trainer.step(ids[sl], vals[sl], y[sl], next_ids=nxt)
         ref_loss, _ = ref_step(Tensor(ids), Tensor(vals), Tensor(y))
         assert abs(loss - float(ref_loss.asnumpy())) < 1e-6, (loss, float(ref_loss.asnumpy()))
     if cache:  # rows were evicted (written back) during training, not only at the end
         stats = trainer.deep.cache.stats
         assert trainer.deep.param.shape[0] == int(cache) and stats.write_backs > 0, stats
         assert 0 < stats.hits < stats.lookups, stats
+        assert (stats.prefetched > 0) == prefetch, stats
     got = trainer.full_parameters()
     for p in ref.trainable_params():
         np.testing.assert_allclose(got[p.name], p.asnumpy(), rtol=1e-5, atol=1e-6, err_msg=p.name)
