@@ -551,6 +551,10 @@ class Optimizer(Cell):
             bank.sync()
             bank.lr[:] = [lrs[i] for i in bank.positions] if len(lrs) > 1 else lrs[0]
             bank.wd[:] = [eff_wd[i] for i in bank.positions]
+            direct = self._direct_grads(bank, grads)
+            if direct is not None:  # the fused kernel reads each gradient where it lies
+                self._update_direct(bank, step, inv_scale, direct)
+                continue
             rows = self._gather(bank, grads, inv_scale)
             if self.use_parallel:
                 _hooks.parallel.sharded_update(self, bank, step, inv_scale, rows)
@@ -578,6 +582,40 @@ class Optimizer(Cell):
                     f"got {describe(g)}"
                 )
         return grads
+
+    #: ``_update_direct(bank, step, inv_scale, flat_grads)``: the update from one flat
+    #: gradient array per slot of the bank (read where the backward left them) instead of
+    #: the gathered ``bank.grad``; None where the optimizer has no such kernel
+    _update_direct: Any = None
+
+    def _direct_grads(self, bank: _Bank, grads: tuple[Any, ...]) -> list[Any] | None:
+        """One flat host array per slot when the optimizer has ``_update_direct`` and every
+        gradient of ``bank`` can be read where it lies (dense, C-contiguous, the bank's
+        dtype, no centralization, fused kernels on a host device, no optimizer sharding);
+        else None (``_gather`` copies them into ``bank.grad``: 0.15 ms of a 0.45 ms
+        Momentum step over an MLP's 535k parameters)."""
+        if (
+            self._update_direct is None
+            or not self.fused_kernel
+            or not bank.fused
+            or self.use_parallel
+            or not is_host(bank.device.xp)
+        ):
+            return None
+        gcs = self.grad_centralization_flags
+        out = []
+        for i in bank.positions:
+            g = grads[i]
+            d = g._data if isinstance(g, Tensor) else None
+            if (
+                type(d) is not np.ndarray
+                or d.dtype != bank.dtype
+                or not d.flags.c_contiguous
+                or gcs[i]
+            ):
+                return None
+            out.append(d.reshape(-1))
+        return out
 
     def _gather(self, bank: _Bank, grads: tuple[Any, ...], inv_scale: float) -> list[Any]:
         """Fill ``bank.grad``; return ``(slot, rows, values)`` for row-sparse gradients that

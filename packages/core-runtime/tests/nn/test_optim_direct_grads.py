@@ -1,0 +1,68 @@
+"""Momentum reads each dense gradient where it lies (``Optimizer._direct_grads``): the same
+parameters and moments, bit for bit, as the gathered path (``bank.grad``), and the gathered
+path where a gradient cannot be read in place."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sporeling.core import Parameter, Tensor, nn
+
+
+def _pair(shapes, dtype, **kwargs):
+    rng = np.random.default_rng(0)
+    inits = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    made = []
+    for direct in (True, False):
+        ps = [Parameter(Tensor(a.copy()), name=f"p{i}") for i, a in enumerate(inits)]
+        opt = nn.Momentum(ps, **kwargs)
+        if not direct:
+            opt._update_direct = None  # the gathered path, as before
+        made.append((ps, opt))
+    return made
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"learning_rate": 0.1, "momentum": 0.9},
+        {"learning_rate": 0.05, "momentum": 0.8, "use_nesterov": True, "weight_decay": 0.01},
+        {"learning_rate": 0.1, "momentum": 0.9, "loss_scale": 4.0},
+    ],
+)
+def test_direct_gradients_match_the_gathered_path_bitwise(dtype, kwargs):
+    # one parameter above the threaded-block threshold (1 << 18 elements), small ones around
+    shapes = [(300, 1000), (1000,), (7, 3), (5,)]
+    (pd, od), (pg, og) = _pair(shapes, dtype, **kwargs)
+    rng = np.random.default_rng(1)
+    calls = []
+    od._update_direct = (lambda f: lambda *a: calls.append(1) or f(*a))(od._update_direct)
+    for _ in range(3):
+        grads = [rng.standard_normal(s).astype(dtype) for s in shapes]
+        od(tuple(Tensor(g) for g in grads))
+        og(tuple(Tensor(g.copy()) for g in grads))
+    assert calls  # the direct path ran
+    for a, b in zip(pd, pg):
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+    np.testing.assert_array_equal(od._banks[0].state("moments"), og._banks[0].state("moments"))
+
+
+def test_direct_gradients_against_the_formula_and_fallbacks():
+    (pd, od), _ = _pair([(4, 3), (3,)], np.float32, learning_rate=0.1, momentum=0.9)
+    w0 = [p.asnumpy().copy() for p in pd]
+    g = [np.full((4, 3), 0.5, np.float32), np.arange(3, dtype=np.float32)]
+    od((Tensor(g[0]), Tensor(g[1])))
+    for p, w, gi in zip(pd, w0, g):  # first step: v = g, w -= lr v
+        np.testing.assert_allclose(p.asnumpy(), w - np.float32(0.1) * gi, rtol=1e-6)
+    bank = od._banks[0]
+    t = Tensor(np.ones((3, 4), np.float32)).T  # a transposed view: not read in place
+    assert od._direct_grads(bank, (t, Tensor(g[1]))) is None
+    assert od._direct_grads(bank, (Tensor(g[0].astype(np.float64)), Tensor(g[1]))) is None
+    assert od._direct_grads(bank, (Tensor(g[0]), Tensor(g[1]))) is not None
+    before = pd[0].asnumpy().copy()
+    od((t, Tensor(g[1])))  # the gathered path takes it: v = 0.9 v + g
+    np.testing.assert_allclose(
+        pd[0].asnumpy(), before - np.float32(0.1) * (np.float32(0.9) * g[0] + 1), rtol=1e-6
+    )
