@@ -360,3 +360,21 @@ def test_tensor_methods_conj_real_imag_angle():
     np.testing.assert_array_equal(t.conj().asnumpy(), np.array(1.3 - 0.4j, np.complex64))
     assert t.real().item() == np.float32(1.3) and t.imag().item() == np.float32(0.4)
     assert t.angle().dtype == dt.float32
+
+
+def test_complex64_parameters_round_trip_through_checkpoints(tmp_path):
+    from sporeling.core import Parameter, load_checkpoint, nn, save_checkpoint
+
+    class Holder(nn.Cell):
+        def __init__(self, value):
+            super().__init__()
+            self.w = Parameter(Tensor(value), name="w")
+
+    value = A.astype(np.complex64)
+    path = str(tmp_path / "c.ckpt")
+    save_checkpoint(Holder(value), path)
+    loaded = load_checkpoint(path)["w"]
+    assert loaded.dtype == dt.complex64
+    np.testing.assert_array_equal(loaded.asnumpy(), value)
+    with pytest.raises(TypeError, match="complex128.*safetensors has complex64 only"):
+        save_checkpoint(Holder(A), str(tmp_path / "d.ckpt"))

@@ -108,6 +108,7 @@ _CODE_OF: dict[np.dtype, str] = {
     np.dtype(np.uint16): "U16",
     np.dtype(np.uint8): "U8",
     np.dtype(np.bool_): "BOOL",
+    np.dtype(np.complex64): "C64",  # safetensors has no complex128 code
 }
 if _dt.bfloat16 is not None:  # pragma: no cover - needs ml_dtypes
     _CODE_OF[np.dtype(_dt.bfloat16.np)] = "BF16"
@@ -171,7 +172,14 @@ def _host_array(fn: str, name: str, value: Any) -> np.ndarray:
     if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make 0-d arrays 1-d)
         arr = arr.copy(order="C")
     if arr.dtype not in _CODE_OF:
-        raise TypeError(f"{fn}: '{name}' has dtype {arr.dtype}, which checkpoints cannot store")
+        hint = ""
+        if arr.dtype == np.complex128:  # safetensors defines C64 only
+            hint = (
+                " (safetensors has complex64 only: cast it, or save its real and imaginary parts)"
+            )
+        raise TypeError(
+            f"{fn}: '{name}' has dtype {arr.dtype}, which checkpoints cannot store{hint}"
+        )
     return arr
 
 
