@@ -11,6 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ._alloc import empty_apart
 from ._config import JIT_SERIAL
 from ._rows import n_blocks, run_blocks
 
@@ -35,7 +36,7 @@ def relu_grad(g: np.ndarray, x: np.ndarray) -> np.ndarray | None:
         or not (g.flags.c_contiguous and x.flags.c_contiguous)
     ):
         return None
-    out = np.empty_like(g)
+    out = empty_apart(g.shape, g.dtype, g, x)
     gf, xf, of = g.reshape(-1), x.reshape(-1), out.reshape(-1)
     size = gf.shape[0]
 
