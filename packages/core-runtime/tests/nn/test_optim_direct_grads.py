@@ -1,6 +1,6 @@
-"""Momentum reads each dense gradient where it lies (``Optimizer._direct_grads``): the same
-parameters and moments, bit for bit, as the gathered path (``bank.grad``), and the gathered
-path where a gradient cannot be read in place."""
+"""Momentum, AdamWeightDecay and AdamW read each dense gradient where it lies
+(``Optimizer._direct_grads``): the same parameters and states, bit for bit, as the gathered
+path (``bank.grad``), and the gathered path where a gradient cannot be read in place."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import pytest
 from sporeling.core import Parameter, Tensor, nn
 
 
-def _pair(shapes, dtype, **kwargs):
+def _pair(shapes, dtype, cls=nn.Momentum, **kwargs):
     rng = np.random.default_rng(0)
     inits = [rng.standard_normal(s).astype(dtype) for s in shapes]
     made = []
     for direct in (True, False):
         ps = [Parameter(Tensor(a.copy()), name=f"p{i}") for i, a in enumerate(inits)]
-        opt = nn.Momentum(ps, **kwargs)
+        opt = cls(ps, **kwargs)
         if not direct:
             opt._update_direct = None  # the gathered path, as before
         made.append((ps, opt))
@@ -30,6 +30,8 @@ def _pair(shapes, dtype, **kwargs):
         {"learning_rate": 0.1, "momentum": 0.9},
         {"learning_rate": 0.05, "momentum": 0.8, "use_nesterov": True, "weight_decay": 0.01},
         {"learning_rate": 0.1, "momentum": 0.9, "loss_scale": 4.0},
+        {"cls": nn.AdamWeightDecay, "learning_rate": 0.01, "weight_decay": 0.1},
+        {"cls": nn.AdamW, "learning_rate": 0.01, "weight_decay": 0.05},
     ],
 )
 def test_direct_gradients_match_the_gathered_path_bitwise(dtype, kwargs):
@@ -46,7 +48,8 @@ def test_direct_gradients_match_the_gathered_path_bitwise(dtype, kwargs):
     assert calls  # the direct path ran
     for a, b in zip(pd, pg):
         np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
-    np.testing.assert_array_equal(od._banks[0].state("moments"), og._banks[0].state("moments"))
+    for name in od._banks[0].states:
+        np.testing.assert_array_equal(od._banks[0].state(name), og._banks[0].state(name))
 
 
 def test_direct_gradients_against_the_formula_and_fallbacks():

@@ -135,6 +135,14 @@ class AdamWeightDecay(Optimizer):
         self.moments1 = self._new_state("adam_m", "zeros")
         self.moments2 = self._new_state("adam_v", "zeros")
 
+    def _update_direct(self, bank, step, inv_scale, grads):
+        """``_update``'s fused kernel slot by slot on the gradients where they lie."""
+        typed = bank.typed(
+            bank.lr, bank.wd, self.beta1, 1 - self.beta1, self.beta2, 1 - self.beta2, self.eps
+        )
+        states = (bank.state("adam_m"), bank.state("adam_v"))
+        self._run_slots(bank, grads, K.adam_weight_decay_kernel, states, typed[:2], typed[2:])
+
     def _update(self, bank, step, inv_scale, rows):
         m, v = bank.state("adam_m"), bank.state("adam_v")
         hyper = (self.beta1, self.beta2, self.eps)
@@ -169,6 +177,17 @@ class AdamW(Optimizer):
         super().__init__(learning_rate, params, weight_decay)
         self.exp_avg = self._new_state("exp_avg", "zeros")
         self.exp_avg_sq = self._new_state("exp_avg_sq", "zeros")
+
+    def _update_direct(self, bank, step, inv_scale, grads):
+        """``_update``'s fused kernel slot by slot on the gradients where they lie."""
+        bc1 = 1.0 - self.beta1**step
+        bc2 = 1.0 - self.beta2**step
+        typed = bank.typed(
+            1.0 - bank.lr * bank.wd, bank.lr / bc1, self.beta1, 1 - self.beta1,
+            self.beta2, 1 - self.beta2, self.eps, math.sqrt(bc2),
+        )  # fmt: skip
+        states = (bank.state("exp_avg"), bank.state("exp_avg_sq"))
+        self._run_slots(bank, grads, K.adamw_kernel, states, typed[:2], typed[2:])
 
     def _update(self, bank, step, inv_scale, rows):
         m, v = bank.state("exp_avg"), bank.state("exp_avg_sq")

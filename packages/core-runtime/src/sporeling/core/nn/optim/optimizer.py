@@ -33,6 +33,7 @@ from ... import _hooks
 from ..._backend import CPU, is_host, scatter_at
 from ..._primitive import Primitive
 from ...errors import describe
+from ...kernels.cpu.optim import on_blocks
 from ...parameter_tuple import ParameterTuple
 from ...tensor import Parameter, Tensor
 from .._flatten_weights import flat_buffer_of
@@ -616,6 +617,28 @@ class Optimizer(Cell):
                 return None
             out.append(d.reshape(-1))
         return out
+
+    @staticmethod
+    def _run_slots(
+        bank: _Bank,
+        grads: list[Any],
+        kernel: Any,
+        states: tuple[Any, ...],
+        per_slot: tuple[Any, ...],
+        scalars: tuple[Any, ...],
+    ) -> None:
+        """``kernel(p, g, *states, off, *per_slot, *scalars)`` (a fused kernel's signature)
+        slot by slot: each slot's parameters and states as views of the bank, its gradient
+        where it lies, ``per_slot`` arrays cut to the slot; the same arithmetic element by
+        element as one call over the bank."""
+        for slot, g in enumerate(grads):
+            a, b = int(bank.off[slot]), int(bank.off[slot + 1])
+            head = (bank.flat[a:b], g, *(st[a:b] for st in states))
+            tail = (*(arr[slot : slot + 1] for arr in per_slot), *scalars)
+            on_blocks(
+                np.array([0, b - a], bank.off.dtype),
+                lambda off, head=head, tail=tail: kernel(*head, off, *tail),
+            )
 
     def _gather(self, bank: _Bank, grads: tuple[Any, ...], inv_scale: float) -> list[Any]:
         """Fill ``bank.grad``; return ``(slot, rows, values)`` for row-sparse gradients that

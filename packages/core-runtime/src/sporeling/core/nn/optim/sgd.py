@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ...kernels.cpu import optim as K
 from . import _updates as U
 from ._checks import as_bool, as_float, non_negative
@@ -91,17 +89,10 @@ class Momentum(Optimizer):
     def _update_direct(self, bank, step, inv_scale, grads):
         """The fused kernel slot by slot, on the gradients where they lie (no gather copy);
         the same arithmetic, element by element, as ``_update``'s one call."""
-        m = bank.state("moments")
         lr, wd, inv, mom = bank.typed(bank.lr, bank.wd, inv_scale, self.momentum)
-        nesterov = self.use_nesterov
-        for slot, g in enumerate(grads):
-            a, b = int(bank.off[slot]), int(bank.off[slot + 1])
-            args = (bank.flat[a:b], g, m[a:b])
-            rates = (lr[slot : slot + 1], wd[slot : slot + 1], inv, mom, nesterov)
-            K.on_blocks(
-                np.array([0, b - a], bank.off.dtype),
-                lambda off, args=args, rates=rates: K.momentum_kernel(*args, off, *rates),
-            )
+        states = (bank.state("moments"),)
+        scalars = (inv, mom, self.use_nesterov)
+        self._run_slots(bank, grads, K.momentum_kernel, states, (lr, wd), scalars)
 
     def _update(self, bank, step, inv_scale, rows):
         m = bank.state("moments")
