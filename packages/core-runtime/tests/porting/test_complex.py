@@ -342,6 +342,25 @@ def test_ops_without_complex_support_say_so(call):
         call(Tensor(A.astype(np.complex64)))
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda z, w: ops.conv2d(z, w),
+        lambda z, w: ops.avg_pool2d(z, 2, 2),
+        lambda z, w: ops.max_pool2d(z, 2, 2),
+        lambda z, w: ops.adaptive_max_pool2d(z, (2, 2)),
+        lambda z, w: ops.logsumexp(z, 1),
+        lambda z, w: ops.softmax(z, -1),
+    ],
+    ids=["conv2d", "avg_pool2d", "max_pool2d", "adaptive_max_pool2d", "logsumexp", "softmax"],
+)
+def test_nn_ops_refuse_complex_instead_of_dropping_the_imaginary_part(call):
+    z = Tensor(_c((2, 3, 4, 4), np.complex64))
+    w = Tensor(_c((2, 3, 3, 3), np.complex64))
+    with pytest.raises(TypeError, match="[Cc]omplex"):
+        call(z, w)
+
+
 def test_complex_only_ops_reject_real_input_by_name():
     with pytest.raises(TypeError, match="complex_abs.*'x'.*complex"):
         ops.complex_abs(Tensor(R))

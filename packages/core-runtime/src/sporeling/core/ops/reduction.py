@@ -417,6 +417,8 @@ def logsumexp(x: Tensor, axis: Any, keep_dims: bool = False) -> Tensor:
     keep = _check_bool("logsumexp", "keep_dims", keep_dims)
     axes = normalize_axes("logsumexp", axis, t.ndim)
     _numeric("logsumexp", "x", t)
+    if t.dtype.category == 3:
+        _no_complex("logsumexp", "x", t.dtype)
     if t.dtype.category != 2:
         t = cast(t, _dt.float32)
     _nonempty("logsumexp", ShapedArray(t.shape, t.dtype), axes)

@@ -46,9 +46,16 @@ def _check_ndim(op: str, arg: str, t: Tensor, ndims: tuple[int, ...], layout: st
         raise op_error(op, arg, t, f"a {' or '.join(f'{d}-d' for d in ndims)} tensor ({layout})")
 
 
+def _real(op: str, arg: str, t: Tensor) -> Tensor:
+    """``t``, refusing complex tensors (the nn ops compute in real arithmetic)."""
+    if t.dtype.category == 3:
+        raise op_error(op, arg, t, "a real (not complex) tensor", TypeError)
+    return t
+
+
 def _float_pair(op: str, x: Any, w: Any, names: tuple[str, str]) -> tuple[Tensor, Tensor]:
-    xt = _tensor(op, names[0], x)
-    wt = _tensor(op, names[1], w)
+    xt = _real(op, names[0], _tensor(op, names[0], x))
+    wt = _real(op, names[1], _tensor(op, names[1], w))
     dt = _dt.promote_types(xt.dtype, wt.dtype)
     if dt.category < 2:
         dt = _dt.float32
@@ -56,7 +63,7 @@ def _float_pair(op: str, x: Any, w: Any, names: tuple[str, str]) -> tuple[Tensor
 
 
 def _float(op: str, arg: str, x: Any) -> Tensor:
-    t = _tensor(op, arg, x)
+    t = _real(op, arg, _tensor(op, arg, x))
     return t if t.dtype.category == 2 else cast(t, _dt.float32)
 
 

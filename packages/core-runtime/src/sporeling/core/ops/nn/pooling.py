@@ -21,6 +21,7 @@ from ._common import (
     _float,
     _ints,
     _out_spatial,
+    _real,
     _same_pads,
     _tensor,
 )
@@ -310,8 +311,8 @@ def _max_pool_nd(
 ) -> Any:
     t = _tensor(op, "x", x)
     _check_ndim(op, "x", t, (nd + 2,), _LAYOUT[nd])
-    if t.dtype.category == 0:
-        raise op_error(op, "x", t, "a numeric tensor", TypeError)
+    if t.dtype.category in (0, 3):
+        raise op_error(op, "x", t, "a real numeric tensor", TypeError)
     k = _ints(op, "kernel_size", kernel_size, nd)
     s = k if stride is None else _ints(op, "stride", stride, nd)
     d = _ints(op, "dilation", dilation, nd)
@@ -411,7 +412,7 @@ def max_pool_mode(
 ) -> Tensor:
     """2-d max pooling with MindSpore 1.8's ``pad_mode`` ("valid" or "same", padded with
     -inf) and ``data_format``: the computation of ``P.MaxPool`` and ``nn.MaxPool2d``."""
-    x = _tensor(op, "input_x", input_x)
+    x = _real(op, "input_x", _tensor(op, "input_x", input_x))
     _check_ndim(op, "input_x", x, (4,), data_format if isinstance(data_format, str) else "NCHW")
     if x.dtype.category == 0:
         raise op_error(op, "input_x", x, "a numeric tensor", TypeError)
@@ -535,7 +536,7 @@ def adaptive_max_pool2d(input_x: Any, output_size: Any, return_indices: bool = F
     """Adaptive 2-d max pooling (windows as in :func:`adaptive_avg_pool2d`);
     ``return_indices`` adds each maximum's flat index h * W + w."""
     op = "adaptive_max_pool2d"
-    x = _tensor(op, "input_x", input_x)
+    x = _real(op, "input_x", _tensor(op, "input_x", input_x))
     _check_ndim(op, "input_x", x, (3, 4), "C, H, W or N, C, H, W")
     if x.dtype.category == 0:
         raise op_error(op, "input_x", x, "a numeric tensor", TypeError)
