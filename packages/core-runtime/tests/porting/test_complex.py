@@ -351,8 +351,9 @@ def test_ops_without_complex_support_say_so(call):
         lambda z, w: ops.adaptive_max_pool2d(z, (2, 2)),
         lambda z, w: ops.logsumexp(z, 1),
         lambda z, w: ops.softmax(z, -1),
+        lambda z, w: ops.stft(z[0, 0, 0], 2),
     ],
-    ids=["conv2d", "avg_pool2d", "max_pool2d", "adaptive_max_pool2d", "logsumexp", "softmax"],
+    ids=["conv2d", "avg_pool2d", "max_pool2d", "adaptive_max", "logsumexp", "softmax", "stft"],
 )
 def test_nn_ops_refuse_complex_instead_of_dropping_the_imaginary_part(call):
     z = Tensor(_c((2, 3, 4, 4), np.complex64))

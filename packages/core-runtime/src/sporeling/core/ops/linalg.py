@@ -496,6 +496,8 @@ def stft(
     """
     op = "stft"
     t = as_tensor(x, op, "x")
+    if t.dtype.category == 3:
+        raise op_error(op, "x", t, "a real signal (complex input is not supported)", TypeError)
     if t.dtype.category != 2:
         t = cast(t, _dt.float32)
     _rank(op, "x", t, "1 or 2", t.ndim in (1, 2))
