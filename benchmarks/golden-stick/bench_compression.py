@@ -88,6 +88,10 @@ def main() -> None:
             round(measure_speed(res, xr, args.repeats), 1),
             round(measure_speed(small, xr, args.repeats), 1),
         ],
+        "cpu_ms": [
+            round(measure_speed(res, xr, args.repeats, clock="cpu"), 1),
+            round(measure_speed(small, xr, args.repeats, clock="cpu"), 1),
+        ],
         "bytes": [_size(res), _size(small)],
     }
 
@@ -101,6 +105,7 @@ def main() -> None:
         packed = algo_s.convert(algo_s.apply(ResNet20()))
         nbytes = sum(p.asnumpy().nbytes for n, p in packed.parameters_and_names() if "packed" in n)
         out["resnet20_slb_conv_bytes"][f"W{bits}"] = nbytes
+    out["load_average_after"] = [round(v, 2) for v in os.getloadavg()]
     print(json.dumps(out, indent=1))
 
 

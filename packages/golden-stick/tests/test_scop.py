@@ -20,6 +20,7 @@ from sporeling.goldenstick.pruner import (
     find_channel_groups,
     prune_channels,
 )
+from sporeling.goldenstick.pruner.scop import keep_indices
 
 RNG = np.random.default_rng(0)
 
@@ -187,3 +188,136 @@ def test_ft_needs_knockoff_cells_and_convert_needs_apply():
     with pytest.raises(ValueError, match="apply"):
         ft.convert(gs_nets.LeNet5())
     assert PrunerKfCompressAlgo({}).callbacks() == []
+
+
+class _GroupedNet(nn.Cell):
+    """conv -> grouped conv (group 4: 2 inputs and 3 outputs per group) -> conv."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, weight_init="he_uniform")
+        self.g = nn.Conv2d(8, 12, 3, group=4, weight_init="he_uniform")
+        self.pw = nn.Conv2d(12, 6, 1, weight_init="he_uniform")
+        self.relu = nn.ReLU()
+        self.fc = nn.Dense(6, 4)
+
+    def construct(self, x):
+        x = self.relu(self.g(self.relu(self.conv(x))))
+        return self.fc(ops.mean(self.relu(self.pw(x)), (2, 3)))
+
+
+def test_grouped_conv_is_pruned_by_blocks():
+    net = _GroupedNet()
+    groups = {g.producers[0].out_channels: g for g in find_channel_groups(net) if g.prunable}
+    assert groups[8].blocks == 4 and groups[8].grouped_consumers == [net.g]
+    assert groups[12].blocks == 4 and groups[12].producers == [net.g]
+    keep_in = np.array([0, 3, 5, 6])  # one of the two channels of each group
+    keep_out = np.array([0, 2, 3, 4, 7, 8, 9, 11])  # two of the three of each group
+    small = prune_channels(net, {id(net.conv): keep_in, id(net.g): keep_out})
+    assert (small.g.in_channels, small.g.out_channels, small.g.group) == (4, 8, 4)
+    assert small.g.weight.shape == (8, 1, 3, 3) and small.pw.in_channels == 8
+    x = Tensor(RNG.standard_normal((2, 3, 9, 9)).astype("f4"))
+    for conv, keep in ((net.conv, keep_in), (net.g, keep_out)):  # reference: filters zeroed
+        w = conv.weight.asnumpy().copy()
+        w[np.setdiff1d(np.arange(w.shape[0]), keep)] = 0
+        conv.weight.set_data(Tensor(w))
+    np.testing.assert_allclose(small(x).asnumpy(), net(x).asnumpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="same number in each"):
+        prune_channels(net, {id(net.conv): np.array([0, 1, 2, 4])})
+
+
+def test_keep_indices_prunes_each_block_alike():
+    net = _GroupedNet()
+    (group,) = [g for g in find_channel_groups(net) if g.prunable and g.channels == 12]
+    scores = {id(net.g): RNG.uniform(0, 1, 12)}
+    keep = keep_indices(group, scores, 0.45)  # int(0.45 * 3) = 1 of every 3 goes
+    assert np.bincount(keep // 3, minlength=4).tolist() == [2, 2, 2, 2]
+    for b in range(4):  # the lowest score of each block is the one dropped
+        block = scores[id(net.g)][3 * b : 3 * b + 3]
+        assert 3 * b + int(np.argmin(block)) not in keep
+
+
+class _CatNet(nn.Cell):
+    """Two convs concatenated along channels (both call forms), a BN on the concat, a
+    conv reading it; the parts are pruned as their own groups."""
+
+    def __init__(self, primitive: bool) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(3, 4, 3, weight_init="he_uniform")
+        self.b = nn.Conv2d(3, 6, 3, weight_init="he_uniform")
+        self.bn = nn.BatchNorm2d(10)
+        self.c = nn.Conv2d(10, 5, 3, weight_init="he_uniform")
+        self.relu = nn.ReLU()
+        self.fc = nn.Dense(5, 3)
+        self.cat = ops.Concat(axis=1) if primitive else None
+
+    def construct(self, x):
+        a = self.relu(self.a(x))
+        b = self.relu(self.b(x))
+        y = self.cat((a, b)) if self.cat is not None else ops.concat((a, b), 1)
+        y = self.relu(self.bn(y))
+        return self.fc(ops.mean(self.relu(self.c(y)), (2, 3)))
+
+
+@pytest.mark.parametrize("primitive", [False, True])
+def test_concat_parts_are_pruned_and_readers_sliced(primitive):
+    net = _CatNet(primitive)
+    gs_nets.randomize_bn(net)
+    net.set_train(False)
+    groups = [g for g in find_channel_groups(net) if g.prunable]
+    assert sorted(g.channels for g in groups) == [4, 5, 6]
+    keep_a, keep_b = np.array([0, 2, 3]), np.array([1, 4, 5])
+    small = prune_channels(net, {id(net.a): keep_a, id(net.b): keep_b})
+    small.set_train(False)
+    assert small.bn.num_features == 6 and small.c.in_channels == 6
+    x = Tensor(RNG.standard_normal((2, 3, 9, 9)).astype("f4"))
+    # reference: the original with the removed channels ignored by their only reader
+    w = net.c.weight.asnumpy().copy()
+    gone = np.setdiff1d(np.arange(10), np.concatenate([keep_a, keep_b + 4]))
+    w[:, gone] = 0
+    net.c.weight.set_data(Tensor(w))
+    np.testing.assert_allclose(small(x).asnumpy(), net(x).asnumpy(), rtol=1e-5, atol=1e-5)
+
+
+class _ScopGroupedCatNet(nn.Cell):
+    """Conv+BN pairs only (what SCOP scores): a grouped conv and a concat."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(3, 8, 3, weight_init="he_uniform")
+        self.bn_a = nn.BatchNorm2d(8)
+        self.g = nn.Conv2d(8, 8, 3, group=2, weight_init="he_uniform")
+        self.bn_g = nn.BatchNorm2d(8)
+        self.b = nn.Conv2d(3, 6, 3, weight_init="he_uniform")
+        self.bn_b = nn.BatchNorm2d(6)
+        self.c = nn.Conv2d(14, 4, 1, weight_init="he_uniform")
+        self.bn_c = nn.BatchNorm2d(4)
+        self.relu = nn.ReLU()
+        self.fc = nn.Dense(4, 3)
+
+    def construct(self, x):
+        a = self.relu(self.bn_a(self.a(x)))
+        g = self.relu(self.bn_g(self.g(a)))
+        b = self.relu(self.bn_b(self.b(x)))
+        y = self.relu(self.bn_c(self.c(ops.concat((g, b), 1))))
+        return self.fc(ops.mean(y, (2, 3)))
+
+
+def test_scop_prunes_grouped_convs_and_concats():
+    net = _ScopGroupedCatNet()
+    gs_nets.randomize_bn(net)
+    kf = PrunerKfCompressAlgo({}).apply(net)
+    for cell in _kf_cells(kf):
+        cell.kfscale.set_data(Tensor(RNG.uniform(0, 1, cell.kfscale.shape).astype("f4")))
+    ft = PrunerFtCompressAlgo({"prune_rate": 0.5})
+    masked = ft.apply(kf)
+    masked.set_train(False)
+    x = Tensor(RNG.standard_normal((2, 3, 9, 9)).astype("f4"))
+    ref = masked(x).asnumpy()
+    small = ft.convert(masked)
+    small.set_train(False)
+    np.testing.assert_allclose(small(x).asnumpy(), ref, rtol=1e-5, atol=1e-5)
+    convs = {n: c for n, c in small.cells_and_names() if isinstance(c, nn.Conv2d)}
+    assert (convs["a"].out_channels, convs["g"].in_channels, convs["g"].group) == (4, 4, 2)
+    assert convs["g"].out_channels == 4 and convs["b"].out_channels == 3
+    assert convs["c"].in_channels == 7 and convs["c"].out_channels == 2

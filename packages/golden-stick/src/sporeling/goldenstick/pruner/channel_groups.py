@@ -5,22 +5,27 @@ BatchNorm, activations, pooling and ``ops.mean`` over spatial axes carry it thro
 elementwise ``a + b`` (a residual connection) merges the spaces of both sides, so every
 convolution whose output meets at an add is pruned with the same channels. Consumers
 (Conv2d inputs, Dense inputs after a global pooling or a Flatten) are recorded with the
-space they read. A space that reaches the network's input or output, an unknown op, a
-grouped convolution (other than a depthwise one, which carries its input's channels and is
-pruned with them) or a concat is frozen (never pruned). Like Torch-Pruning's dependency
+space they read. A depthwise conv carries its input's channels and is pruned with them; a
+grouped conv (1 < group < channels) is a producer and a consumer like any conv, but the
+spaces it touches are pruned by blocks (``ChannelGroup.blocks``: the same count kept in
+each of its groups). A concat along channels makes a derived space (its parts, each
+pruned as its own group): convs, BNs and pass-through ops after it are sliced with the
+parts' kept channels (``ChannelGroup.cat_uses``). A space that reaches the network's input
+or output, or an unknown op, is frozen (never pruned). Like Torch-Pruning's dependency
 graph, this works for any conv network the rewrite tree can parse.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from sporeling.core import nn
 from sporeling.core.rewrite import NodeType, SymbolTree, TreeNodeHelper
 
-__all__ = ["ChannelGroup", "find_channel_groups"]
+__all__ = ["CatUse", "ChannelGroup", "find_channel_groups"]
 
 _PASS_CELLS = (
     nn.ReLU,
@@ -41,6 +46,17 @@ _PASS_CELLS = (
 )
 _PASS_FUNCS = {"relu", "relu6", "sigmoid", "tanh", "gelu", "silu", "elu", "mish", "hswish"}
 _MEAN_FUNCS = {"mean", "reduce_mean", "ReduceMean", "adaptive_avg_pool2d"}
+_CAT_FUNCS = {"concat", "cat", "Concat", "concatenate"}
+
+
+@dataclass
+class CatUse:
+    """A layer reading a concat of channel groups: ``kind`` "conv" (its input channels) or
+    "norm" (a BN's features); ``parts`` the groups in order."""
+
+    cell: nn.Cell
+    kind: str
+    parts: list[ChannelGroup]
 
 
 @dataclass
@@ -54,6 +70,9 @@ class ChannelGroup:
     conv_consumers: list[nn.Cell] = field(default_factory=list)
     depthwise: list[nn.Cell] = field(default_factory=list)
     dense_consumers: list[tuple[nn.Cell, int]] = field(default_factory=list)
+    grouped_consumers: list[nn.Cell] = field(default_factory=list)
+    cat_uses: list[CatUse] = field(default_factory=list)
+    blocks: int = 1
     frozen: bool = False
     reasons: list[str] = field(default_factory=list)
 
@@ -97,6 +116,8 @@ class _Spaces:
         ga.conv_consumers += gb.conv_consumers
         ga.depthwise += gb.depthwise
         ga.dense_consumers += gb.dense_consumers
+        ga.grouped_consumers += gb.grouped_consumers
+        ga.blocks = math.lcm(ga.blocks, gb.blocks)
         ga.frozen = ga.frozen or gb.frozen
         ga.reasons += gb.reasons
         return ra
@@ -106,8 +127,11 @@ class _Spaces:
             g = self.group(s)
             g.frozen = True
             g.reasons.append(why)
-        elif isinstance(s, tuple):
+        elif isinstance(s, tuple) and s[0] == "flat":
             self.freeze(s[1], why)
+        elif isinstance(s, tuple):  # ("tuple", items) or ("cat", parts)
+            for part in s[1]:
+                self.freeze(part, why)
 
 
 def _space_of(env: dict[str, Any], value: Any) -> Any:
@@ -118,6 +142,7 @@ class _Walker:
     def __init__(self) -> None:
         self.sp = _Spaces()
         self.seen_producers: set[int] = set()
+        self.cat_uses: list[tuple[nn.Cell, str, list[int]]] = []
 
     def tree(self, stree: SymbolTree, inputs: list[Any]) -> list[Any]:
         env: dict[str, Any] = {}
@@ -159,6 +184,11 @@ class _Walker:
         x = args[0] if args else None
         for other in args[1:]:
             self.sp.freeze(other, f"an extra input of {type(cell).__name__}")
+        if _is_cat(x):
+            return self.cat_cell(cell, x)
+        if isinstance(x, tuple) and x[0] == "tuple":
+            self.sp.freeze(x, f"a tuple into {type(cell).__name__}")
+            x = None
         if isinstance(cell, nn.Conv2d):
             if isinstance(x, tuple):
                 self.sp.freeze(x, "a flattened tensor into a conv")
@@ -172,9 +202,17 @@ class _Walker:
                 self.sp.group(x).depthwise.append(cell)
                 return x
             if cell.group != 1:
-                self.sp.freeze(x, "a grouped convolution")
+                # pruned by blocks: the same count in each of its groups, inputs and outputs
+                if isinstance(x, int):
+                    g = self.sp.group(x)
+                    g.grouped_consumers.append(cell)
+                    g.blocks = math.lcm(g.blocks, cell.group)
                 s = self.sp.new(cell.out_channels)
-                self.sp.freeze(s, "a grouped convolution")
+                self.sp.group(s).producers.append(cell)
+                self.sp.group(s).blocks = cell.group
+                if id(cell) in self.seen_producers:
+                    self.sp.freeze(s, "a convolution called twice")
+                self.seen_producers.add(id(cell))
                 return s
             if isinstance(x, int):
                 self.sp.group(x).conv_consumers.append(cell)
@@ -209,11 +247,73 @@ class _Walker:
         self.sp.freeze(x, f"an unknown cell {type(cell).__name__}")
         return None
 
+    def cat_cell(self, cell: nn.Cell, x: tuple) -> Any:
+        """A layer on a concat: a conv (group 1) or BN is sliced with the parts' channels,
+        pass-through layers keep the concat; anything else freezes the parts."""
+        parts = x[1]
+        if isinstance(cell, nn.Conv2d) and cell.group == 1:
+            self.cat_uses.append((cell, "conv", parts))
+            s = self.sp.new(cell.out_channels)
+            self.sp.group(s).producers.append(cell)
+            if id(cell) in self.seen_producers:
+                self.sp.freeze(s, "a convolution called twice")
+            self.seen_producers.add(id(cell))
+            return s
+        if isinstance(cell, nn.BatchNorm2d):
+            self.cat_uses.append((cell, "norm", parts))
+            return x
+        if isinstance(cell, _PASS_CELLS):
+            return x
+        self.sp.freeze(x, f"a concat into {type(cell).__name__}")
+        return None
+
+    def concat(self, node: Any, name: str, args: list[Any]) -> Any:
+        """``concat((a, b, ...), axis=1)`` of channel spaces: a derived space (its parts)."""
+        axis = None
+        consts = [a.value for a in node.get_args()[1:] if not a.is_variable]
+        kwargs = node.get_kwargs()
+        if "axis" in kwargs and not kwargs["axis"].is_variable:
+            axis = kwargs["axis"].value
+        elif consts:
+            axis = consts[0]
+        elif type(node.get_instance()).__name__ == "Concat":
+            axis = getattr(node.get_instance(), "axis", 0)  # the primitive's own axis
+        else:
+            axis = 0  # ops.concat / ops.cat default
+        first = args[0] if args else None
+        items = first[1] if isinstance(first, tuple) and first[0] == "tuple" else None
+        if axis != 1 or items is None or any(a is not None for a in args[1:]):
+            for a in args:
+                self.sp.freeze(a, f"a {name} not along channels")
+            return None
+        parts: list[int] = []
+        for item in items:
+            if isinstance(item, int):
+                parts.append(item)
+            elif _is_cat(item):
+                parts += item[1]  # a concat of a concat
+            else:
+                for a in items:
+                    self.sp.freeze(a, f"a {name} of an unknown tensor")
+                return None
+        return ("cat", parts)
+
     def function(self, node: Any, args: list[Any]) -> Any:
         func = node.get_func()
         name = str(func).rsplit(".", 1)[-1] if func is not None else ""
         x = args[0] if args else None
         consts = [a for a in node.get_args()[1:] if not a.is_variable]
+        inst = node.get_instance()
+        if type(inst).__name__ == "Concat" or (
+            name in _CAT_FUNCS and getattr(func, "scope", "") != "self"
+        ):
+            return self.concat(node, name, args)
+        if _is_cat(x) and name in _PASS_FUNCS and len(args) == 1:
+            return x
+        if isinstance(x, tuple) and x[0] in ("tuple", "cat"):
+            for a in args:
+                self.sp.freeze(a, f"a concat or tuple into {name}")
+            return None
         if name in _PASS_FUNCS and len(args) == 1:
             return x
         if name in _MEAN_FUNCS and isinstance(x, int) and consts:
@@ -232,6 +332,10 @@ class _Walker:
         stmt = ast.parse("\n".join(lines)).body if lines else []
         if len(stmt) == 1 and isinstance(stmt[0], ast.Assign):
             value = stmt[0].value
+            if isinstance(value, (ast.Tuple, ast.List)) and all(
+                isinstance(e, ast.Name) for e in value.elts
+            ):
+                return ("tuple", [env.get(e.id) for e in value.elts])  # for a concat
             if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Add, ast.Sub, ast.Mult)):
                 sides = [
                     env.get(v.id) if isinstance(v, ast.Name) else None
@@ -248,6 +352,10 @@ class _Walker:
         return None
 
 
+def _is_cat(value: Any) -> bool:
+    return isinstance(value, tuple) and value[0] == "cat"
+
+
 def find_channel_groups(network: nn.Cell) -> list[ChannelGroup]:
     """The channel groups of ``network`` (each union of coupled spaces once)."""
     walker = _Walker()
@@ -256,5 +364,9 @@ def find_channel_groups(network: nn.Cell) -> list[ChannelGroup]:
     outs = walker.tree(stree, [None] * len(inputs))
     for o in outs:
         walker.sp.freeze(o, "the network's output")
+    for cell, kind, parts in walker.cat_uses:
+        use = CatUse(cell, kind, [walker.sp.group(p) for p in parts])
+        for group in {id(g): g for g in use.parts}.values():
+            group.cat_uses.append(use)
     roots = sorted({walker.sp.find(i) for i in range(len(walker.sp.parent))})
     return [walker.sp.groups[r] for r in roots]

@@ -55,6 +55,32 @@ def prune_channels(network: nn.Cell, keep: dict[int, np.ndarray]) -> nn.Cell:
             cols = (idx[:, None] * per + np.arange(per)[None, :]).reshape(-1)
             shapes.setdefault(id(dense), {})["in_channels"] = len(cols)
             slices.setdefault(id(dense), {})["in"] = ("in", cols)
+        for conv in group.grouped_consumers:  # inputs sliced within each conv group
+            shapes.setdefault(id(conv), {})["in_channels"] = len(idx)
+            slices.setdefault(id(conv), {})["in"] = ("grouped", idx)
+    # layers reading a concat: the parts' kept channels, each part at its offset
+    done: set[int] = set()
+    for group in groups:
+        for use in group.cat_uses:
+            if id(use.cell) in done:
+                continue
+            done.add(id(use.cell))
+            pieces, offset, pruned = [], 0, False
+            for part in use.parts:
+                kept = keep.get(id(part.producers[0])) if part.producers else None
+                pruned = pruned or kept is not None
+                kept = np.arange(part.channels) if kept is None else np.asarray(kept)
+                pieces.append(kept + offset)
+                offset += part.channels
+            if not pruned:
+                continue
+            idx = np.concatenate(pieces)
+            if use.kind == "conv":
+                shapes.setdefault(id(use.cell), {})["in_channels"] = len(idx)
+                slices.setdefault(id(use.cell), {})["in"] = ("in", idx)
+            else:
+                shapes.setdefault(id(use.cell), {})["num_features"] = len(idx)
+                slices.setdefault(id(use.cell), {})["out"] = ("out", idx)
     fresh: set[int] = set()
     for _, parent in list(clone.cells_and_names()):
         for name, child in list(parent.name_cells().items()):
@@ -112,15 +138,45 @@ def drop_unused_cells(network: nn.Cell) -> nn.Cell:
 def _sliced(
     cell: nn.Cell, shape: dict[str, int], cuts: dict[str, tuple[str, np.ndarray]]
 ) -> nn.Cell:
+    _check_grouped(cell, cuts)
     new = rebuild_layer(cell, **shape)
     out_idx = cuts["out"][1] if "out" in cuts else None
-    in_idx = cuts["in"][1] if "in" in cuts else None
+    in_kind, in_idx = cuts.get("in", (None, None))
     for name, param in new.parameters_and_names(expand=False):
         data = getattr(cell, name).asnumpy()
-        if out_idx is not None:
+        if in_kind == "grouped" and name == "weight":
+            data = _grouped_in(cell, data, in_idx, out_idx)
+        elif out_idx is not None:
             data = data[out_idx]
-        if in_idx is not None and name == "weight":
+        if in_kind == "in" and name == "weight":
             data = data[:, in_idx]
         _set(param, data)
         param.requires_grad = getattr(cell, name).requires_grad
     return new
+
+
+def _check_grouped(cell: nn.Cell, cuts: dict[str, tuple[str, np.ndarray]]) -> None:
+    """A grouped conv keeps its group count: the same number of channels in each group."""
+    g = getattr(cell, "group", 1)
+    if g == 1 or (g == cell.in_channels == cell.out_channels):
+        return
+    for side, size in (("out", cell.out_channels), ("in", cell.in_channels)):
+        if side in cuts:
+            counts = np.bincount(np.asarray(cuts[side][1]) // (size // g), minlength=g)
+            if len(set(counts.tolist())) != 1:
+                raise ValueError(
+                    f"prune_channels: the grouped conv (group={g}) would keep {counts.tolist()} "
+                    f"{side}put channels per group; expected the same number in each"
+                )
+
+
+def _grouped_in(
+    cell: nn.Cell, w: np.ndarray, in_idx: np.ndarray, out_idx: np.ndarray | None
+) -> np.ndarray:
+    """The weight ``(out, in / group, kh, kw)`` of a grouped conv with its kept inputs:
+    each output row keeps the kept inputs of its own group (local indices)."""
+    g = cell.group
+    cin_g, cout_g = cell.in_channels // g, cell.out_channels // g
+    rows = np.arange(cell.out_channels) if out_idx is None else np.asarray(out_idx)
+    local = [in_idx[in_idx // cin_g == j] - j * cin_g for j in range(g)]
+    return np.stack([w[r][local[r // cout_g]] for r in rows])

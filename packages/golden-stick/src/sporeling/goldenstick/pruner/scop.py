@@ -129,17 +129,21 @@ def keep_indices(
     group: ChannelGroup, scores: dict[int, np.ndarray], prune_rate: float
 ) -> np.ndarray | None:
     """The kept channels of a group (sorted), or None if it is not pruned: every producer
-    must have a score (a BN after it), and at least one channel stays."""
+    must have a score (a BN after it), and at least one channel stays. A group a grouped
+    conv touches is pruned by blocks (``group.blocks``): the lowest ``prune_rate`` of each
+    block goes, so every conv group keeps the same number of channels."""
     if not group.prunable or any(id(p) not in scores for p in group.producers):
         return None
     total = sum(scores[id(p)] for p in group.producers)
-    c = group.channels
-    drop = int(prune_rate * c)
-    drop = min(drop, c - 1)
+    per = group.channels // group.blocks
+    drop = min(int(prune_rate * per), per - 1)
     if drop <= 0:
         return None
-    order = np.argsort(total, kind="stable")
-    return np.sort(order[drop:])
+    kept = [
+        b * per + np.argsort(total[b * per : (b + 1) * per], kind="stable")[drop:]
+        for b in range(group.blocks)
+    ]
+    return np.sort(np.concatenate(kept))
 
 
 class PrunerKfCompressAlgo(CompAlgo):
