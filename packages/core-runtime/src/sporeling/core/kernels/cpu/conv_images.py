@@ -54,54 +54,58 @@ def available(dtype: Any) -> bool:
 
 @numba.jit(**_JIT)
 def _im2col_image(x, n, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):  # pragma: no cover
-    """Columns ``(C*KH*KW, OH*OW)`` of image ``n`` of ``x`` (N, C, H, W), zero padding."""
+    """Columns ``(C*KH*KW, OH*OW)`` of image ``n`` of ``x`` (N, C, H, W), zero padding.
+
+    Loops over taps, then channels: each tap's valid ranges are found once, not once per row
+    (with a row's (c, i, j) from divisions and two range calls per row, 64->64 8x8 took
+    0.96 ms for 64 images against 0.35 ms now; the 16x16 layers 0.71-0.77 -> 0.50-0.54)."""
     _, n_ch, h, w = x.shape
     xf = x.reshape(-1)
     cf = cols.reshape(-1)
     u_sw = np.uint64(sw)
     u_ow = np.uint64(ow)
+    length = np.uint64(oh * ow)
     flat = sh == 1 and sw == 1 and ow == w
-    for r in range(n_ch * kh * kw):
-        j = r % kw
-        i = (r // kw) % kh
-        c = r // (kw * kh)
+    for i in range(kh):
         y0, y1 = _valid_range(oh, sh, i * dh - ph, h)
-        x0, x1 = _valid_range(ow, sw, j * dw - pw, w)
-        u_x0, u_x1 = np.uint64(x0), np.uint64(x1)
-        plane = (n * n_ch + c) * h * w
-        if flat and y1 > y0 and x1 > x0:
-            # stride 1 and OW == W: the tap's valid block is one run of the input plane
-            # (a contiguous copy), with the padding columns it wrapped over zeroed after
-            base = np.uint64(r * oh * ow)
-            first, last = np.uint64(y0 * ow + x0), np.uint64((y1 - 1) * ow + x1)
-            s = np.uint64(plane + (y0 - ph + i * dh) * w + x0 + j * dw - pw)
-            for k in range(first):
-                cf[base + k] = 0
-            for k in range(last - first):
-                cf[base + first + k] = xf[s + k]
-            for k in range(last, np.uint64(oh * ow)):
-                cf[base + k] = 0
-            if x0 > 0 or x1 < ow:
-                for y in range(y0, y1):
+        for j in range(kw):
+            x0, x1 = _valid_range(ow, sw, j * dw - pw, w)
+            u_x0, u_x1 = np.uint64(x0), np.uint64(x1)
+            for c in range(n_ch):
+                base = np.uint64((c * kh + i) * kw + j) * length
+                plane = (n * n_ch + c) * h * w
+                if flat and y1 > y0 and x1 > x0:
+                    # stride 1 and OW == W: the tap's valid block is one run of the input
+                    # plane (a contiguous copy), with the padding columns it wrapped over
+                    # zeroed after, one strided pass per such column
+                    first, last = np.uint64(y0 * ow + x0), np.uint64((y1 - 1) * ow + x1)
+                    s = np.uint64(plane + (y0 - ph + i * dh) * w + x0 + j * dw - pw)
+                    for k in range(first):
+                        cf[base + k] = 0
+                    for k in range(last - first):
+                        cf[base + first + k] = xf[s + k]
+                    for k in range(last, length):
+                        cf[base + k] = 0
+                    for k in range(u_x0):
+                        for y in range(y0, y1):
+                            cf[base + np.uint64(y * ow) + k] = 0
+                    for k in range(u_x1, u_ow):
+                        for y in range(y0, y1):
+                            cf[base + np.uint64(y * ow) + k] = 0
+                    continue
+                for y in range(oh):
                     o = base + np.uint64(y * ow)
+                    if y < y0 or y >= y1:
+                        for k in range(u_ow):
+                            cf[o + k] = 0
+                        continue
+                    s = np.uint64(plane + (y * sh - ph + i * dh) * w + x0 * sw + j * dw - pw)
                     for k in range(u_x0):
                         cf[o + k] = 0
+                    for k in range(u_x1 - u_x0):
+                        cf[o + u_x0 + k] = xf[s + k * u_sw]
                     for k in range(u_x1, u_ow):
                         cf[o + k] = 0
-            continue
-        for y in range(oh):
-            o = np.uint64((r * oh + y) * ow)
-            if y < y0 or y >= y1:
-                for k in range(u_ow):
-                    cf[o + k] = 0
-                continue
-            s = np.uint64(plane + (y * sh - ph + i * dh) * w + x0 * sw + j * dw - pw)
-            for k in range(u_x0):
-                cf[o + k] = 0
-            for k in range(u_x1 - u_x0):
-                cf[o + u_x0 + k] = xf[s + k * u_sw]
-            for k in range(u_x1, u_ow):
-                cf[o + k] = 0
 
 
 @numba.jit(**_JIT)
@@ -129,12 +133,12 @@ def _col2im_image(cols, out, n, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):  # prag
                     # as in _im2col_image: one contiguous run, after zeroing the columns
                     # that wrap over the padding (this buffer is scratch)
                     block = np.uint64(row * ow)
-                    for y in range(y0, y1):
-                        o = block + np.uint64(y * ow)
-                        for k in range(u_x0):
-                            cf[o + k] = 0
-                        for k in range(u_x1, u_ow):
-                            cf[o + k] = 0
+                    for k in range(u_x0):
+                        for y in range(y0, y1):
+                            cf[block + np.uint64(y * ow) + k] = 0
+                    for k in range(u_x1, u_ow):
+                        for y in range(y0, y1):
+                            cf[block + np.uint64(y * ow) + k] = 0
                     first, last = np.uint64(y0 * ow + x0), np.uint64((y1 - 1) * ow + x1)
                     dst = np.uint64(plane + (y0 - ph + i * dh) * w + x0 + j * dw - pw)
                     for k in range(last - first):
