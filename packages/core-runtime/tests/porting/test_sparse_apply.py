@@ -260,3 +260,62 @@ def test_conv2d_backprop_input_is_also_an_operations_class():
     w = Tensor(np.ones((1, 1, 2, 2)))
     dx = P.Conv2DTranspose(1, 2)(dout, w, (1, 1, 3, 3)).asnumpy()
     np.testing.assert_array_equal(dx[0, 0], [[1, 2, 1], [2, 4, 2], [1, 2, 1]])
+
+
+# ---- CSRSparseMatrix conversions ----------
+
+
+def _np_csr(dense):
+    """The five CSRSparseMatrix tensors of a 2-d or 3-d NumPy array's non-zeros."""
+    batched = dense if dense.ndim == 3 else dense[None]
+    batch_ptr, row_ptr, cols, vals = [0], [], [], []
+    for m in batched:
+        rows = [0]
+        for r in m:
+            nz = np.flatnonzero(r)
+            cols += nz.tolist()
+            vals += r[nz].tolist()
+            rows.append(rows[-1] + len(nz))
+        row_ptr += rows
+        batch_ptr.append(batch_ptr[-1] + rows[-1])
+    return list(dense.shape), batch_ptr, row_ptr, cols, vals
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4)])
+def test_csr_sparse_matrix_conversions_match_numpy(shape):
+    dense = rng.standard_normal(shape) * (rng.random(shape) < 0.4)
+    nz = np.argwhere(dense != 0)
+    shuffled = nz[rng.permutation(len(nz))]  # any order in, row-major out
+    parts = P.DenseToCSRSparseMatrix()(Tensor(dense), Tensor(shuffled))
+    want = _np_csr(dense)
+    for got, w in zip(parts, want, strict=True):
+        np.testing.assert_allclose(got.asnumpy(), np.asarray(w, dtype=got.asnumpy().dtype))
+    back = P.CSRSparseMatrixToDense()(*parts)
+    np.testing.assert_array_equal(back.asnumpy(), dense)
+    idx, vals, dshape = P.CSRSparseMatrixToSparseTensor()(*parts)
+    np.testing.assert_array_equal(idx.asnumpy(), nz)  # argwhere is row-major
+    np.testing.assert_array_equal(vals.asnumpy(), dense[tuple(nz.T)])
+    assert dshape.asnumpy().tolist() == list(shape)
+    again = P.SparseTensorToCSRSparseMatrix()(
+        Tensor(shuffled), Tensor(dense[tuple(shuffled.T)]), dshape
+    )
+    for a, b in zip(again, parts, strict=True):
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+    # the values carry gradients both ways
+    check_grad(lambda v: P.CSRSparseMatrixToDense()(*parts[:4], v), [parts[4].asnumpy()])
+    check_grad(lambda d: P.DenseToCSRSparseMatrix()(d, Tensor(shuffled))[4], [dense])
+
+
+def test_csr_sparse_matrix_errors_name_the_problem():
+    with pytest.raises(ValueError, match="DenseToCSRSparseMatrix.*outside the shape"):
+        P.DenseToCSRSparseMatrix()(Tensor(np.ones((2, 2))), Tensor(np.array([[0, 2]])))
+    with pytest.raises(TypeError, match="'x_row_pointers' expected int32 or int64"):
+        P.CSRSparseMatrixToDense()(
+            Tensor(np.array([2, 2])), Tensor(np.array([0, 1])), Tensor(np.array([0.0, 1, 1])),
+            Tensor(np.array([0])), Tensor(np.array([1.0])),
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="row pointers count 2 entries, but there are 1"):
+        P.CSRSparseMatrixToDense()(
+            Tensor(np.array([2, 2])), Tensor(np.array([0, 2])), Tensor(np.array([0, 1, 2])),
+            Tensor(np.array([0])), Tensor(np.array([1.0])),
+        )  # fmt: skip

@@ -46,6 +46,10 @@ __all__ = [
     "SparseApplyAdagradV2",
     "LogUniformCandidateSampler",
     "ComputeAccidentalHits",
+    "DenseToCSRSparseMatrix",
+    "SparseTensorToCSRSparseMatrix",
+    "CSRSparseMatrixToSparseTensor",
+    "CSRSparseMatrixToDense",
 ]
 
 
@@ -174,6 +178,117 @@ def _sparse_gather_v2(self: Any, params: Tensor, indices: Any, axis: Any) -> Ten
     """``Gather``: MindSpore's variant whose gradient is a RowTensor; here the gradient is
     the dense sum of the gathered rows' gradients (the same values)."""
     return F.gather(params, indices, int(axis))
+
+
+# ---- CSRSparseMatrix conversions ----------
+# MindSpore's (TensorFlow's) batched CSR matrix is five tensors: dense_shape ((rows, cols) or
+# (batch, rows, cols)), batch_pointers (batch + 1 running nnz counts), row_pointers (rows + 1
+# per batch, each batch's starting at 0), col_indices and values (nnz each, row-major).
+
+
+def _int_array(op: str, arg: str, value: Any) -> np.ndarray:
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{op}: argument '{arg}' expected a Tensor, got {type(value).__name__}")
+    if value.dtype.category != 1:
+        raise TypeError(f"{op}: argument '{arg}' expected int32 or int64, got {value.dtype}")
+    return value.asnumpy().astype(np.int64)
+
+
+def _to_csr(
+    op: str, indices: Tensor, values: Tensor, shape: np.ndarray
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    idx = _int_array(op, "indices", indices)
+    rank = len(shape)
+    if rank not in (2, 3) or idx.ndim != 2 or idx.shape[1] != rank:
+        raise ValueError(
+            f"{op}: expected a 2-d or 3-d (batched) matrix with indices of shape (nnz, rank), "
+            f"got dense shape {shape.tolist()} and indices {tuple(idx.shape)}"
+        )
+    if values.shape[0] != idx.shape[0]:
+        raise ValueError(f"{op}: {idx.shape[0]} indices but {values.shape[0]} values")
+    if ((idx < 0) | (idx >= shape)).any():
+        raise ValueError(f"{op}: argument 'indices' has entries outside the shape {shape.tolist()}")
+    full = idx if rank == 3 else np.concatenate([np.zeros((len(idx), 1), np.int64), idx], 1)
+    batch, rows = (int(shape[0]), int(shape[1])) if rank == 3 else (1, int(shape[0]))
+    order = np.lexsort((full[:, 2], full[:, 1], full[:, 0]))  # row-major
+    full = full[order]
+    batch_ptr = np.zeros(batch + 1, np.int64)
+    np.add.at(batch_ptr, full[:, 0] + 1, 1)
+    row_ptr = np.zeros((batch, rows + 1), np.int64)
+    np.add.at(row_ptr, (full[:, 0], full[:, 1] + 1), 1)
+    like = indices.asnumpy().dtype
+    return (
+        Tensor(shape.astype(like)),
+        Tensor(np.cumsum(batch_ptr).astype(like)),
+        Tensor(np.cumsum(row_ptr, axis=1).reshape(-1).astype(like)),
+        Tensor(full[:, 2].astype(like)),
+        F.gather(values, Tensor(order.astype(np.int64)), 0),
+    )
+
+
+def _from_csr(op: str, *parts: Any) -> tuple[np.ndarray, Tensor, np.ndarray]:
+    """(row-major COO indices, values, dense shape) of a CSRSparseMatrix."""
+    shape = _int_array(op, "x_dense_shape", parts[0])
+    batch_ptr = _int_array(op, "x_batch_pointers", parts[1])
+    row_ptr = _int_array(op, "x_row_pointers", parts[2])
+    cols = _int_array(op, "x_col_indices", parts[3])
+    values = parts[4]
+    rank = len(shape)
+    batch, rows = (int(shape[0]), int(shape[1])) if rank == 3 else (1, int(shape[0]))
+    if rank not in (2, 3) or batch_ptr.shape != (batch + 1,) or row_ptr.size != batch * (rows + 1):
+        raise ValueError(
+            f"{op}: inconsistent CSRSparseMatrix: dense shape {shape.tolist()}, "
+            f"{batch_ptr.size} batch pointers, {row_ptr.size} row pointers"
+        )
+    counts = np.diff(row_ptr.reshape(batch, rows + 1), axis=1)
+    b, r = np.nonzero(counts)
+    reps = counts[b, r]
+    rows_of = np.repeat(r, reps)
+    batches_of = np.repeat(b, reps)
+    if len(cols) != len(rows_of) or values.shape[0] != len(cols):
+        raise ValueError(
+            f"{op}: the row pointers count {len(rows_of)} entries, but there are {len(cols)} "
+            f"column indices and {values.shape[0]} values"
+        )
+    idx = np.stack([batches_of, rows_of, cols], 1) if rank == 3 else np.stack([rows_of, cols], 1)
+    return idx, values, shape
+
+
+def _dense_to_csr(self: Any, dense_input: Tensor, indices: Tensor) -> Any:
+    """The entries of ``dense_input`` at ``indices`` (nnz, rank) as a CSRSparseMatrix."""
+    op = "DenseToCSRSparseMatrix"
+    if not isinstance(dense_input, Tensor):
+        raise TypeError(f"{op}: argument 'dense_input' expected a Tensor")
+    idx = _int_array(op, "indices", indices)
+    if idx.ndim != 2 or idx.shape[1] != dense_input.ndim:
+        raise ValueError(
+            f"{op}: argument 'indices' expected shape (nnz, {dense_input.ndim}), got {idx.shape}"
+        )
+    if ((idx < 0) | (idx >= np.asarray(dense_input.shape))).any():
+        raise ValueError(
+            f"{op}: argument 'indices' has entries outside the shape {list(dense_input.shape)}"
+        )
+    values = F.gather_nd(dense_input, indices)
+    return _to_csr(op, indices, values, np.asarray(dense_input.shape, np.int64))
+
+
+def _sparse_tensor_to_csr(self: Any, indices: Tensor, values: Tensor, dense_shape: Any) -> Any:
+    """A COO sparse tensor (indices, values, dense_shape) as a CSRSparseMatrix."""
+    op = "SparseTensorToCSRSparseMatrix"
+    return _to_csr(op, indices, values, _int_array(op, "x_dense_shape", dense_shape))
+
+
+def _csr_to_sparse_tensor(self: Any, *parts: Any) -> tuple[Tensor, Tensor, Tensor]:
+    """A CSRSparseMatrix as (indices (nnz, rank) row-major, values, dense_shape)."""
+    idx, values, shape = _from_csr("CSRSparseMatrixToSparseTensor", *parts)
+    like = parts[0].asnumpy().dtype
+    return Tensor(idx.astype(like)), values, Tensor(shape.astype(like))
+
+
+def _csr_to_dense(self: Any, *parts: Any) -> Tensor:
+    """A CSRSparseMatrix as a dense tensor (differentiable in its values)."""
+    idx, values, shape = _from_csr("CSRSparseMatrixToDense", *parts)
+    return F.scatter_nd(Tensor(idx), values, tuple(int(v) for v in shape))
 
 
 # ---- sparse optimizer updates ----------
@@ -499,11 +614,21 @@ LogUniformCandidateSampler = _op(
 ComputeAccidentalHits = _op(
     "ComputeAccidentalHits", None, (("num_true", 1),), _compute_accidental_hits
 )
+DenseToCSRSparseMatrix = _op("DenseToCSRSparseMatrix", None, (), _dense_to_csr)
+SparseTensorToCSRSparseMatrix = _op(
+    "SparseTensorToCSRSparseMatrix", None, (), _sparse_tensor_to_csr
+)
+CSRSparseMatrixToSparseTensor = _op(
+    "CSRSparseMatrixToSparseTensor", None, (), _csr_to_sparse_tensor
+)
+CSRSparseMatrixToDense = _op("CSRSparseMatrixToDense", None, (), _csr_to_dense)
 for _cls in (
     SparseToDense, SparseTensorDenseAdd, SparseTensorDenseMatmul, CSRMul, CSRMV, CSRReduceSum,
     Randperm, RandomChoiceWithMask, RandomPoisson, SparseSlice, SparseGatherV2,
     FusedSparseAdam, FusedSparseLazyAdam, SparseApplyFtrl, SparseApplyFtrlV2, FusedSparseFtrl,
     SparseApplyProximalAdagrad, FusedSparseProximalAdagrad, SparseApplyAdagrad,
     SparseApplyAdagradV2, LogUniformCandidateSampler, ComputeAccidentalHits,
+    DenseToCSRSparseMatrix, SparseTensorToCSRSparseMatrix, CSRSparseMatrixToSparseTensor,
+    CSRSparseMatrixToDense,
 ):  # fmt: skip
     _cls.__module__ = __name__
