@@ -154,3 +154,32 @@ def test_cell_set_inputs_compiles_once_for_all_batch_sizes():
         assert compile_stats()["compiles"] - before == 1
     finally:
         set_context(mode=PYNATIVE_MODE)
+
+
+def test_a_whole_training_step_is_one_graph_for_every_batch_size():
+    from sporeling.core import float32, int32, value_and_grad
+
+    def make():
+        w = Tensor(np.arange(6, dtype=np.float32).reshape(2, 3) / 6)
+        net = nn.Dense(3, 2, weight_init=w, bias_init="zeros")
+        opt = nn.SGD(net.trainable_params(), learning_rate=0.1)
+        loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+        grad_fn = value_and_grad(lambda x, y: loss_fn(net(x), y), None, opt.parameters)
+
+        def step(x, y):
+            loss, grads = grad_fn(x, y)
+            opt(grads)
+            return loss
+
+        return net, step
+
+    eager_net, eager_step = make()
+    net, step = make()
+    sig = (Tensor(shape=[None, 3], dtype=float32), Tensor(shape=[None], dtype=int32))
+    compiled = jit(step, input_signature=sig)
+    for n in (4, 6, 3, 4):
+        x = Tensor(RNG.random((n, 3)).astype(np.float32))
+        y = Tensor(RNG.integers(0, 2, n).astype(np.int32))
+        np.testing.assert_allclose(compiled(x, y).asnumpy(), eager_step(x, y).asnumpy(), rtol=1e-6)
+    np.testing.assert_allclose(net.weight.asnumpy(), eager_net.weight.asnumpy(), rtol=1e-5)
+    assert compiled.compile_count == 1 and len(compiled._cache) == 0
