@@ -1,4 +1,4 @@
-"""Momentum, AdamWeightDecay and AdamW read each dense gradient where it lies
+"""SGD, Momentum, AdamWeightDecay and AdamW read each dense gradient where it lies
 (``Optimizer._direct_grads``): the same parameters and states, bit for bit, as the gathered
 path (``bank.grad``), and the gathered path where a gradient cannot be read in place."""
 
@@ -32,6 +32,15 @@ def _pair(shapes, dtype, cls=nn.Momentum, **kwargs):
         {"learning_rate": 0.1, "momentum": 0.9, "loss_scale": 4.0},
         {"cls": nn.AdamWeightDecay, "learning_rate": 0.01, "weight_decay": 0.1},
         {"cls": nn.AdamW, "learning_rate": 0.01, "weight_decay": 0.05},
+        {"cls": nn.SGD, "learning_rate": 0.1, "momentum": 0.9, "dampening": 0.1},
+        {
+            "cls": nn.SGD,
+            "learning_rate": 0.1,
+            "momentum": 0.9,
+            "nesterov": True,
+            "weight_decay": 0.01,
+        },  # fmt: skip
+        {"cls": nn.SGD, "learning_rate": 0.1},
     ],
 )
 def test_direct_gradients_match_the_gathered_path_bitwise(dtype, kwargs):
@@ -69,3 +78,17 @@ def test_direct_gradients_against_the_formula_and_fallbacks():
     np.testing.assert_allclose(
         pd[0].asnumpy(), before - np.float32(0.1) * (np.float32(0.9) * g[0] + 1), rtol=1e-6
     )
+
+
+def test_row_sparse_gradients_are_gathered():
+    from sporeling.core.nn.layers.embedding import RowTensor
+
+    (pd, od), (pg, og) = _pair([(6, 2)], np.float32, learning_rate=0.1, momentum=0.9)
+    vals = np.arange(4, dtype=np.float32).reshape(2, 2)
+    g = RowTensor(Tensor(np.array([4, 1], np.int32)), Tensor(vals), (6, 2))
+    assert od._direct_grads(od._banks[0], (g,)) is None
+    od((g,))
+    dense = np.zeros((6, 2), np.float32)
+    dense[[4, 1]] = vals
+    og((Tensor(dense),))
+    np.testing.assert_array_equal(pd[0].asnumpy(), pg[0].asnumpy())

@@ -605,14 +605,16 @@ class Optimizer(Cell):
             return None
         gcs = self.grad_centralization_flags
         out = []
-        for i in bank.positions:
+        for slot, i in enumerate(bank.positions):
             g = grads[i]
-            d = g._data if isinstance(g, Tensor) else None
+            if type(g) is not Tensor or gcs[i]:  # row-sparse gradients (RowTensor) gather
+                return None
+            d = g._data
             if (
                 type(d) is not np.ndarray
                 or d.dtype != bank.dtype
+                or d.size != bank.sizes[slot]  # (the kernels do not check bounds)
                 or not d.flags.c_contiguous
-                or gcs[i]
             ):
                 return None
             out.append(d.reshape(-1))

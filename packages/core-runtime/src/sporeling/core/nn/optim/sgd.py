@@ -51,6 +51,13 @@ class SGD(Optimizer):
         self.accum = self._new_state("accum", "zeros")
         self.stat = self._new_state("stat", "ones")
 
+    def _update_direct(self, bank, step, inv_scale, grads):
+        """``_update``'s fused kernel slot by slot on the gradients where they lie."""
+        typed = bank.typed(bank.lr, bank.wd, inv_scale, self.momentum, 1.0 - self.dampening)
+        states = (bank.state("accum"), bank.state("stat"))
+        scalars = (*typed[2:], self.nesterov)
+        self._run_slots(bank, grads, K.sgd_kernel, states, typed[:2], scalars)
+
     def _update(self, bank, step, inv_scale, rows):
         args = (bank.state("accum"), bank.state("stat"), bank.off)
         hyper = (inv_scale, self.momentum, self.dampening, self.nesterov)
