@@ -219,3 +219,57 @@ def test_conv2d_backprop_with_padding_is_the_forwards_vjp():
     np.testing.assert_allclose(dw.asnumpy(), want_dw, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(dx.asnumpy(), fdx.asnumpy(), rtol=1e-12)
     np.testing.assert_allclose(dw.asnumpy(), fdw.asnumpy(), rtol=1e-12)
+
+
+# ---- more _grad_ops: inverse trigonometric, GeLU, dropout, losses, hard activations ----------
+
+U = rng.uniform(-0.9, 0.9, (3, 4))
+BIG = rng.uniform(1.2, 3.0, (3, 4))
+X4 = X * 4
+HSWISH = np.where(X4 <= -3, 0, np.where(X4 >= 3, 1, (2 * X4 + 3) / 6))
+MORE = [
+    (G.AcosGrad, (U, DY), -DY / np.sqrt(1 - U**2)),
+    (G.AsinGrad, (U, DY), DY / np.sqrt(1 - U**2)),
+    (G.AtanGrad, (X, DY), DY / (1 + X**2)),
+    (G.AcoshGrad, (BIG, DY), DY / np.sinh(BIG)),
+    (G.AsinhGrad, (X, DY), DY / np.cosh(X)),
+    (
+        G.HSwishGrad,
+        (DY, X * 4),
+        DY * np.where(X * 4 <= -3, 0, np.where(X * 4 >= 3, 1, (8 * X + 3) / 6)),
+    ),
+    (G.HSigmoidGrad, (DY, X * 4), np.where(np.abs(X * 4) < 3, DY / 6, 0)),
+]
+
+
+@pytest.mark.parametrize("cls,inputs,expected", MORE, ids=[c[0].__name__ for c in MORE])
+def test_more_elementwise_grad_ops_match_numpy(cls, inputs, expected):
+    out = cls()(*[_t(a) for a in inputs])
+    np.testing.assert_allclose(out.asnumpy(), expected, rtol=1e-12, atol=1e-12)
+    if cls not in (G.HSwishGrad, G.HSigmoidGrad):  # (kinks: checked away from them below)
+        check_grad(lambda a, b: cls()(a, b), [inputs[0], inputs[1]])
+    else:
+        check_grad(lambda b: cls()(b, _t(inputs[1])), [inputs[0]])
+
+
+def test_gelu_grad_is_the_forward_gelus_derivative():
+    x = rng.standard_normal((3, 4))
+    dx = G.GeLUGrad()(_t(DY), _t(x), P.GeLU()(_t(x))).asnumpy()
+    eps = 1e-6
+    fwd = lambda a: P.GeLU()(_t(a)).asnumpy()  # noqa: E731
+    np.testing.assert_allclose(dx, DY * (fwd(x + eps) - fwd(x - eps)) / (2 * eps), rtol=1e-6)
+
+
+def test_dropout_sigmoid_ce_and_smooth_l1_grads_match_numpy():
+    mask = (rng.random((3, 4)) < 0.7).astype(np.float64)
+    out = G.DropoutGrad(keep_prob=0.7)(_t(DY), _t(mask)).asnumpy()
+    np.testing.assert_allclose(out, DY * mask / 0.7, rtol=1e-12)
+    y = rng.random((3, 4))
+    got = G.SigmoidCrossEntropyWithLogitsGrad()(_t(X), _t(y), _t(DY)).asnumpy()
+    np.testing.assert_allclose(got, (1 / (1 + np.exp(-X)) - y) * DY, rtol=1e-12)
+    check_grad(lambda a: G.SigmoidCrossEntropyWithLogitsGrad()(a, _t(y), _t(DY)), [X])
+    t = rng.standard_normal((3, 4))
+    d = X - t
+    want = DY * np.where(np.abs(d) < 0.5, d / 0.5, np.sign(d))
+    got = G.SmoothL1LossGrad(beta=0.5)(_t(X), _t(t), _t(DY)).asnumpy()
+    np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -34,6 +34,17 @@ __all__ = [
     "BatchNormGrad",
     "Conv2DBackpropInput",
     "Conv2DBackpropFilter",
+    "AcosGrad",
+    "AsinGrad",
+    "AtanGrad",
+    "AcoshGrad",
+    "AsinhGrad",
+    "GeLUGrad",
+    "DropoutGrad",
+    "SigmoidCrossEntropyWithLogitsGrad",
+    "SmoothL1LossGrad",
+    "HSwishGrad",
+    "HSigmoidGrad",
 ]
 
 
@@ -206,6 +217,69 @@ def _conv_backprop_filter(self: Any, dout: Tensor, x: Tensor, filter_size: Any) 
     return dw
 
 
+def _acos_grad(self: Any, x: Tensor, dout: Tensor) -> Tensor:
+    """-dout / sqrt(1 - x^2)."""
+    return -dout * F.rsqrt(1 - x * x)
+
+
+def _asin_grad(self: Any, x: Tensor, dout: Tensor) -> Tensor:
+    """dout / sqrt(1 - x^2)."""
+    return dout * F.rsqrt(1 - x * x)
+
+
+def _atan_grad(self: Any, x: Tensor, dout: Tensor) -> Tensor:
+    """dout / (1 + x^2)."""
+    return dout / (1 + x * x)
+
+
+def _acosh_grad(self: Any, y: Tensor, dy: Tensor) -> Tensor:
+    """dy / sinh(y), from the forward output y = acosh(x)."""
+    return dy / F.sinh(y)
+
+
+def _asinh_grad(self: Any, y: Tensor, dy: Tensor) -> Tensor:
+    """dy / cosh(y), from the forward output y = asinh(x)."""
+    return dy / F.cosh(y)
+
+
+def _gelu_grad(self: Any, dy: Tensor, x: Tensor, y: Tensor) -> Tensor:
+    """The vector-Jacobian product of ``P.GeLU`` at ``x`` with ``dy`` (y is unused)."""
+    from .operations import GeLU
+
+    _, pullback = F.vjp(GeLU(), x)
+    (dx,) = pullback(dy)
+    return dx
+
+
+def _dropout_grad(self: Any, dy: Tensor, mask: Tensor) -> Tensor:
+    """dy * mask / keep_prob."""
+    return dy * F.cast(mask, dy.dtype) * (1.0 / self.keep_prob)
+
+
+def _sigmoid_ce_grad(self: Any, x: Tensor, y: Tensor, dout: Tensor) -> Tensor:
+    """(sigmoid(x) - y) * dout."""
+    return (F.sigmoid(x) - y) * dout
+
+
+def _smooth_l1_grad(self: Any, prediction: Tensor, target: Tensor, dloss: Tensor) -> Tensor:
+    """dloss * (diff / beta where |diff| < beta, else sign(diff)), diff = prediction - target."""
+    diff = prediction - target
+    inner = F.abs(diff) < self.beta
+    return dloss * F.select(inner, diff / self.beta, F.sign(diff))
+
+
+def _hswish_grad(self: Any, dy: Tensor, x: Tensor) -> Tensor:
+    """dy * (0 for x <= -3, (2x + 3) / 6 between, 1 for x >= 3)."""
+    mid = (2 * x + 3) / 6
+    return dy * F.select(x <= -3, F.zeros_like(x), F.select(x >= 3, F.ones_like(x), mid))
+
+
+def _hsigmoid_grad(self: Any, dy: Tensor, x: Tensor) -> Tensor:
+    """dy / 6 where -3 < x < 3, else 0."""
+    inside = F.logical_and(x > -3, x < 3)
+    return F.select(inside, dy / 6, F.zeros_like(dy))
+
+
 _CONV = (
     ("out_channel", None), ("kernel_size", None), ("pad_mode", "valid"), ("pad", 0),
     ("pad_list", None), ("mode", 1), ("stride", 1), ("dilation", 1), ("group", 1),
@@ -237,11 +311,28 @@ BatchNormGrad = _op(
 )
 Conv2DBackpropInput = _op("Conv2DBackpropInput", None, _CONV, _conv_backprop_input)
 Conv2DBackpropFilter = _op("Conv2DBackpropFilter", None, _CONV, _conv_backprop_filter)
+AcosGrad = _op("AcosGrad", None, (), _acos_grad)
+AsinGrad = _op("AsinGrad", None, (), _asin_grad)
+AtanGrad = _op("AtanGrad", None, (), _atan_grad)
+AcoshGrad = _op("AcoshGrad", None, (), _acosh_grad)
+AsinhGrad = _op("AsinhGrad", None, (), _asinh_grad)
+GeLUGrad = _op("GeLUGrad", None, (), _gelu_grad)
+DropoutGrad = _op("DropoutGrad", None, (("keep_prob", 0.5),), _dropout_grad)
+SigmoidCrossEntropyWithLogitsGrad = _op(
+    "SigmoidCrossEntropyWithLogitsGrad", None, (), _sigmoid_ce_grad
+)
+SmoothL1LossGrad = _op(
+    "SmoothL1LossGrad", None, (("beta", 1.0), ("reduction", "none")), _smooth_l1_grad
+)
+HSwishGrad = _op("HSwishGrad", None, (), _hswish_grad)
+HSigmoidGrad = _op("HSigmoidGrad", None, (), _hsigmoid_grad)
 MaxPoolGrad = _op("MaxPoolGrad", None, _POOL, _pool_grad(MaxPool))
 AvgPoolGrad = _op("AvgPoolGrad", None, _POOL, _pool_grad(AvgPool))
 for _cls in (
     ReluGrad, ReLU6Grad, SigmoidGrad, TanhGrad, SqrtGrad, RsqrtGrad, ReciprocalGrad,
     SoftplusGrad, EluGrad, BiasAddGrad, MaximumGrad, MinimumGrad, MaxPoolGrad, AvgPoolGrad,
-    LayerNormGrad, BatchNormGrad, Conv2DBackpropInput, Conv2DBackpropFilter,
+    LayerNormGrad, BatchNormGrad, Conv2DBackpropInput, Conv2DBackpropFilter, AcosGrad,
+    AsinGrad, AtanGrad, AcoshGrad, AsinhGrad, GeLUGrad, DropoutGrad,
+    SigmoidCrossEntropyWithLogitsGrad, SmoothL1LossGrad, HSwishGrad, HSigmoidGrad,
 ):  # fmt: skip
     _cls.__module__ = __name__
