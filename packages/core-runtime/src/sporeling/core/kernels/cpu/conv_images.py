@@ -121,12 +121,21 @@ def _col2im_image(cols, out, n, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):  # prag
     base = n * n_ch * h * w
     for k in range(n_ch * h * w):
         of[base + k] = 0
+    # each tap's valid ranges once, not once per channel (64->64 8x8: 0.65 -> 0.4 ms for 64
+    # images); channels stay outside, so each output element sums its taps in order
+    ranges = np.empty((kh * kw, 4), np.int64)
+    for i in range(kh):
+        y0, y1 = _valid_range(oh, sh, i * dh - ph, h)
+        for j in range(kw):
+            x0, x1 = _valid_range(ow, sw, j * dw - pw, w)
+            ranges[i * kw + j, 0], ranges[i * kw + j, 1] = y0, y1
+            ranges[i * kw + j, 2], ranges[i * kw + j, 3] = x0, x1
     for c in range(n_ch):
         plane = base + c * h * w
         for i in range(kh):
-            y0, y1 = _valid_range(oh, sh, i * dh - ph, h)
             for j in range(kw):
-                x0, x1 = _valid_range(ow, sw, j * dw - pw, w)
+                y0, y1 = ranges[i * kw + j, 0], ranges[i * kw + j, 1]
+                x0, x1 = ranges[i * kw + j, 2], ranges[i * kw + j, 3]
                 u_x0, u_x1 = np.uint64(x0), np.uint64(x1)
                 row = ((c * kh + i) * kw + j) * oh
                 if flat and y1 > y0 and x1 > x0:
