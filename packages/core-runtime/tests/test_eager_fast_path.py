@@ -324,3 +324,22 @@ def test_comparison_fast_path_and_promotion():
         np.testing.assert_array_equal((x > 1.5).asnumpy(), a > 1.5)  # a weak scalar
         xi = Tensor(np.array([[1, 2], [3, 4]], np.int32))
         np.testing.assert_array_equal((x > xi).asnumpy(), a > np.array([[1, 2], [3, 4]]))
+
+
+def test_small_product_plans_call_ndarray_dot_and_large_ones_blas():
+    from sporeling.core.ops._matmul import matmul_p
+
+    rng = np.random.default_rng(8)
+    for m, k, n in ((4, 4, 4), (3, 5, 2), (80, 16, 64)):
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
+        w = Parameter(Tensor(b), name="w")
+        for _ in range(2):
+            np.testing.assert_allclose(ops.matmul(Tensor(a), Tensor(b)).asnumpy(),
+                                       a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)  # fmt: skip
+        key = (Tensor(a)._device, (m, k), np.dtype(np.float32), (k, n), np.dtype(np.float32))
+        assert (matmul_p._eager_plans[key][0] is np.ndarray.dot) == (m * n < 4096)
+        g = grad(lambda w, a=a: ops.matmul(Tensor(a), w).sum())(w).asnumpy()
+        np.testing.assert_allclose(g, np.repeat(a.sum(0)[:, None], n, 1), rtol=1e-5, atol=1e-5)
+    with pytest.raises(TypeError, match="bool"):
+        ops.matmul(Tensor(np.ones((2, 2), bool)), Tensor(np.ones((2, 2), bool)))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .. import dtype as _dt
-from .._primitive import Primitive, ShapedArray
+from .._primitive import _STATE, Primitive, ShapedArray
 from ..kernels.cpu import blas
 from ..tensor import Tensor
 from ._batch_rules import matmul_rule
@@ -66,16 +68,37 @@ def _matmul_vjp(g: Tensor, x: Tensor, y: Tensor, *, out: Tensor) -> tuple[Any, A
     return dx, dy
 
 
+def _matmul_cpu(xp: Any, x: Any, y: Any) -> Any:
+    return blas.matmul(x, y)
+
+
+def _matmul_specialize(impl: Any, arrays: list[Any], params: dict[str, Any]) -> Any:
+    """The eager plan of a small 2-d product: ``ndarray.dot`` itself, which is what
+    :func:`blas.matmul` calls for it (the shapes are the plan's), without two Python frames."""
+    x, y = arrays
+    if (
+        impl is not _matmul_cpu
+        or type(x) is not np.ndarray
+        or type(y) is not np.ndarray
+        or x.ndim != 2
+        or y.ndim != 2
+        or x.shape[0] * y.shape[1] >= blas.SMALL_DOT
+    ):
+        return None
+    return np.ndarray.dot
+
+
 matmul_p = Primitive(
     "matmul",
     "opaque",
     _matmul_abstract,
     impl=lambda xp, x, y: xp.matmul(x, y),
-    cpu=lambda xp, x, y: blas.matmul(x, y),
+    cpu=_matmul_cpu,
     cpu_into=lambda xp, x, y, *, out=None: blas.matmul(x, y, out=out),
     vjp=_matmul_vjp,
     batch_rule=matmul_rule,
 )
+matmul_p.eager_specialize = _matmul_specialize
 
 
 def matmul(input: Any, other: Any) -> Tensor:  # noqa: A002 - MindSpore's argument names
@@ -84,6 +107,8 @@ def matmul(input: Any, other: Any) -> Tensor:  # noqa: A002 - MindSpore's argume
     >>> matmul(Tensor([[1.0, 2.0]]), Tensor([[3.0], [4.0]])).tolist()
     [[11.0]]
     """
+    if type(input) is Tensor and type(other) is Tensor and input._data.dtype is other._data.dtype:
+        return _STATE[-1].process(matmul_p, (input, other), {})  # (hot path: no promotion)
     x, y = promote_args("matmul", input, other, ("input", "other"))
     return matmul_p.bind(x, y)
 

@@ -95,6 +95,10 @@ def single_threaded_blas() -> Iterator[bool]:
                         lib.set_num_threads(n)
 
 
+#: 2-d products with fewer result elements than this run as ``ndarray.dot`` (see matmul)
+SMALL_DOT = 4096
+
+
 def matmul(
     x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None, bias: np.ndarray | None = None
 ) -> np.ndarray:
@@ -107,7 +111,7 @@ def matmul(
     xs, ys = x.shape, y.shape
     if len(xs) < 2 or len(ys) < 2:
         return _plain(x, y, out, bias)
-    if len(xs) == 2 and len(ys) == 2 and out is None and bias is None and xs[0] * ys[1] < 4096:
+    if len(xs) == 2 and len(ys) == 2 and out is None and bias is None and xs[0] * ys[1] < SMALL_DOT:
         # small matrices: ndarray.dot runs the same GEMM without the matmul ufunc's
         # dispatch (0.3 vs 0.65 us for 4x4, benchmarks/bench_dispatch.py)
         return x.dot(y)
