@@ -157,36 +157,38 @@ def pack_weight(w: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, inline="always")
-def _epilogue(acc, r, j0, width, c, chan, flags, grid, dst, at, stride):  # pragma: no cover
-    """Row ``r`` of a tile, columns ``j0 .. j0 + width`` (outputs of channel ``c``), into
-    ``dst[at + j * stride]``:
+def _epilogue(acc, nr, c0, chan, flags, grid, tmp):  # pragma: no cover - compiled
+    """Rows ``0 .. nr`` of a tile (channels ``c0 + r``) into ``tmp`` (TR x TC float32):
     ``acc * scale + bias`` (float32), the BN affine, ReLU / ReLU6 and the output grid
     ``(nmin, nmax, scale, 1 / scale)`` in float64, times the reciprocal as the fake
-    quantizer computes it. The flags are tested once per row (tested per element they
-    made this loop several times slower)."""
-    f0, f1, f2, f3 = chan[0, c], chan[1, c], chan[2, c], chan[3, c]
+    quantizer computes it. Whole rows of TC (a constant trip count, contiguous): LLVM
+    vectorises them; the flags are tested once per row."""
     aff, act, quant = flags
     g0, g1, g2, inv = grid[0], grid[1], grid[2], grid[3]
     zero, six = np.float32(0.0), np.float32(6.0)
-    base = r * TC + j0
-    if not aff and act == 1 and quant:  # Conv + BN folded + ReLU, the common case
-        for j in range(width):
-            y = max(np.float32(acc[base + j]) * f0 + f1, zero)
-            v = min(max(np.float64(y), g0), g1)
-            dst[at + j * stride] = np.float32(np.rint((v - g0) * inv) * g2 + g0)
-        return
-    for j in range(width):
-        y = np.float32(acc[base + j]) * f0 + f1
-        if aff:
-            y = y * f2 + f3
-        if act >= 1:
-            y = max(y, zero)
-            if act == 2:
-                y = min(y, six)
-        if quant:
-            v = min(max(np.float64(y), g0), g1)
-            y = np.float32(np.rint((v - g0) * inv) * g2 + g0)
-        dst[at + j * stride] = y
+    for r in range(nr):
+        c = c0 + r
+        f0, f1, f2, f3 = chan[0, c], chan[1, c], chan[2, c], chan[3, c]
+        a = acc[r * TC : (r + 1) * TC]
+        t = tmp[r * TC : (r + 1) * TC]
+        if not aff and act == 1 and quant:  # Conv + BN folded + ReLU, the common case
+            for j in range(TC):
+                y = max(np.float32(a[j]) * f0 + f1, zero)
+                v = min(max(np.float64(y), g0), g1)
+                t[j] = np.float32(np.rint((v - g0) * inv) * g2 + g0)
+            continue
+        for j in range(TC):
+            y = np.float32(a[j]) * f0 + f1
+            if aff:
+                y = y * f2 + f3
+            if act >= 1:
+                y = max(y, zero)
+                if act == 2:
+                    y = min(y, six)
+            if quant:
+                v = min(max(np.float64(y), g0), g1)
+                y = np.float32(np.rint((v - g0) * inv) * g2 + g0)
+            t[j] = y
 
 
 @njit(cache=True, inline="always")
@@ -212,22 +214,27 @@ def _gemm_panel(
     over padded rows, ``rowlen`` > ``valid``; elsewhere ``rowlen == valid``)."""
     k2, ldb = panel.shape
     pf = panel.reshape(-1)
+    tmp = np.empty(TR * TC, np.float32)
     for blk in range(-(-p // TC)):
         q0 = blk * TC
         width = min(TC, p - q0)
         for c0 in range(0, co, TR):
             _tile(wf, c0 * kp, kp, pf, q0 * 2, ldb * 2, k2, acc)
-            for r in range(min(TR, co - c0)):
-                j = 0
-                while j < width:  # runs of one row
-                    row = (q0 + j) // rowlen
-                    col = q0 + j - row * rowlen
-                    run = min(width - j, rowlen - col)
-                    if col < valid:
+            nr = min(TR, co - c0)
+            _epilogue(acc, nr, c0, chan, flags, grid, tmp)
+            j = 0
+            while j < width:  # runs of one row
+                row = (q0 + j) // rowlen
+                col = q0 + j - row * rowlen
+                run = min(width - j, rowlen - col)
+                if col < valid:
+                    n = min(run, valid - col)
+                    for r in range(nr):
                         at = (c0 + r) * c_stride + (row * valid + col) * p_stride
-                        n = min(run, valid - col)
-                        _epilogue(acc, r, j, n, c0 + r, chan, flags, grid, dst, at, p_stride)
-                    j += run
+                        src = tmp[r * TC + j : r * TC + j + n]
+                        for i in range(n):
+                            dst[at + i * p_stride] = src[i]
+                j += run
 
 
 @njit(cache=True)
