@@ -269,11 +269,14 @@ def install(ops: Any) -> None:
     from .._primitive import _STATE
     from ._core import _ALL_AXES, reduce_params, reduce_sum_p, to_device
 
+    # the full reductions' StaticParams per ndim, (keep_dims False, True)
+    full = [(reduce_params(a, False), reduce_params(a, True)) for a in _ALL_AXES]
+
     def sum(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Tensor:
         if axis is None and dtype is None and self._data.ndim < len(_ALL_AXES):
             # the common full reduction, without argument normalisation (hot in loss code),
             # handed to the interpreter directly (bind's packing costs ~0.2 us here)
-            params = reduce_params(_ALL_AXES[self._data.ndim], keepdims is True)
+            params = full[self._data.ndim][keepdims is True]
             return _STATE[-1].process(reduce_sum_p, (self,), params)
         out = ops.reduce_sum(self, axis, keepdims)
         return out if dtype is None else ops.cast(out, dtype)
