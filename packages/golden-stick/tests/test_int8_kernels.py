@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from numba import njit
 
-from sporeling.core import Tensor, nn
+from sporeling.core import Tensor, nn, ops
+from sporeling.goldenstick import SimulatedQuantizationAwareTraining
 from sporeling.goldenstick.deploy_runtime import (
     TC,
     TR,
@@ -20,6 +21,7 @@ from sporeling.goldenstick.deploy_runtime import (
     pack_weight,
     qgemm,
 )
+from sporeling.goldenstick.quantization import QuantizeWrapperCell
 
 RNG = np.random.default_rng(7)
 
@@ -54,7 +56,7 @@ def _epilogue_ref(acc, layer, s):
 def _conv_ref(layer, x):
     s, zp, qmin, qmax = layer.in_quant.asnumpy()
     w = layer.weight_int8.asnumpy().astype(np.int64)
-    co, ci, kh, kw = w.shape
+    co, ci, kh, kw = w.shape  # ci: inputs of one group
     cfg = layer.conv
     (sh, sw), (dh, dw) = cfg["stride"], cfg["dilation"]
     n, _, h, wd = x.shape
@@ -68,12 +70,19 @@ def _conv_ref(layer, x):
     oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
     ow = (wd + pl + pr - (kw - 1) * dw - 1) // sw + 1
     acc = np.zeros((n, oh, ow, co), np.int64)
+    groups = cfg.get("group", 1)
+    cout = co // groups
     for i in range(kh):
         for j in range(kw):
             patch = xq[:, :, i * dh : i * dh + sh * (oh - 1) + 1 : sh, j * dw :][
                 :, :, :, : sw * (ow - 1) + 1 : sw
             ]
-            acc += np.einsum("nchw,oc->nhwo", patch.astype(np.int64), w[:, :, i, j])
+            for g in range(groups):  # each group: its inputs, its outputs
+                acc[..., g * cout : (g + 1) * cout] += np.einsum(
+                    "nchw,oc->nhwo",
+                    patch[:, g * ci : (g + 1) * ci].astype(np.int64),
+                    w[g * cout : (g + 1) * cout, :, i, j],
+                )
     return _epilogue_ref(acc, layer, s).transpose(0, 3, 1, 2)
 
 
@@ -93,27 +102,32 @@ def _make(kind, wshape, act=None, affine=False, out_grid=True, conv=None):
 
 
 CONV_CASES = [
-    # (C_in, C_out, k, H, W, stride, pad_mode, padding, dilation)
+    # (C_in, C_out, k, H, W, stride, pad_mode, padding, dilation[, group])
     (3, 5, 3, 9, 11, 1, "same", 0, 1),  # odd K (27), C_out not a multiple of 4
     (4, 8, 3, 8, 8, 2, "same", 0, 1),  # stride 2
     (2, 6, 5, 12, 10, 1, "valid", 0, 1),  # LeNet-like, K = 50
     (3, 4, 3, 10, 9, 1, "pad", (1, 2, 0, 1), 2),  # explicit asymmetric pads, dilation
     (16, 16, 3, 6, 6, 1, "same", 0, 1),
     (5, 3, 1, 7, 7, 2, "valid", 0, 1),  # 1x1, stride 2, odd K
+    (4, 6, 3, 8, 9, 1, "same", 0, 1, 2),  # grouped: 2 inputs, 3 outputs per group
+    (6, 6, 3, 7, 7, 2, "same", 0, 1, 6),  # depthwise, stride 2
 ]
 
 
 @pytest.mark.parametrize("case", CONV_CASES)
 @pytest.mark.parametrize("act,affine,out_grid", [(nn.ReLU(), False, True), (None, True, False)])
 def test_int8_conv_equals_reference(case, act, affine, out_grid):
-    ci, co, k, h, w, stride, pad_mode, padding, dil = case
+    ci, co, k, h, w, stride, pad_mode, padding, dil, *group = case
+    groups = group[0] if group else 1
     conv = {
         "stride": (stride, stride),
         "dilation": (dil, dil),
         "pad_mode": pad_mode,
         "padding": padding if isinstance(padding, tuple) else (padding,) * 4,
     }
-    layer = _make("conv2d", (co, ci, k, k), act, affine, out_grid, conv)
+    if groups > 1:
+        conv["group"] = groups
+    layer = _make("conv2d", (co, ci // groups, k, k), act, affine, out_grid, conv)
     x = RNG.normal(0, 1.5, (3, ci, h, w)).astype(np.float32)
     got = layer(Tensor(x)).asnumpy()
     np.testing.assert_array_equal(got, _conv_ref(layer, x))
@@ -170,3 +184,44 @@ def test_generic_tile_equals_reference():
     _generic_tile(wp, np.ascontiguousarray(panel), wp.shape[1] // 2, acc)
     ref = w.astype(np.int64) @ a.astype(np.int64).T
     np.testing.assert_array_equal(acc.reshape(TR, TC), ref)
+
+
+class _GroupedConvNet(nn.Cell):
+    """conv -> grouped conv -> depthwise conv -> global mean -> dense (MobileNet-like)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, weight_init="he_uniform")
+        self.g = nn.Conv2d(8, 8, 3, group=2, weight_init="he_uniform")
+        self.dw = nn.Conv2d(8, 8, 3, group=8, weight_init="he_uniform")
+        self.relu = nn.ReLU()
+        self.fc = nn.Dense(8, 4)
+
+    def construct(self, x):
+        x = self.relu(self.dw(self.relu(self.g(self.relu(self.conv(x))))))
+        return self.fc(ops.mean(x, (2, 3)))
+
+
+def test_grouped_and_depthwise_convs_convert_to_int8():
+    """SimQAT's convert gives grouped and depthwise convs an int8 path too, each layer
+    within one output step of its fake-quant layer."""
+    algo = SimulatedQuantizationAwareTraining({"enable_fusion": True})
+    qnet = algo.apply(_GroupedConvNet())
+    x = Tensor(RNG.normal(0, 1, (4, 3, 10, 10)).astype(np.float32))
+    qnet.set_train(True)
+    qnet(x)
+    qnet.set_train(False)
+    seen = []
+    wrappers = [c for _, c in qnet.cells_and_names() if isinstance(c, QuantizeWrapperCell)]
+    for w in wrappers:
+        w.register_forward_hook(lambda cell, inputs, out: seen.append((cell, inputs[0], out)))
+    qnet(x)
+    names = {id(c): n for n, c in qnet.cells_and_names()}
+    inet = algo.convert(qnet)
+    layers = dict(inet.cells_and_names())
+    groups = sorted(layers[names[id(c)]].conv.get("group", 1) for c, _, _ in seen[:3])
+    assert groups == [1, 2, 8]
+    for cell, inp, out in seen:
+        step = float(cell._output_quantizer.quant_params()[2][0])
+        got = layers[names[id(cell)]](inp).asnumpy()
+        assert np.abs(got - out.asnumpy()).max() <= step * 1.001

@@ -206,12 +206,13 @@ def _pair(a, b):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _gemm_panel(
-    wf, kp, co, panel, p, acc, dst, c_stride, p_stride, chan, flags, grid, rowlen, valid
+    wf, kp, co, panel, p, acc, dst, c_stride, p_stride, chan, flags, grid, rowlen, valid, coff
 ):  # pragma: no cover
     """Every tile of ``W (co, kp) x panel (kp / 2, >= p) pairs``, each through the epilogue.
     Panel column ``q = row * rowlen + col`` is an output only where ``col < valid``, at
     ``dst[c * c_stride + (row * valid + col) * p_stride]`` (a stride-1 conv's panel runs
-    over padded rows, ``rowlen`` > ``valid``; elsewhere ``rowlen == valid``)."""
+    over padded rows, ``rowlen`` > ``valid``; elsewhere ``rowlen == valid``); the
+    per-channel values of channel ``c`` are ``chan[:, coff + c]`` (a conv group's)."""
     k2, ldb = panel.shape
     pf = panel.reshape(-1)
     tmp = np.empty(TR * TC, np.float32)
@@ -221,7 +222,7 @@ def _gemm_panel(
         for c0 in range(0, co, TR):
             _tile(wf, c0 * kp, kp, pf, q0 * 2, ldb * 2, k2, acc)
             nr = min(TR, co - c0)
-            _epilogue(acc, nr, c0, chan, flags, grid, tmp)
+            _epilogue(acc, nr, coff + c0, chan, flags, grid, tmp)
             j = 0
             while j < width:  # runs of one row
                 row = (q0 + j) // rowlen
@@ -247,20 +248,22 @@ def _pairs(q, sa, sb):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _conv_image(
-    xb, qin, wf, kp, co, geo, oh, ow, chan, flags, grid, ob, xq, panel, acc
+    xb, cbase, qin, wf, kp, co, geo, oh, ow, chan, coff, flags, grid, ob, xq, panel, acc
 ):  # pragma: no cover
-    """One image ``xb (C, H, W)`` of :func:`_qconv` into ``ob`` (its flat NCHW output): the
+    """One image ``xb (C, H, W)`` (its channels ``cbase ..``, as many as ``xq`` has: one
+    conv group) of :func:`_qconv` into ``ob`` (its flat NCHW output): the
     image's levels into ``xq`` (padded; the border stays zero), its im2col ``panel`` of
     level pairs, the tiles and the epilogue. The buffers are the thread's, reused: fresh
     ones per image (zeroed, page-faulted) cost as much as the product."""
-    c, h, wd = xb.shape
+    _, h, wd = xb.shape
+    c = xq.shape[0]
     kh, kw, sh, sw, pt, pl, dh, dw, pb, pr = geo
     k2 = kp // 2
     k = c * kh * kw
     p = oh * ow
     for ci in range(c):
         for y in range(h):
-            src = xb[ci, y]
+            src = xb[cbase + ci, y]
             dst = xq[ci, y + pt]
             dst = dst[pl : pl + wd]
             for xx in range(wd):
@@ -282,7 +285,7 @@ def _conv_image(
                 _pairs(prow[:q], flat[oa : oa + q], flat[ob_ : ob_ + q])
             else:
                 _pairs(prow[:q], flat[oa : oa + q], np.zeros(q, np.int16))
-        _gemm_panel(wf, kp, co, panel, q, acc, ob, p, 1, chan, flags, grid, wpd, ow)
+        _gemm_panel(wf, kp, co, panel, q, acc, ob, p, 1, chan, flags, grid, wpd, ow, coff)
         return
     ta = np.zeros(ow, np.int16)
     tb = np.zeros(ow, np.int16)
@@ -300,30 +303,53 @@ def _conv_image(
                 ta[ox] = ra[xa + ox * sw]
                 tb[ox] = 0 if last else rb[xb_ + ox * sw]
             _pairs(prow[oy * ow : (oy + 1) * ow], ta, tb)
-    _gemm_panel(wf, kp, co, panel, p, acc, ob, p, 1, chan, flags, grid, ow, ow)
+    _gemm_panel(wf, kp, co, panel, p, acc, ob, p, 1, chan, flags, grid, ow, ow, coff)
 
 
 @njit(cache=True, parallel=True)
-def _qconv(x, qin, wp, co, geo, oh, ow, chan, flags, grid, threads):  # pragma: no cover
+def _qconv(x, qin, wp, co, groups, geo, oh, ow, chan, flags, grid, threads):  # pragma: no cover
     """int8 Conv2d of float32 NCHW ``x``, one image per thread (:func:`_conv_image`, a
-    function of its own: in the parallel loop's body the same code ran 2x slower).
+    function of its own: in the parallel loop's body the same code ran 2x slower), one
+    conv group after another (``wp``: the groups' packed weights stacked).
     ``geo`` = (kh, kw, sh, sw, pad top, pad left, dh, dw, pad bottom, pad right)."""
     n, c, h, wd = x.shape
     kh, kw, sh, sw, pt, pl, dh, dw, pb, pr = geo
     out = np.empty((n, co, oh, ow), np.float32)
     wf = wp.reshape(-1)
     kp = wp.shape[1]
+    cin, cout = c // groups, co // groups
+    rows = wp.shape[0] // groups  # packed rows of one group
+    p = oh * ow
     # panel columns: whole tiles plus one (a row stride off a multiple of 4 KiB); columns
     # past the image's pixels hold stale levels that only reach discarded sums
     pst = (-(-(oh * (wd + pl + pr)) // TC) + 1) * TC  # >= either panel layout
     chunks = max(1, min(n, threads))
     for t in prange(chunks):
-        xq = np.zeros((c, h + pt + pb, wd + pl + pr), np.int16)
+        xq = np.zeros((cin, h + pt + pb, wd + pl + pr), np.int16)
         panel = np.empty((kp // 2, pst), np.uint32)
         acc = np.empty(TR * TC, np.int32)
         for b in range(t * n // chunks, (t + 1) * n // chunks):
             ob = out[b].reshape(-1)
-            _conv_image(x[b], qin, wf, kp, co, geo, oh, ow, chan, flags, grid, ob, xq, panel, acc)
+            for g in range(groups):
+                _conv_image(
+                    x[b],
+                    g * cin,
+                    qin,
+                    wf[g * rows * kp : (g + 1) * rows * kp],
+                    kp,
+                    cout,
+                    geo,
+                    oh,
+                    ow,
+                    chan,
+                    g * cout,
+                    flags,
+                    grid,
+                    ob[g * cout * p : (g + 1) * cout * p],
+                    xq,
+                    panel,
+                    acc,
+                )
     return out
 
 
@@ -365,6 +391,7 @@ def _qdense(x, qin, wp, co, chan, flags, grid):  # pragma: no cover - compiled
         grid,
         m,
         m,
+        0,
     )
     return out
 
@@ -552,7 +579,10 @@ class Int8Linear(nn.Cell):
         chan[1], chan[2], chan[3] = bias, aff_s, aff_b
         grid = np.append(np.asarray(out_q, np.float64), 0.0)
         grid[3] = 1.0 / grid[2]
-        prepared = (qin, pack_weight(w), chan, grid)
+        groups = int(self.conv.get("group", 1)) if self.kind == "conv2d" else 1
+        per = w.shape[0] // groups  # a conv group's packed weights, stacked
+        packed = np.concatenate([pack_weight(w[g * per : (g + 1) * per]) for g in range(groups)])
+        prepared = (qin, packed, chan, grid)
         self.__dict__["_prep_cache"] = (arrays, prepared)
         return prepared
 
@@ -608,7 +638,9 @@ class Int8Linear(nn.Cell):
         oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
         ow = (wd + pl + pr - (kw - 1) * dw - 1) // sw + 1
         geo = tuple(int(v) for v in (kh, kw, sh, sw, pt, pl, dh, dw, pb, pr))
-        return _qconv(data, qin, wp, co, geo, oh, ow, chan, flags, grid, get_num_threads())
+        groups = int(cfg.get("group", 1))
+        threads = get_num_threads()
+        return _qconv(data, qin, wp, co, groups, geo, oh, ow, chan, flags, grid, threads)
 
     def extend_repr(self) -> str:
         return f"kind={self.kind}, weight={tuple(self.weight_int8.shape)} int8"

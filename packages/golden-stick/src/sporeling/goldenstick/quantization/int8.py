@@ -74,8 +74,6 @@ def _int8_layer(wrapper: QuantizeWrapperCell, strict: bool = True) -> Int8Linear
     conv = None
     kind = "dense"
     if isinstance(op, nn.Conv2d):
-        if op.group != 1:
-            raise NotImplementedError("convert: grouped convolutions have no int8 path yet")
         kind = "conv2d"
         conv = {
             "stride": tuple(op.stride),
@@ -83,6 +81,8 @@ def _int8_layer(wrapper: QuantizeWrapperCell, strict: bool = True) -> Int8Linear
             "pad_mode": op.pad_mode,
             "padding": tuple(op.padding),
         }
+        if op.group != 1:  # grouped and depthwise convs: one product per group
+            conv["group"] = int(op.group)
     act = handler.act
     if isinstance(op, nn.Dense) and op.activation is not None:
         act = op.activation
