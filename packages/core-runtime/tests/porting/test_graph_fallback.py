@@ -20,7 +20,7 @@ class Breaks(nn.Cell):
     def construct(self, x):
         for _ in range(5):
             if ops.reduce_sum(x) > 0:
-                break  # leaving a loop from an `if` on a tensor: not converted
+                return x * x  # returning from inside a loop on a tensor: not converted
             x = x + 1.0
         return x * x
 
@@ -46,7 +46,7 @@ def test_branch_on_tensor_value_compiles(graph_mode):
 def test_unconvertible_cell_runs_eagerly_with_one_warning(graph_mode):
     net = Breaks()
     neg = Tensor(np.array([-1.0, -2.0], np.float32))
-    with pytest.warns(UserWarning, match="Breaks runs in PYNATIVE mode.*`break` in an `if`"):
+    with pytest.warns(UserWarning, match="Breaks runs in PYNATIVE mode.*`return` inside a loop"):
         np.testing.assert_allclose(net(neg).asnumpy(), [1.0, 0.0])
     np.testing.assert_allclose(net(neg).asnumpy(), [1.0, 0.0])  # no second warning
     g = grad(lambda x: ops.reduce_sum(net(x)))(neg)
@@ -54,5 +54,5 @@ def test_unconvertible_cell_runs_eagerly_with_one_warning(graph_mode):
 
 
 def test_explicit_jit_raises_the_reason():
-    with pytest.raises(TracingError, match="`break` in an `if` on a tensor value"):
+    with pytest.raises(TracingError, match="`return` inside a loop"):
         jit(Breaks())(Tensor(np.ones(2, np.float32)) * -1)

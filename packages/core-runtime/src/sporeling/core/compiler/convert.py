@@ -309,6 +309,58 @@ def _lift_returns(body: list[ast.stmt]) -> list[ast.stmt]:
     return [*_assign_result(norm), ast.Return(ast.Name(_RET, ast.Load()))]
 
 
+# ---- `break` / `continue` as flags -------------------------------------------------------------
+
+
+def _exits(node: ast.AST) -> bool:
+    """Whether ``node`` holds a ``break`` or ``continue`` of the loop being rewritten (not of
+    a loop nested in it, nor inside a nested function)."""
+    loops = (ast.For, ast.While, ast.AsyncFor)
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+    if isinstance(node, (ast.Break, ast.Continue)):
+        return True
+    if isinstance(node, loops + scopes):
+        return False
+    return any(_exits(c) for c in ast.iter_child_nodes(node))
+
+
+def _flag_set(name: str) -> ast.stmt:
+    return ast.Assign([ast.Name(name, ast.Store())], ast.Constant(True))
+
+
+def _still_running(brk: str, cont: str) -> ast.expr:
+    either = ast.BoolOp(ast.Or(), [ast.Name(brk, ast.Load()), ast.Name(cont, ast.Load())])
+    return ast.UnaryOp(ast.Not(), either)
+
+
+def _flagged(stmts: list[ast.stmt], brk: str, cont: str) -> list[ast.stmt]:
+    """``stmts`` with ``break`` / ``continue`` (of this loop) replaced by setting ``brk`` /
+    ``cont``, and every statement after one that may set them run only while neither is
+    set (``if not (brk or cont): ...``): the loop's remaining body is skipped, as the jump
+    would."""
+    out: list[ast.stmt] = []
+    for i, st in enumerate(stmts):
+        if isinstance(st, ast.Break):
+            out.append(_flag_set(brk))
+            return out  # what follows a jump never runs
+        if isinstance(st, ast.Continue):
+            out.append(_flag_set(cont))
+            return out
+        if not _exits(st):
+            out.append(st)
+            continue
+        if isinstance(st, ast.If):
+            st = ast.If(st.test, _flagged(st.body, brk, cont), _flagged(st.orelse, brk, cont))
+        elif isinstance(st, (ast.With, ast.Try)):
+            return []  # left alone: the caller keeps the original loop (and its reason)
+        out.append(st)
+        rest = stmts[i + 1 :]
+        if rest:
+            out.append(ast.If(_still_running(brk, cont), _flagged(rest, brk, cont), []))
+        return out
+    return out
+
+
 # ---- the rewrite ------------------------------------------------------------------------------
 
 
@@ -435,7 +487,34 @@ class _Converter(ast.NodeTransformer):
             _bind(names, call),
         ]
 
+    def _without_jumps(self, body: list[ast.stmt]) -> tuple[list[ast.stmt], str, str] | None:
+        """The loop body with its ``break`` / ``continue`` turned into flags (None when it
+        has none, or one inside ``with`` / ``try``)."""
+        if not any(_exits(st) for st in body):
+            return None
+        n = self.count = self.count + 1
+        brk, cont = f"loop_break_{n}__sp", f"loop_continue_{n}__sp"
+        flagged = _flagged(body, brk, cont)
+        if not flagged or any(_exits(st) for st in flagged):
+            return None
+        reset = ast.Assign([ast.Name(cont, ast.Store())], ast.Constant(False))
+        return [reset, *flagged], brk, cont
+
     def visit_While(self, node: ast.While) -> Any:
+        if not node.orelse:
+            rewritten = self._without_jumps(node.body)
+            if rewritten is not None:  # `while test:` -> `while not brk and test:`
+                body, brk, cont = rewritten
+                test = ast.BoolOp(
+                    ast.And(), [ast.UnaryOp(ast.Not(), ast.Name(brk, ast.Load())), node.test]
+                )
+                init = [
+                    ast.Assign([ast.Name(brk, ast.Store())], ast.Constant(False)),
+                    ast.Assign([ast.Name(cont, ast.Store())], ast.Constant(False)),
+                ]
+                loop = ast.While(test, body, [])
+                converted = self.visit_While(loop)
+                return [*init, *(converted if isinstance(converted, list) else [converted])]
         self.generic_visit(node)
         reason = "`while ... else`" if node.orelse else _escape(node.body, in_loop=True)
         if reason is not None:
@@ -458,6 +537,24 @@ class _Converter(ast.NodeTransformer):
         ]
 
     def visit_For(self, node: ast.For) -> Any:
+        over_range = (
+            isinstance(node.iter, ast.Call)
+            and isinstance(node.iter.func, ast.Name)
+            and node.iter.func.id == "range"
+        )
+        # (only over range(...): an iterator may be endless or have effects per item)
+        if over_range and not node.orelse:
+            rewritten = self._without_jumps(node.body)
+            if rewritten is not None:  # the iterations after a `break` do nothing
+                body, brk, cont = rewritten
+                guarded = ast.If(ast.UnaryOp(ast.Not(), ast.Name(brk, ast.Load())), body, [])
+                init = [
+                    ast.Assign([ast.Name(brk, ast.Store())], ast.Constant(False)),
+                    ast.Assign([ast.Name(cont, ast.Store())], ast.Constant(False)),
+                ]
+                loop = ast.For(node.target, node.iter, [guarded], [], node.type_comment)
+                converted = self.visit_For(loop)
+                return [*init, *(converted if isinstance(converted, list) else [converted])]
         self.generic_visit(node)
         it = node.iter
         if not (
