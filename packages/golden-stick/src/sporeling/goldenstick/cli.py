@@ -137,6 +137,7 @@ def cmd_report(args: argparse.Namespace) -> dict[str, Any]:
             "flops": count_flops(net, shape),
             "file_bytes": os.path.getsize(file) if file else None,
             "ms_per_batch64": round(measure_speed(net, batch), 2),
+            "cpu_ms_per_batch64": round(measure_speed(net, batch, clock="cpu"), 2),
             "accuracy": evaluate(net, xv, yv),
         }
     rows["kind"] = meta["kind"]
