@@ -117,3 +117,38 @@ def test_loops_over_other_iterables_keep_python_break():
         return x
 
     np.testing.assert_allclose(jit(endless)(Tensor(X)).asnumpy(), endless(Tensor(X)).asnumpy())
+
+
+# ---- `return` inside a top-level loop: a flag, the value, a break, and `if flag: return` ----
+
+
+def find(x, limit):
+    i = 0
+    while i < 10:
+        x = x * 1.5
+        if ops.reduce_sum(x) > limit:
+            return x * 2
+        i = i + 1
+    return x
+
+
+def find_for(x, n):
+    for i in range(n):
+        if ops.reduce_sum(x) > 3:
+            return x - i
+        x = x + 1
+    return x * 0
+
+
+@pytest.mark.parametrize("limit", [3.0, 10.0, 1000.0])
+def test_return_from_inside_a_while_loop(limit):
+    args = (Tensor(X), Tensor(limit))
+    np.testing.assert_allclose(jit(find)(*args).asnumpy(), find(*args).asnumpy())
+    np.testing.assert_allclose(grad(jit(find))(*args).asnumpy(), grad(find)(*args).asnumpy())
+
+
+@pytest.mark.parametrize("n", [1, 5])
+def test_return_from_inside_a_for_loop(n):
+    want = find_for(Tensor(X), n).asnumpy()
+    np.testing.assert_allclose(jit(find_for)(Tensor(X), n).asnumpy(), want)
+    np.testing.assert_allclose(jit(find_for)(Tensor(X), Tensor(n)).asnumpy(), want)

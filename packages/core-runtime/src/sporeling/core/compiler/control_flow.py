@@ -340,9 +340,15 @@ def _cond(pred: Tensor, fns: tuple[Any, Any], names: tuple[str, ...], what: str)
                 )
         known = va if va is not None else vb
         dtype = known.dtype if known is not None else None
-        if isinstance(a, _Undefined) or isinstance(b, _Undefined):  # a branch's own temporary
+        if (isinstance(a, _Undefined) or isinstance(b, _Undefined)) and not (
+            label.endswith("__sp") and known is not None  # the converter's `return` value:
+        ):  # a branch's own temporary                     # zeros where it is not set
             outs.append(("const", _one_branch(label, what)))
             continue
+        if isinstance(a, _Undefined):
+            va = _zeros_out(sg_t, free_t, known)
+        if isinstance(b, _Undefined):
+            vb = _zeros_out(sg_f, free_f, known)
         va = va if va is not None else _const_out(sg_t, free_t, a, dtype, label, what)
         vb = vb if vb is not None else _const_out(sg_f, free_f, b, dtype, label, what)
         if va.shape != vb.shape or va.dtype != vb.dtype:
@@ -362,6 +368,15 @@ def _cond(pred: Tensor, fns: tuple[Any, Any], names: tuple[str, ...], what: str)
         results = prim.bind(pred, *free, branches=(sg_t, sg_f))
     flat = [r[1] if r[0] == "const" else results[r[1]] for r in outs]
     return _unflatten(tree_t, iter(flat))
+
+
+def _zeros_out(sg: SubGraph, free: list[Tensor], like: Var) -> Var:
+    """Zeros shaped like ``like`` as an output of a branch that leaves it unset."""
+    t = Tensor(np.zeros(like.shape, like.dtype))
+    v = Var(t._data.shape, t._data.dtype)
+    sg.graph.invars.append(v)
+    free.append(t)
+    return v
 
 
 def _one_branch(label: str, what: str) -> _Undefined:

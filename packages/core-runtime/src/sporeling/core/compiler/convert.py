@@ -161,7 +161,7 @@ def _build(func: Any) -> Any:
                 raise ValueError(f"private name {ident} (name mangling) is not converted")
     fdef.decorator_list = []
     conv = _Converter()
-    fdef.body = _lift_returns(fdef.body)
+    fdef.body = _lift_returns(_loop_returns(fdef.body))
     fdef = conv.visit(fdef)
     if not conv.changed:
         return ""  # nothing to convert: the original runs
@@ -357,6 +357,70 @@ def _flagged(stmts: list[ast.stmt], brk: str, cont: str) -> list[ast.stmt]:
         rest = stmts[i + 1 :]
         if rest:
             out.append(ast.If(_still_running(brk, cont), _flagged(rest, brk, cont), []))
+        return out
+    return out
+
+
+# ---- `return` inside a loop ---------------------------------------------------------------------
+
+
+def _returns_here(node: ast.AST) -> bool:
+    """A ``return`` in ``node`` outside nested functions and nested loops."""
+    if isinstance(node, ast.Return):
+        return True
+    skip = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+    skip += (ast.For, ast.While, ast.AsyncFor)
+    return any(not isinstance(c, skip) and _returns_here(c) for c in ast.iter_child_nodes(node))
+
+
+class _ReturnToBreak(ast.NodeTransformer):
+    """``return v`` -> ``flag = True; value = v; break`` (not inside nested scopes or loops)."""
+
+    def __init__(self, flag: str, value: str) -> None:
+        self.flag, self.value = flag, value
+
+    def visit_Return(self, node: ast.Return) -> Any:
+        value = node.value if node.value is not None else ast.Constant(None)
+        return [
+            ast.Assign([ast.Name(self.flag, ast.Store())], ast.Constant(True)),
+            ast.Assign([ast.Name(self.value, ast.Store())], value),
+            ast.Break(),
+        ]
+
+    def _skip(self, node: ast.AST) -> ast.AST:
+        return node
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = _skip
+    visit_For = visit_While = visit_AsyncFor = _skip
+
+
+def _loop_returns(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Top-level ``while`` / ``for ... in range(...)`` loops that ``return`` from inside:
+    the ``return`` sets a flag and the value and breaks out (``break`` becomes a flag in
+    turn), and ``if flag: return value`` follows the loop (then lifted like any ``if``)."""
+    out: list[ast.stmt] = []
+    for i, st in enumerate(body):
+        loop = isinstance(st, ast.While) or (
+            isinstance(st, ast.For)
+            and isinstance(st.iter, ast.Call)
+            and isinstance(st.iter.func, ast.Name)
+            and st.iter.func.id == "range"
+        )
+        if not loop or st.orelse or not any(_returns_here(s) for s in st.body):
+            out.append(st)
+            continue
+        flag, value = f"loop_returned_{i}__sp", f"loop_result_{i}__sp"
+        visitor = _ReturnToBreak(flag, value)
+        new_body: list[ast.stmt] = []
+        for s in st.body:
+            res = visitor.visit(s)
+            new_body.extend(res if isinstance(res, list) else [res])
+        st.body = new_body
+        out.append(ast.Assign([ast.Name(flag, ast.Store())], ast.Constant(False)))
+        out.append(st)
+        rest = _loop_returns(body[i + 1 :])
+        ret = ast.Return(ast.Name(value, ast.Load()))
+        out.append(ast.If(ast.Name(flag, ast.Load()), [ret], rest or [ast.Return(None)]))
         return out
     return out
 
