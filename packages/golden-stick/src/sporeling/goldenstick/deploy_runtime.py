@@ -192,10 +192,11 @@ def _epilogue(acc, nr, c0, chan, flags, grid, tmp):  # pragma: no cover - compil
 
 
 @njit(cache=True, inline="always")
-def _level(v, qin):  # pragma: no cover - compiled
-    """The zero-centred level of ``v`` on the input grid ``(1 / scale, lo, hi)``."""
-    q = np.rint(np.float64(v) * qin[0])
-    return np.int16(min(max(q, qin[1]), qin[2]))
+def _level(v, inv, lo, hi):  # pragma: no cover - compiled
+    """The zero-centred level of ``v`` on the input grid ``(1 / scale, lo, hi)`` (scalars:
+    read from the grid array inside the loop, they were reloaded at every store)."""
+    q = np.rint(np.float64(v) * inv)
+    return np.int16(min(max(q, lo), hi))
 
 
 @njit(cache=True, inline="always")
@@ -261,13 +262,14 @@ def _conv_image(
     k2 = kp // 2
     k = c * kh * kw
     p = oh * ow
+    inv, lo, hi = qin[0], qin[1], qin[2]
     for ci in range(c):
         for y in range(h):
             src = xb[cbase + ci, y]
             dst = xq[ci, y + pt]
             dst = dst[pl : pl + wd]
             for xx in range(wd):
-                dst[xx] = _level(src[xx], qin)
+                dst[xx] = _level(src[xx], inv, lo, hi)
     if sh == 1 and sw == 1:
         # a tap's inputs for every output pixel are one run of the padded image when the
         # panel's columns walk the padded rows (width wpd, of which ow are outputs)
@@ -372,7 +374,7 @@ def _qdense(x, qin, wp, co, chan, flags, grid):  # pragma: no cover - compiled
     xq = np.empty((m, k), np.int16)
     for i in range(m):
         for kk in range(k):
-            xq[i, kk] = _level(x[i, kk], qin)
+            xq[i, kk] = _level(x[i, kk], qin[0], qin[1], qin[2])
     out = np.empty((m, co), np.float32)
     acc = np.empty(TR * TC, np.int32)
     panel = _dense_panel(xq, wp.shape[1] // 2)
