@@ -16,6 +16,7 @@ MODULES = [
     "sporeling.recommender",
     "sporeling.recommender.cache",
     "sporeling.recommender.criteo",
+    "sporeling.recommender.host_cache",
     "sporeling.recommender.metrics",
     "sporeling.recommender.model_api",
     "sporeling.recommender.models",

@@ -164,3 +164,132 @@ def test_disk_level_same_parameters_with_any_cache_size(tmp_path):
     whole, small = run(V, "a"), run(16, "b")
     for k in whole:
         np.testing.assert_array_equal(small[k], whole[k], err_msg=k)
+
+
+# ---- the host-memory level between the cache and the disk table ------------------------
+
+
+def start_from(net, seed=0):
+    """The same initial parameters for any net (the disk level draws its rows from a hash)."""
+    host = np.random.default_rng(seed).normal(0, 0.3, (V, 4)).astype(np.float32)
+    caches = cached_lookups(net)
+    for c in caches:
+        c.load_table(host[:, : c.embedding_size])
+    tables = {id(c.embedding_table) for c in caches}
+    rng = np.random.default_rng(seed + 1)
+    for p in net.trainable_params():
+        if id(p) in tables:
+            continue
+        if "embedding_table" in p.name:  # an uncached lookup
+            p.set_data(Tensor(host[:, : p.shape[1]].copy()))
+        else:
+            p.set_data(Tensor(rng.normal(0, 0.3, p.shape).astype(np.float32)))
+
+
+def train_levels(cache, steps=30, explicit=True, finish=True, **opts):
+    set_seed(7)
+    net = WideDeepModel(V, F, 4, (6,), vocab_cache_size=cache, **opts)
+    start_from(net)
+    step = TrainStepWrap(NetWithLossClass(net))
+    caches = cached_lookups(net)
+    data = list(batches(steps, seed=3))
+    for i, (ids, vals, y) in enumerate(data):
+        if explicit:
+            for c in caches:
+                c.prepare(ids)
+                if i + 1 < len(data):
+                    nxt = data[i + 1][0]
+                    c.prefetch(nxt[:1] if explicit == "partial" else nxt)
+        step(Tensor(ids), Tensor(vals), Tensor(y))
+        if i == steps // 2:  # an epoch's end in the middle: flush every level
+            for c in caches:
+                c.flush()
+    if not finish:
+        return net, caches
+    tables = {id(c.embedding_table): np.array(c.full_table()) for c in caches}
+    params = {p.name: np.array(tables.get(id(p), p.asnumpy())) for p in net.trainable_params()}
+    return params, caches
+
+
+@pytest.fixture(scope="module")
+def level_reference():
+    return train_levels(0)[0]
+
+
+@pytest.mark.parametrize(
+    "cache, host, explicit, opts",
+    [
+        (16, 20, True, {}),
+        (16, 40, "partial", {}),
+        (20, 24, False, {}),
+        (16, 30, True, {"prefetch": False}),
+        (16, 1, True, {}),  # a host level smaller than one write-back: rows pass through
+    ],  # fmt: skip
+)
+def test_host_level_same_parameters_as_without_cache(
+    tmp_path, level_reference, cache, host, explicit, opts
+):
+    got, caches = train_levels(cache, explicit=explicit, storage="disk",
+                               path=str(tmp_path / "t"), host_cache_size=host, **opts)  # fmt: skip
+    for k, v in level_reference.items():
+        np.testing.assert_array_equal(got[k], v, err_msg=k)
+    st = caches[1].stats
+    assert st.write_backs > 0 and 0 < st.hits < st.lookups  # the fast cache evicted rows
+    assert st.host_lookups > 0 and st.disk_write_backs > 0 and st.disk_reads > 0
+    assert st.disk_write_batches <= st.disk_write_backs
+    if host > 1:
+        assert 0 < st.host_hits < st.host_lookups  # the host level served some misses
+    hc = caches[1].host_cache
+    assert hc is not None and (hc.id_of >= 0).sum() <= host and not hc.dirty.any()
+    if explicit and opts.get("prefetch", True):
+        assert st.prefetched > 0
+
+
+def test_host_level_writes_sorted_batches_and_evicts_lru(tmp_path):
+    lookup = CachedEmbeddingLookup(V, 2, vocab_cache_size=3, storage="disk",
+                                   path=str(tmp_path / "t"), host_cache_size=4)  # fmt: skip
+    hc = lookup.host_cache
+    written = []
+    disk_write = hc._write_disk
+
+    def spy(ids, rows, states):
+        written.append(ids.copy())
+        disk_write(ids, rows, states)
+
+    hc._write_disk = spy
+    for ids in ([9, 5, 7], [1, 2, 3], [9, 8, 6], [4, 0, 11]):
+        out = lookup(Tensor(np.array(ids, np.int32)))
+        lookup.embedding_table.asnumpy()[...] += 1.0  # "train" every cached row
+        assert out.shape == (3, 2)
+    # the fast cache wrote back 9 rows (6 distinct) into 4 host rows: the rest reached the
+    # disk in batches sorted by row id; row 9 came back from the host level in batch 3
+    assert written and all(np.all(np.diff(w) > 0) for w in written)
+    assert (hc.id_of >= 0).sum() <= 4 and lookup.stats.host_hits >= 1
+    lookup.flush()
+    assert not hc.dirty.any() and all(np.all(np.diff(w) > 0) for w in written)
+    table = np.array(lookup.full_table())
+    seen = {9: 2, 5: 1, 7: 1, 1: 1, 2: 1, 3: 1, 8: 1, 6: 1, 4: 1, 0: 1, 11: 1}  # batches using it
+    ids = np.arange(V)
+    bump = np.array([[seen.get(j, 0)] for j in ids], np.float32)
+    np.testing.assert_allclose(table, lookup._initial_rows(ids) + bump, rtol=0, atol=1e-6)
+
+
+def test_host_level_checkpoint_flushes(tmp_path, level_reference):
+    net, caches = train_levels(16, finish=False, storage="disk", path=str(tmp_path / "t"),
+                               host_cache_size=20)  # fmt: skip
+    assert caches[1].host_cache.dirty.any()  # rows the checkpoint must write to disk first
+    cfg = ModelConfig(vocab_size=V, field_size=F, emb_dim=4, deep_layer_dims=[6],
+                      vocab_cache_size=16)  # fmt: skip
+    save(net, cfg, str(tmp_path / "m.ckpt"))
+    assert not caches[1].host_cache.dirty.any()
+    plain, _ = load(str(tmp_path / "m.ckpt"), vocab_cache_size=0)
+    for p in plain.trainable_params():
+        np.testing.assert_array_equal(p.asnumpy(), level_reference[p.name], err_msg=p.name)
+
+
+def test_host_level_errors(tmp_path):
+    with pytest.raises(ValueError, match="'host_cache_size' \\(8\\) needs storage='disk'"):
+        CachedEmbeddingLookup(100, 2, vocab_cache_size=4, host_cache_size=8)
+    with pytest.raises(ValueError, match="'host_cache_size' expected an int >= 0, got -1"):
+        CachedEmbeddingLookup(100, 2, vocab_cache_size=4, storage="disk",
+                              path=str(tmp_path), host_cache_size=-1)  # fmt: skip

@@ -52,3 +52,15 @@ def test_bench_command(tmp_path, capsys):
     assert "samples/s over 3 steps" in out and "cache 1: hit rate" in out
     data = json.loads(res.read_text())
     assert data["samples_per_s"] > 0 and 0 < data["cache"][1]["hit_rate"] < 1
+
+
+def test_bench_command_disk_and_host_levels(tmp_path, capsys):
+    res = tmp_path / "b.json"
+    args = ["bench", "--vocab", "5000", "--batch-size", "64", "--steps", "3", "--deep-layers"]
+    args += ["16", "--vocab-cache-size", "1500", "--storage", "disk", "--path"]
+    args += [str(tmp_path / "t"), "--host-cache-size", "1000", "--json", str(res)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "cache 1: hit rate" in out and "host level: hit rate" in out
+    c = json.loads(res.read_text())["cache"][1]
+    assert c["host_lookups"] > 0 and c["disk_write_backs"] > 0 and c["disk_write_batches"] > 0

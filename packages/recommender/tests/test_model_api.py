@@ -38,3 +38,25 @@ def test_model_train_and_eval(tmp_path):
     assert 0.0 < auc < 1.0
     logits, _ = net(Tensor(ids), Tensor(vals))
     assert logits.shape == (40, 1)
+
+
+def test_model_train_with_host_level_flushes_every_level(tmp_path, capsys):
+    folder = tmp_path / "syn"
+    generate(folder, rows=800, vocab_size=13 + 26 * 200, test_rows=40, line_per_sample=40)
+    set_seed(0)
+    net = WideDeepModel(13 + 26 * 200, 39, 4, (8,), vocab_cache_size=800, storage="disk",
+                        path=str(tmp_path / "t"), host_cache_size=1200)  # fmt: skip
+    model = Model(TrainStepWrap(NetWithLossClass(net)))
+    flush = EmbeddingCacheCallback(net, verbose=True)
+    model.train(2, create_dataset(folder, "train", 40), callbacks=[flush])
+    assert "host level: hit rate" in capsys.readouterr().out
+    for epoch in flush.history:
+        s = epoch[1]
+        assert s["host_lookups"] > 0 and s["disk_write_backs"] > 0 and s["disk_write_batches"] > 0
+    assert flush.history[1][1]["host_hits"] > 0  # rows evicted in epoch 1 came back from memory
+    for c in cached_lookups(net):  # flushed: the disk table holds every trained row
+        assert not c.host_cache.dirty.any()
+        live = np.flatnonzero(c.id_of >= 0)
+        np.testing.assert_array_equal(
+            c.host_table[c.id_of[live]], c.embedding_table.asnumpy()[live]
+        )

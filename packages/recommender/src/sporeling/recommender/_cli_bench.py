@@ -23,6 +23,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--storage", default="memory", choices=["memory", "disk"], help="cache's host level"
     )
     p.add_argument("--path", default=None, help="folder of the disk level")
+    p.add_argument(
+        "--host-cache-size",
+        type=int,
+        default=0,
+        help="rows of the host-memory level between the cache and the disk level (0: none)",
+    )
     p.add_argument("--seed-config", action="store_true", help="vocab 5.86M, 7x1024, batch 16000")
     p.add_argument("--json", default=None, help="write the result here")
 
@@ -30,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(a: argparse.Namespace) -> int:
     from sporeling.core import Tensor, set_seed
 
-    from .cache import cached_lookups
+    from .cache import _host_level_text, cached_lookups
     from .models import WideDeepModel
     from .synthetic import SyntheticCriteo
     from .train import NetWithLossClass, TrainStepWrap
@@ -48,6 +54,8 @@ def run(a: argparse.Namespace) -> int:
     warm = 3
     batches = [gen.rows(a.batch_size, seed=i) for i in range(warm + a.steps)]
     opts = {"storage": a.storage, "path": a.path} if a.storage == "disk" else {}
+    if a.host_cache_size:
+        opts["host_cache_size"] = a.host_cache_size
     net = WideDeepModel(a.vocab, 39, a.emb_dim, dims, vocab_cache_size=a.vocab_cache_size, **opts)
     step = TrainStepWrap(NetWithLossClass(net))
     caches = cached_lookups(net)
@@ -68,6 +76,7 @@ def run(a: argparse.Namespace) -> int:
     result = {
         "vocab": a.vocab, "emb_dim": a.emb_dim, "deep_layers": list(dims),
         "batch_size": a.batch_size, "steps": a.steps, "vocab_cache_size": a.vocab_cache_size,
+        "host_cache_size": a.host_cache_size,
         "samples_per_s": a.batch_size * a.steps / seconds,
         "cache": [c.reset_stats().as_dict() for c in caches],
     }  # fmt: skip
@@ -77,7 +86,8 @@ def run(a: argparse.Namespace) -> int:
     )
     for i, c in enumerate(result["cache"]):
         hit, stalls, wb = c["hit_rate"], c["stalls"], c["write_backs"]
-        print(f"  cache {i}: hit rate {hit:.3f}, stalls {stalls}, write-backs {wb}")
+        print(f"  cache {i}: hit rate {hit:.3f}, stalls {stalls}, write-backs {wb}"
+              + _host_level_text(c))  # fmt: skip
     if a.json:
         with open(a.json, "w") as f:
             json.dump(result, f, indent=1)

@@ -7,9 +7,13 @@ Levels, fastest first:
    as in MindSpore);
 2. the full table and the full optimizer state (every per-row moment) in host memory, or
 3. with ``storage="disk"``, the same as memory-mapped files on disk, for tables larger than
-   RAM (the operating system's page cache then holds the hot part in memory). The files are
-   sparse and rows are initialised on first use (N(0, sigma^2) from a hash of the row id),
-   so a 100M-row table costs disk and time only for the rows training touches.
+   RAM. The files are sparse and rows are initialised on first use (N(0, sigma^2) from a
+   hash of the row id), so a 100M-row table costs disk and time only for the rows training
+   touches. With ``host_cache_size=H`` a bounded host-memory level
+   (:class:`~sporeling.recommender.host_cache.HostRowCache`: H rows and their optimizer
+   state, least recently used replaced) sits between the cache and the disk table: rows
+   written back by the cache stay there until evicted or flushed, and reach the disk in
+   batches sorted by row id.
 
 Before a batch, :meth:`CachedEmbeddingLookup.prepare` makes every id of the batch resident:
 rows missing from the cache replace the least recently used rows that the batch does not
@@ -35,6 +39,8 @@ import numpy as np
 from sporeling.core import Parameter, Tensor, nn
 from sporeling.core.initializer import initializer
 
+from .host_cache import HostRowCache
+
 __all__ = [
     "CachedEmbeddingLookup",
     "CacheStats",
@@ -54,6 +60,11 @@ class CacheStats:
     loaded: int = 0  # rows brought into the cache
     prefetched: int = 0  # ... of which a prefetch had already read
     write_backs: int = 0  # rows written back to the host level (evictions and flushes)
+    host_lookups: int = 0  # rows read through the host-memory level (host_cache_size > 0)
+    host_hits: int = 0  # ... of which it held
+    disk_reads: int = 0  # ... of which came from the disk table
+    disk_write_backs: int = 0  # rows the host-memory level wrote to the disk table
+    disk_write_batches: int = 0  # ... in this many sorted batches
     stalls: int = 0  # batches that waited for their prefetch
     stall_seconds: float = 0.0
 
@@ -61,19 +72,26 @@ class CacheStats:
     def hit_rate(self) -> float:
         return self.hits / self.lookups if self.lookups else 0.0
 
+    @property
+    def host_hit_rate(self) -> float:
+        """Of the rows the cache missed, the share the host-memory level held."""
+        return self.host_hits / self.host_lookups if self.host_lookups else 0.0
+
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "hit_rate": self.hit_rate}
+        return {**asdict(self), "hit_rate": self.hit_rate, "host_hit_rate": self.host_hit_rate}
 
 
 class CachedEmbeddingLookup(nn.EmbeddingLookup):
     """``CachedEmbeddingLookup(vocab_size, embedding_size, vocab_cache_size, param_init='normal',
-    storage='memory', path=None, prefetch=True)``: an :class:`~sporeling.core.nn.EmbeddingLookup`
-    whose ``embedding_table`` Parameter holds ``vocab_cache_size`` rows in front of the full
-    table (see the module doc). Ids outside ``[0, vocab_size)`` look up zero rows.
+    storage='memory', path=None, prefetch=True, host_cache_size=0)``: an
+    :class:`~sporeling.core.nn.EmbeddingLookup` whose ``embedding_table`` Parameter holds
+    ``vocab_cache_size`` rows in front of the full table (see the module doc).
+    Ids outside ``[0, vocab_size)`` look up zero rows.
 
     The full table is :attr:`host_table` (``(vocab_size, embedding_size)`` float32); call
     :func:`attach_optimizer` after creating the optimizer so the cache also moves the
-    optimizer's per-row state.
+    optimizer's per-row state. ``host_cache_size > 0`` (with ``storage='disk'`` only) puts a
+    host-memory level of that many rows between the cache and the disk table.
     """
 
     _remote = False  # True in subclasses whose host level lives elsewhere (parameter servers)
@@ -87,8 +105,22 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
         storage: str = "memory",
         path: str | None = None,
         prefetch: bool = True,
+        host_cache_size: int = 0,
     ) -> None:
         cls = type(self).__name__
+        if isinstance(host_cache_size, bool) or not isinstance(host_cache_size, int):
+            raise TypeError(
+                f"{cls}: argument 'host_cache_size' expected an int, got {host_cache_size!r}"
+            )
+        if host_cache_size < 0:
+            raise ValueError(
+                f"{cls}: argument 'host_cache_size' expected an int >= 0, got {host_cache_size}"
+            )
+        if host_cache_size and storage != "disk":
+            raise ValueError(
+                f"{cls}: argument 'host_cache_size' ({host_cache_size}) needs storage='disk' "
+                f"(a host-memory level in front of the disk table), got storage={storage!r}"
+            )
         if isinstance(vocab_cache_size, bool) or not isinstance(vocab_cache_size, int):
             raise TypeError(
                 f"{cls}: argument 'vocab_cache_size' expected an int, got {vocab_cache_size!r}"
@@ -144,6 +176,11 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
         )
         self._staged: Future[Any] | None = None
         self.stats = CacheStats()
+        self.host_cache: HostRowCache | None = None
+        if host_cache_size:
+            self.host_cache = HostRowCache(min(host_cache_size, vocab_size), vocab_size,
+                                           embedding_size, self._read_disk, self._store_disk,
+                                           lambda: self.stats)  # fmt: skip
 
     # ---- storage ------------------------------------------------------------------------
 
@@ -172,6 +209,8 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
                 "the first step (its values are no longer all equal)"
             )
         shape = (self.vocab_size, self.embedding_size)
+        if self.host_cache is not None:
+            self.host_cache.add_state(prefix)
         if self.storage == "memory":
             host = np.full(shape, init, np.float32)
         else:  # rows whose state was never written read as `init`
@@ -185,6 +224,12 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
     # ---- the cache ----------------------------------------------------------------------
 
     def _read_host(self, ids: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Rows (and state rows) of distinct ``ids`` from the level below the cache."""
+        if self.host_cache is not None:
+            return self.host_cache.read(ids)
+        return self._read_disk(ids)
+
+    def _read_disk(self, ids: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         rows = self.host_table[ids]
         states = {k: v[ids] for k, v in self.host_state.items()}
         if self.storage == "disk" and ids.size:
@@ -207,7 +252,13 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
         self.stats.write_backs += int(slots.size)
 
     def _store(self, ids: np.ndarray, rows: np.ndarray, states: dict[str, np.ndarray]) -> None:
-        """Write rows (and their optimizer state) to the host level."""
+        """Write rows (and their optimizer state) to the level below the cache."""
+        if self.host_cache is not None:
+            self.host_cache.store(ids, rows, states)
+        else:
+            self._store_disk(ids, rows, states)
+
+    def _store_disk(self, ids: np.ndarray, rows: np.ndarray, states: dict[str, np.ndarray]) -> None:
         self.host_table[ids] = rows
         for prefix, host in self.host_state.items():
             host[ids] = states[prefix]
@@ -309,8 +360,11 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
         return rows, states
 
     def flush(self) -> None:
-        """Write every cached row (and its optimizer state) back to the host level."""
+        """Write every cached row (and its optimizer state) back to the host level (and the
+        host-memory level's dirty rows to the disk table)."""
         self._write_back(np.flatnonzero(self.id_of >= 0))
+        if self.host_cache is not None:
+            self.host_cache.flush()
         if isinstance(self.host_table, np.memmap):
             self.host_table.flush()
             for host in self.host_state.values():
@@ -337,6 +391,8 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
                 f"{type(self).__name__}: load_table expected shape {self.host_table.shape}, got "
                 f"{data.shape}"
             )
+        if self.host_cache is not None:
+            self.host_cache.drain()  # its rows would be stale (their state is kept on disk)
         self.host_table[...] = data
         if self.storage == "disk":
             self._table_fresh[...] = False
@@ -363,7 +419,19 @@ class CachedEmbeddingLookup(nn.EmbeddingLookup):
         return (
             f"vocab_size={self.vocab_size}, embedding_size={self.embedding_size}, "
             f"vocab_cache_size={self.vocab_cache_size}, storage={self.storage}"
+            + (f", host_cache_size={self.host_cache.capacity}" if self.host_cache else "")
         )
+
+
+def _host_level_text(s: dict[str, Any]) -> str:
+    """The host-memory level's part of a cache's statistics line ('' without that level)."""
+    if not s.get("host_lookups"):
+        return ""
+    return (
+        f"; host level: hit rate {s['host_hit_rate']:.3f} of {s['host_lookups']} reads, "
+        f"disk reads {s['disk_reads']}, disk write-backs {s['disk_write_backs']} in "
+        f"{s['disk_write_batches']} sorted batches"
+    )
 
 
 def _as_ids(ids: Any) -> np.ndarray:

@@ -20,7 +20,7 @@ import numpy as np
 
 from sporeling.core.train.callback import Callback
 
-from .cache import cached_lookups
+from .cache import _host_level_text, cached_lookups
 from .records import CriteoRecordDataset
 
 __all__ = ["create_dataset", "EmbeddingCacheCallback"]
@@ -78,4 +78,7 @@ class EmbeddingCacheCallback(Callback):
         self.history.append(stats)
         if self.verbose:
             for i, s in enumerate(stats):
-                print(f"cache {i}: hit rate {s['hit_rate']:.3f}, write-backs {s['write_backs']}")
+                print(
+                    f"cache {i}: hit rate {s['hit_rate']:.3f}, write-backs {s['write_backs']}"
+                    + _host_level_text(s)
+                )

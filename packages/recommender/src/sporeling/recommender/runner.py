@@ -14,7 +14,7 @@ import numpy as np
 from sporeling.core import Tensor, load_checkpoint, save_checkpoint, set_seed
 from sporeling.data import config as data_config
 
-from .cache import cached_lookups
+from .cache import _host_level_text, cached_lookups
 from .metrics import AUCMetric
 from .records import CriteoRecordDataset, iterate_batches
 from .train import NetWithLossClass, PredictWithSigmoid, TrainStepWrap
@@ -191,7 +191,7 @@ def _describe(e: dict[str, Any]) -> str:
         text += (
             f"\n  cache {i}: hit rate {c['hit_rate']:.3f}, loaded {c['loaded']} "
             f"(prefetched {c['prefetched']}), write-backs {c['write_backs']}, "
-            f"stalls {c['stalls']} ({c['stall_seconds']:.3f} s)"
+            f"stalls {c['stalls']} ({c['stall_seconds']:.3f} s)" + _host_level_text(c)
         )
     return text
 
