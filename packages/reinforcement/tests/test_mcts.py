@@ -155,8 +155,8 @@ def test_clear_errors():
     with pytest.raises(TypeError, match="must be a Numba function"):
         BatchedMCTS(TicTacToeEnvironment, customized_func=AlgorithmFunc(lambda *a: None))
     env = TicTacToeEnvironment()
-    with pytest.raises(ValueError, match="device 'GPU' is not supported"):
-        MCTS(env, device="GPU")
+    with pytest.raises(ValueError, match="device expected 'CPU' or 'GPU', got 'Ascend'"):
+        MCTS(env, device="Ascend")
     with pytest.raises(ValueError, match="max_iteration expected"):
         MCTS(env, max_iteration=0)
     m = BatchedMCTS(TicTacToeEnvironment, 1, 10)

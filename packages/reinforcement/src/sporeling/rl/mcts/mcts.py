@@ -45,6 +45,13 @@ def _compiled(fn: Any, sig: Any, what: str) -> Any:
     return fn
 
 
+def _check_device(device: Any) -> str:
+    """``"CPU"`` or ``"GPU"`` (any case), as MindSpore RL's ``device`` argument."""
+    if not isinstance(device, str) or device.upper() not in ("CPU", "GPU"):
+        raise ValueError(f"MCTS: device expected 'CPU' or 'GPU', got {device!r}")
+    return device.upper()
+
+
 class AlgorithmFunc:
     """The user's prior and simulation, as compiled functions (``calculate_prior`` of
     :data:`PRIOR_SIG`, ``simulation`` of :data:`SIMULATION_SIG`). Set either to ``None``
@@ -87,8 +94,10 @@ class BatchedMCTS:
         customized_func: AlgorithmFunc | None = None,
         seed: int = 0,
         max_rollout_steps: int = 100_000,
+        device: str = "CPU",
     ) -> None:
         self.game = game
+        self.device = _check_device(device)
         for attr in ("legal_action_fn", "step_fn", "current_player_fn", "state_size",
                      "max_action", "num_players"):  # fmt: skip
             if not hasattr(game, attr):
@@ -121,14 +130,27 @@ class BatchedMCTS:
         self.tree = T.allocate(batch_size, max_nodes, game.max_action, game.num_players,
                                game.state_size)  # fmt: skip
         self.rng = np.empty((batch_size, 1), np.uint64)
+        self._gpu = None
+        if self.device == "GPU":
+            from .gpu import GPUSearch  # numba.cuda only when the GPU is asked for
+
+            self._gpu = GPUSearch(
+                self,
+                None if self.builtin_prior else self.prior_fn,
+                None if self.builtin_sim else self.sim_fn,
+            )
         self.seed(seed)
         self.roots = np.zeros(batch_size, np.int64)
         self._remap = np.empty(max_nodes, np.int64)
 
     def seed(self, seed: int) -> None:
-        """Each root's generator starts at ``seed * 1_000_003 + b`` (splitmix64 states)."""
+        """Each root's generator starts at ``seed * 1_000_003 + b`` (splitmix64 states);
+        on the GPU the built-in rollout draws from ``numba.cuda.random`` states seeded
+        with ``seed``."""
         self.rng[:, 0] = (np.arange(self.batch_size, dtype=np.uint64)
                           + np.uint64(seed) * np.uint64(1_000_003))  # fmt: skip
+        if self._gpu is not None:
+            self._gpu.seed(self.batch_size, seed)
 
     def _arrays(self) -> list[np.ndarray]:
         return [self.tree[f] for f in T.TREE_FIELDS]
@@ -153,6 +175,8 @@ class BatchedMCTS:
         roots whose tree filled up (their search stopped early)."""
         if self.tree["n_nodes"].min() < 1:
             raise RuntimeError("MCTS.run: call set_roots(states) first")
+        if self._gpu is not None:
+            return self._gpu.run(self, self._arrays(), int(num_simulations))
         return int(T.search_kernel(
             self.legal, self.step, self.player, self.prior_fn, self.sim_fn, self.score,
             self.builtin_prior, self.builtin_sim, self.c, int(num_simulations),
@@ -235,12 +259,7 @@ class MCTS:
         max_iteration: int = 1000,
         seed: int = 0,
     ) -> None:
-        if device.upper() != "CPU":
-            raise ValueError(
-                f"MCTS: device {device!r} is not supported; this build searches on the CPU "
-                f"(device='CPU')"
-            )
-        if tree_type not in ("CPUCommon", "Common"):
+        if tree_type not in ("CPUCommon", "GPUCommon", "Common"):
             raise ValueError(f"MCTS: tree_type expected 'CPUCommon', got {tree_type!r}")
         if isinstance(max_iteration, bool) or int(max_iteration) < 1:
             raise ValueError(f"MCTS: max_iteration expected an int >= 1, got {max_iteration!r}")
@@ -253,7 +272,14 @@ class MCTS:
         self.root_player = int(root_player)
         self.max_iteration = int(max_iteration)
         self.searcher = BatchedMCTS(
-            env, 1, self.max_iteration + 1, node_type, float(c), customized_func, seed
+            env,
+            1,
+            self.max_iteration + 1,
+            node_type,
+            float(c),
+            customized_func,
+            seed,
+            device=device,
         )
         self.handle = next(self._handles)
         self._has_tree = False
