@@ -35,7 +35,9 @@ MODES = ["batch_slice", "table_row_slice", "table_column_slice", "field_slice",
          "batch_slice@500", "table_row_slice@240", "table_column_slice:deepfm@500",
          "field_slice@240",
          # ... prefetching each next batch's rows on the caches' threads
-         "batch_slice@500+p", "table_row_slice@240+p"]  # fmt: skip
+         "batch_slice@500+p", "table_row_slice@240+p",
+         # ... each part on disk behind a host-memory level of 8 rows
+         "table_row_slice@240+h", "batch_slice@500+ph"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

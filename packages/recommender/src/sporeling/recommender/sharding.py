@@ -96,6 +96,7 @@ class ShardedTable:
         path: str | None = None,
         remote: tuple[int, list[int], float] | None = None,
         prefetch: bool = False,
+        host_cache_size: int = 0,
     ) -> None:
         if slice_mode not in SLICE_MODES:
             raise ValueError(
@@ -151,8 +152,11 @@ class ShardedTable:
         elif vocab_cache_size and part.shape[0] > 0:
             # the part behind a cache: host (or disk) level = the whole part, Parameter = N rows
             self.cache = CachedEmbeddingLookup(
-                part.shape[0], part.shape[1], vocab_cache_size, "zeros", storage,
+                part.shape[0], part.shape[1], vocab_cache_size,
+                "normal" if storage == "disk" else "zeros",  # a disk level draws no RNG
+                storage,
                 None if path is None else f"{path}/{name}-rank{r}", prefetch=prefetch,
+                host_cache_size=host_cache_size,
             )  # fmt: skip
             self.cache.load_table(part)
             self.param = self.cache.embedding_table
@@ -284,7 +288,8 @@ class ShardedTrainer:
     DeepFMModel, DCNv2Model); the model's own tables are the initial values.
 
     ``vocab_cache_size=N`` puts each rank's part of every table behind an N-row embedding
-    cache (``storage`` 'memory' or 'disk' under ``path``); the cache statistics are
+    cache (``storage`` 'memory' or 'disk' under ``path``, with ``host_cache_size`` rows of a
+    host-memory level in front of a disk part); the cache statistics are
     ``table.cache.stats`` for each of :attr:`tables`. With ``prefetch=True`` the caches read
     the next batch's rows on background threads (``step(..., next_ids=...)``): every rank
     sends its next ids to their owners during the step, as the lookup does."""
@@ -303,6 +308,7 @@ class ShardedTrainer:
         group: str | None = None,
         servers: tuple[list[int], float] | None = None,
         prefetch: bool = False,
+        host_cache_size: int = 0,
     ) -> None:
         if not getattr(model, "sparse", False) or not hasattr(model, "head"):
             raise ValueError(
@@ -322,7 +328,7 @@ class ShardedTrainer:
             remote = None if servers is None else (len(self.tables), servers[0], servers[1])
             self.tables.append(ShardedTable(f"{name}.embedding_table", table.asnumpy(), mode,
                                             self.x, manual_shapes, vocab_cache_size, storage,
-                                            path, remote, prefetch))  # fmt: skip
+                                            path, remote, prefetch, host_cache_size))  # fmt: skip
         self.dense = [p for p in model.trainable_params() if id(p) not in own]
         dense_w = [p for p in self.dense if "wide" in p.name]
         dense_d = [p for p in self.dense if "wide" not in p.name]

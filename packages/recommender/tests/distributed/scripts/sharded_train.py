@@ -2,7 +2,8 @@
 
 Usage: sharded_train.py STEPS MODE[:MODEL][@CACHE[+p]] [...] (MODEL: wide_deep (default),
 deepfm, dcn_v2; CACHE: rows of an embedding cache in front of each rank's part of a table;
-+p: the caches prefetch each next batch).
++p: the caches prefetch each next batch; +h: each part on disk behind a 60-row host-memory
+level of 8 rows; +ph: both).
 For each mode, every rank trains its slice of
 each global batch with the tables sharded by MODE; every rank also trains the same model
 alone on the whole global batch (TrainStepWrap) and checks that all parameters agree.
@@ -43,7 +44,12 @@ def make(model):
 for spec in modes:
     spec_model, _, cache = spec.partition("@")
     cache, _, flag = cache.partition("+")  # "+p": the caches prefetch the next batch
-    prefetch = flag == "p"
+    prefetch = "p" in flag
+    levels = {}  # "+h": the part on disk behind a host-memory level of 8 rows
+    if "h" in flag:
+        import tempfile
+
+        levels = {"storage": "disk", "path": tempfile.mkdtemp(), "host_cache_size": 8}
     mode, _, model = spec_model.partition(":")
     model = model or "wide_deep"
     shapes = None
@@ -51,7 +57,8 @@ for spec in modes:
         cut = 13 + gen.per_field * 13
         shapes = (cut, gen.vocab_size - cut) if n == 2 else None
     trainer = ShardedTrainer(make(model), mode, manual_shapes=shapes, adam_lr=1e-2,
-                             vocab_cache_size=int(cache or 0), prefetch=prefetch)  # fmt: skip
+                             vocab_cache_size=int(cache or 0), prefetch=prefetch,
+                             **levels)  # fmt: skip
     if mode in ("table_row_slice", "field_slice"):
         assert trainer.deep.param.shape[0] < gen.vocab_size  # really sharded
     if mode == "table_column_slice":
@@ -69,7 +76,12 @@ for spec in modes:
         assert trainer.deep.param.shape[0] == int(cache) and stats.write_backs > 0, stats
         assert 0 < stats.hits < stats.lookups, stats
         assert (stats.prefetched > 0) == prefetch, stats
+        if levels:  # the cache's misses were read through the host level
+            assert stats.host_lookups >= stats.loaded - stats.prefetched > 0, stats
+            assert stats.disk_reads > 0, stats
     got = trainer.full_parameters()
+    if levels:  # the host level wrote rows to disk (evictions and the flush)
+        assert trainer.deep.cache.stats.disk_write_backs > 0, trainer.deep.cache.stats
     for p in ref.trainable_params():
         np.testing.assert_allclose(got[p.name], p.asnumpy(), rtol=1e-5, atol=1e-6, err_msg=p.name)
     print(f"rank {rank}: sharded {spec} OK", flush=True)
