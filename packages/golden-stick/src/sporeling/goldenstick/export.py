@@ -17,7 +17,7 @@ import shutil
 import types
 from typing import Any
 
-from sporeling.core import Tensor, nn, save_checkpoint
+from sporeling.core import Tensor, nn, ops, save_checkpoint
 from sporeling.core.rewrite import SymbolTree, TreeNodeHelper
 
 from . import deploy_runtime
@@ -149,6 +149,13 @@ class _Writer:
                     raise UnsupportedLayer(
                         f"export: attribute '{node.attr}' is a Tensor that is not a Parameter"
                     )
+                prim = _primitive_source(value)
+                if prim is not None:  # ops.Concat(axis=1) and such: rebuilt from its attrs
+                    self.imports["ops"] = "import sporeling.core.ops as ops"
+                    line = f"        self.{node.attr} = {prim}"
+                    if line not in lines:
+                        lines.append(line)
+                    continue
                 if callable(value):
                     raise UnsupportedLayer(f"export: construct calls method '{node.attr}'")
                 if ast.literal_eval(repr(value)) != value:
@@ -185,6 +192,23 @@ class _Writer:
                 )
             else:
                 raise UnsupportedLayer(f"export: cannot describe global '{node.id}'")
+
+
+def _primitive_source(value: Any) -> str | None:
+    """``ops.Name(k=v, ...)`` for a core primitive that its literal attributes rebuild
+    (checked by rebuilding it), else None."""
+    if not isinstance(value, ops.Primitive) or getattr(ops, type(value).__name__, None) is not type(
+        value
+    ):
+        return None
+    attrs = dict(getattr(value, "attrs", {}) or {})
+    try:
+        if ast.literal_eval(repr(attrs)) != attrs or type(value)(**attrs).attrs != attrs:
+            return None
+    except (TypeError, ValueError, SyntaxError):
+        return None
+    args = ", ".join(f"{k}={v!r}" for k, v in attrs.items())
+    return f"ops.{type(value).__name__}({args})"
 
 
 def _subs(stree: SymbolTree | None) -> dict[int, SymbolTree]:
