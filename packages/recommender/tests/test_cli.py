@@ -42,6 +42,19 @@ def test_train_then_eval(tmp_path, capsys):
     line = capsys.readouterr().out
     assert f"AUC {epochs[1]['eval_auc']:.5f}" in line
 
+    # the same with the tables on disk behind a host-memory level
+    assert main(["train", rec, "--epochs", "2", "--batch-size", "40", "--emb-dim", "4",
+                 "--deep-layers", "8", "--vocab-cache-size", "300", "--storage", "disk",
+                 "--path", str(tmp_path / "t"), "--host-cache-size", "100", "--ckpt", ckpt,
+                 "--json", str(hist)]) == 0  # fmt: skip
+    assert "host level: hit rate" in capsys.readouterr().out
+    for e in json.loads(hist.read_text())["epochs"]:
+        c = e["cache"][1]
+        assert c["host_lookups"] > 0 and c["disk_write_backs"] > 0 and c["disk_write_batches"] > 0
+    assert main(["eval", rec, "--ckpt", ckpt, "--batch-size", "40"]) == 0
+    assert main(["train", rec, "--storage", "disk", "--path", str(tmp_path / "u")]) == 1
+    assert "need an embedding cache (--vocab-cache-size > 0)" in capsys.readouterr().err
+
 
 def test_bench_command(tmp_path, capsys):
     res = tmp_path / "b.json"

@@ -23,6 +23,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--vocab-cache-size", type=int, default=0, help="rows of the embedding cache (0: none)"
     )
+    p.add_argument(
+        "--storage", default="memory", choices=["memory", "disk"], help="the cache's full table"
+    )
+    p.add_argument("--path", default=None, help="folder of the disk level")
+    p.add_argument(
+        "--host-cache-size",
+        type=int,
+        default=0,
+        help="rows of the host-memory level between the cache and the disk level (0: none)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--adam-lr", type=float, default=3.5e-4, help="deep part (MindSpore: 3.5e-4)")
     p.add_argument("--ftrl-lr", type=float, default=5e-2, help="wide part (MindSpore: 5e-2)")
@@ -33,6 +43,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(a: argparse.Namespace) -> int:
     from .runner import ModelConfig, train
 
+    if (a.storage == "disk" or a.host_cache_size) and not a.vocab_cache_size:
+        raise ValueError(
+            "sporeling-rec train: --storage disk and --host-cache-size need an embedding cache "
+            f"(--vocab-cache-size > 0), got --vocab-cache-size {a.vocab_cache_size}"
+        )
+    levels = {"storage": a.storage, "path": a.path} if a.storage == "disk" else {}
+    if a.host_cache_size:
+        levels["host_cache_size"] = a.host_cache_size
+
     cfg = ModelConfig(
         model=a.model,
         emb_dim=a.emb_dim,
@@ -42,7 +61,7 @@ def run(a: argparse.Namespace) -> int:
     )
     out = train(
         a.dataset, cfg, epochs=a.epochs, batch_size=a.batch_size, seed=a.seed, ckpt=a.ckpt,
-        adam_lr=a.adam_lr, ftrl_lr=a.ftrl_lr,
+        adam_lr=a.adam_lr, ftrl_lr=a.ftrl_lr, **levels,
     )  # fmt: skip
     out.pop("net")
     if a.json:
