@@ -19,6 +19,8 @@ from sporeling.rl.environment import TicTacToeEnvironment
 from sporeling.rl.mcts import MCTS, BatchedMCTS
 
 SCRIPT = Path(__file__).parent / "scripts" / "mcts_gpu_sim.py"
+PTX_SCRIPT = Path(__file__).parent / "scripts" / "mcts_gpu_ptx.py"
+NVVM = Path(os.environ.get("CUDA_HOME", "/nonexistent")) / "nvvm" / "lib64" / "libnvvm.so"
 
 
 def test_gpu_search_in_the_cuda_simulator_matches_the_cpu_kernel():
@@ -29,6 +31,19 @@ def test_gpu_search_in_the_cuda_simulator_matches_the_cpu_kernel():
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.strip().endswith("ALL OK"), out.stdout
     assert out.stdout.count("same tree") == 3
+
+
+@pytest.mark.skipif(
+    not NVVM.exists(),
+    reason="needs NVVM: pip install nvidia-cuda-nvcc-cu12; CUDA_HOME=<site>/nvidia/cuda_nvcc",
+)
+def test_gpu_kernel_compiles_to_ptx_and_assembles_for_sm90():  # pragma: no cover - opt-in
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    out = subprocess.run(
+        [sys.executable, str(PTX_SCRIPT)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.strip().endswith("ALL OK") and out.stdout.count("PTX") == 8, out.stdout
 
 
 def test_gpu_without_a_device_or_the_simulator_is_a_clear_error():

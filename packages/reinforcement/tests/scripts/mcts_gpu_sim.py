@@ -6,38 +6,21 @@ Prints one line per check and ``ALL OK`` at the end; sizes are tiny (the simulat
 from __future__ import annotations
 
 import os
+import sys
 import warnings
+from pathlib import Path
 
 os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 # the simulator runs the 64-bit generators in NumPy scalars, whose wraparound NumPy reports
 warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
 
-import numba as nb  # noqa: E402
 import numpy as np  # noqa: E402
 
 from sporeling.rl.environment import ConnectFourEnvironment, TicTacToeEnvironment  # noqa: E402
-from sporeling.rl.mcts import (  # noqa: E402
-    MCTS,
-    SIMULATION_SIG,
-    AlgorithmFunc,
-    BatchedMCTS,
-    rng_randint,
-)
+from sporeling.rl.mcts import MCTS, AlgorithmFunc, BatchedMCTS  # noqa: E402
 
-
-@nb.njit(SIMULATION_SIG, cache=True)
-def centre_value(state, returns, rng):  # pragma: no cover - jit
-    """A heuristic leaf value plus splitmix64 noise (exact in binary: 0.25 steps), so both
-    backends must draw the same numbers in the same order to agree."""
-    v = 0.0
-    for cell in (0, 2, 4, 4, 6, 8):  # corners once, the centre twice
-        if state[cell] == 1.0:
-            v += 0.25
-        elif state[cell] == 2.0:
-            v -= 0.25
-    v += 0.5 * (rng_randint(rng, 3) - 1)
-    returns[0] = v
-    returns[1] = -v
+sys.path.insert(0, str(Path(__file__).parent))
+from mcts_gpu_sim_value import centre_value  # noqa: E402
 
 
 def states_of(env_cls, starts):

@@ -72,7 +72,7 @@ def build_search_kernel(
 
         @cuda.jit(device=True)
         def set_prior(state, mask_row, prior_row, count, rng1):  # pragma: no cover - cuda
-            u = np.float32(1.0 / max(count, 1))
+            u = np.float32(1.0 / (count if count > 0 else 1))  # max() fails in CUDA
             for a in range(mask_row.shape[0]):
                 prior_row[a] = u if mask_row[a] else np.float32(0.0)
 
