@@ -45,3 +45,25 @@ def test_cpu_kernel_blocks_and_fallback_match_numpy(monkeypatch):
         assert kernel.relu_grad(g[:, ::2], x[:, ::2]) is None  # not contiguous: NumPy path
         _, pull = ops.vjp(ops.relu, Tensor(x[:, ::2]))
         np.testing.assert_array_equal(pull(Tensor(g[:, ::2]))[0].asnumpy(), want[:, ::2])
+
+
+def test_cpu_kernel_odd_sizes_and_special_values_bit_exact(monkeypatch):
+    """The unsigned-index loop: every block bound and tail, NaN/inf/-0 in g and x."""
+    from sporeling.core.kernels.cpu import relu_grad as kernel
+
+    rng = np.random.default_rng(3)
+    special = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-45, -1e-45])
+    for dtype in (np.float32, np.float64):
+        for size in (1, 2, 17, 1001):
+            g = rng.standard_normal(size).astype(dtype)
+            x = rng.standard_normal(size).astype(dtype)
+            g[: min(size, 7)] = special[: min(size, 7)]
+            x[-min(size, 7) :] = special[: min(size, 7)]
+            want = np.where(x > 0, g, dtype(0))
+            for blocks in (1, 2, 5):
+                monkeypatch.setattr(kernel, "n_blocks", lambda rows, elements, b=blocks: b)
+                got = kernel.relu_grad(g, x)
+                assert got.dtype == dtype
+                np.testing.assert_array_equal(
+                    got.view(f"u{got.itemsize}"), want.view(f"u{got.itemsize}")
+                )
