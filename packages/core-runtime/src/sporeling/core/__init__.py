@@ -46,6 +46,7 @@ from .dtype import (
     uint32,
     uint64,
 )
+from .kernels.cpu import _malloc  # noqa: F401  (tunes glibc's malloc at import: fewer page faults)
 from .nn.layers.embedding import RowTensor
 from .parallel import (
     ParallelMode,
