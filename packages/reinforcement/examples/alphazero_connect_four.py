@@ -4,6 +4,9 @@ with the compiled PUCT search, then matched against a random player and against 
 player.
 
     python examples/alphazero_connect_four.py --iterations 10 --games 32 --sims 100
+
+``--save net.safetensors`` keeps the trained network (the core's safetensors checkpoint);
+``--load net.safetensors`` skips training and only evaluates that network.
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from sporeling.core import load_checkpoint, save_checkpoint
 from sporeling.rl.environment import ConnectFourEnvironment as Game
 from sporeling.rl.mcts import BatchedMCTS
 from sporeling.rl.mcts.alphazero import (
     AlphaZeroConfig,
+    PolicyValueNet,
     network_func,
     play_match,
     train_alphazero,
@@ -40,7 +45,13 @@ def main() -> None:
     p.add_argument("--eval-games", type=int, default=50, help="games per side and opponent")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--noise", type=float, default=0.0, help="Dirichlet alpha at the roots")
+    p.add_argument("--save", help="write the trained network here (safetensors checkpoint)")
+    p.add_argument("--load", help="evaluate this saved network instead of training one")
+    p.add_argument("--opponents", default="random,mcts", help="comma-separated: random, mcts")
     args = p.parse_args()
+    names = args.opponents.split(",")
+    if bad := [name for name in names if name not in ("random", "mcts")]:
+        p.error(f"--opponents: {bad[0]!r} is not one of random, mcts")
     threadpool_limits(1)
     cfg = AlphaZeroConfig(
         iterations=args.iterations,
@@ -50,12 +61,20 @@ def main() -> None:
         noise_alpha=args.noise,
     )
     t0 = time.perf_counter()
-    net = train_alphazero(Game, cfg, log=lambda m: print(m, flush=True))
+    if args.load:
+        net = PolicyValueNet(hidden=cfg.hidden, actions=Game.max_action)
+        load_checkpoint(args.load, net=net, strict_load=True)
+    else:
+        net = train_alphazero(Game, cfg, log=lambda m: print(m, flush=True))
     train_s = time.perf_counter() - t0
+    if args.save:
+        save_checkpoint(net, args.save)
     func, n, rng = network_func(net), args.eval_games, np.random.default_rng(args.seed + 1)
     results = {"config": vars(args), "train_s": round(train_s, 1)}
-    for name, opp in (("random", lambda: "random"),
-                      ("mcts", lambda: searcher(None, n, args.sims, 7, 1.4142))):  # fmt: skip
+    opponents = {"random": lambda: "random",
+                 "mcts": lambda: searcher(None, n, args.sims, 7, 1.4142)}  # fmt: skip
+    for name in names:
+        opp = opponents[name]
         az_first = play_match(Game, searcher(func, n, args.sims, 3, cfg.c), opp(), n, rng)
         opp_first = play_match(Game, opp(), searcher(func, n, args.sims, 5, cfg.c), n, rng)
         wins, draws = az_first[0] + opp_first[2], az_first[1] + opp_first[1]
