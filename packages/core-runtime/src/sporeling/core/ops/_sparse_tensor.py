@@ -58,7 +58,42 @@ def _index_tensor(data: Any, device: Any) -> Tensor:
     return Tensor._wrap(data.astype(np.int64), device)
 
 
-class COOTensor:
+class _StoredValues:
+    """The properties COOTensor and CSRTensor share (MindSpore's names): both keep
+    ``_indices``, ``_values`` and ``_shape``."""
+
+    __slots__ = ()
+    _indices: Tensor
+    _values: Tensor
+    _shape: tuple[int, ...]
+
+    @property
+    def indices(self) -> Tensor:
+        return self._indices
+
+    @property
+    def values(self) -> Tensor:
+        return self._values
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def dtype(self) -> _dt.DType:
+        return self._values.dtype
+
+    @property
+    def size(self) -> int:
+        """The number of stored values."""
+        return self._values.size
+
+    @property
+    def itemsize(self) -> int:
+        return self._values.itemsize
+
+
+class COOTensor(_StoredValues):
     """A sparse tensor in coordinate format: ``dense[indices[i]] = values[i]``.
 
     ``COOTensor(indices, values, shape)`` with ``indices`` an (N, ndims) integer Tensor,
@@ -104,30 +139,6 @@ class COOTensor:
         self._shape = dims
 
     # ---- properties (MindSpore's) -------------------------------------------------
-    @property
-    def indices(self) -> Tensor:
-        return self._indices
-
-    @property
-    def values(self) -> Tensor:
-        return self._values
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._shape
-
-    @property
-    def dtype(self) -> _dt.DType:
-        return self._values.dtype
-
-    @property
-    def size(self) -> int:
-        """The number of stored values."""
-        return self._values.size
-
-    @property
-    def itemsize(self) -> int:
-        return self._values.itemsize
 
     @property
     def ndim(self) -> int:
@@ -176,7 +187,7 @@ class COOTensor:
         )
 
 
-class CSRTensor:
+class CSRTensor(_StoredValues):
     """A 2-D sparse matrix in compressed sparse row format.
 
     ``CSRTensor(indptr, indices, values, shape)``: row ``i`` holds ``values[indptr[i]:
@@ -241,31 +252,6 @@ class CSRTensor:
     @property
     def indptr(self) -> Tensor:
         return self._indptr
-
-    @property
-    def indices(self) -> Tensor:
-        return self._indices
-
-    @property
-    def values(self) -> Tensor:
-        return self._values
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._shape
-
-    @property
-    def dtype(self) -> _dt.DType:
-        return self._values.dtype
-
-    @property
-    def size(self) -> int:
-        """The number of stored values."""
-        return self._values.size
-
-    @property
-    def itemsize(self) -> int:
-        return self._values.itemsize
 
     @property
     def ndim(self) -> int:
