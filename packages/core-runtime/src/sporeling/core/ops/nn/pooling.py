@@ -373,6 +373,27 @@ def max_pool3d(
     )
 
 
+def _mode_window(
+    op: str, x: Tensor, kernel_size: Any, strides: Any, pad_mode: Any, data_format: Any
+) -> tuple[Tensor, tuple[int, int], tuple[int, int], tuple[tuple[int, int], ...]]:
+    """Checks MindSpore 1.8's pooling arguments and gives the NCHW input, kernel, strides
+    and the padding ``pad_mode`` ("valid" or "same") asks for."""
+    if data_format not in ("NCHW", "NHWC"):
+        raise op_error(op, "data_format", data_format, "'NCHW' or 'NHWC'")
+    if data_format == "NHWC":
+        x = transpose(x, (0, 3, 1, 2))
+    k = _ints(op, "kernel_size", kernel_size, 2)
+    s = _ints(op, "strides", strides, 2)
+    mode = pad_mode.lower() if isinstance(pad_mode, str) else pad_mode
+    if mode not in ("valid", "same"):
+        raise op_error(op, "pad_mode", pad_mode, "'valid' or 'same'")
+    sp = x.shape[2:]
+    pads = _same_pads(sp, k, s, (1, 1)) if mode == "same" else ((0, 0), (0, 0))
+    if any(o < 1 for o in _out_spatial(sp, k, s, pads, (1, 1))):
+        raise op_error(op, "input_x", x, f"spatial sizes of at least the kernel {k}")
+    return x, k, s, pads
+
+
 def avg_pool2d(
     input_x: Any,
     kernel_size: Any = 1,
@@ -389,20 +410,8 @@ def avg_pool2d(
     op = "avg_pool2d"
     x = _float(op, "input_x", input_x)
     _check_ndim(op, "input_x", x, (4,), data_format if isinstance(data_format, str) else "NCHW")
-    if data_format not in ("NCHW", "NHWC"):
-        raise op_error(op, "data_format", data_format, "'NCHW' or 'NHWC'")
-    if data_format == "NHWC":
-        x = transpose(x, (0, 3, 1, 2))
-    k = _ints(op, "kernel_size", kernel_size, 2)
-    s = _ints(op, "strides", strides, 2)
-    mode = pad_mode.lower() if isinstance(pad_mode, str) else pad_mode
-    if mode not in ("valid", "same"):
-        raise op_error(op, "pad_mode", pad_mode, "'valid' or 'same'")
-    sp = x.shape[2:]
-    pads = _same_pads(sp, k, s, (1, 1)) if mode == "same" else ((0, 0), (0, 0))
-    if any(o < 1 for o in _out_spatial(sp, k, s, pads, (1, 1))):
-        raise op_error(op, "input_x", x, f"spatial sizes of at least the kernel {k}")
-    bounds = _count_bounds(sp, pads, ((0, 0), (0, 0)))
+    x, k, s, pads = _mode_window(op, x, kernel_size, strides, pad_mode, data_format)
+    bounds = _count_bounds(x.shape[2:], pads, ((0, 0), (0, 0)))
     out = avg_pool_p.bind(x, kernel=k, stride=s, pads=pads, bounds=bounds)
     return transpose(out, (0, 2, 3, 1)) if data_format == "NHWC" else out
 
@@ -416,19 +425,7 @@ def max_pool_mode(
     _check_ndim(op, "input_x", x, (4,), data_format if isinstance(data_format, str) else "NCHW")
     if x.dtype.category == 0:
         raise op_error(op, "input_x", x, "a numeric tensor", TypeError)
-    if data_format not in ("NCHW", "NHWC"):
-        raise op_error(op, "data_format", data_format, "'NCHW' or 'NHWC'")
-    if data_format == "NHWC":
-        x = transpose(x, (0, 3, 1, 2))
-    k = _ints(op, "kernel_size", kernel_size, 2)
-    s = _ints(op, "strides", strides, 2)
-    mode = pad_mode.lower() if isinstance(pad_mode, str) else pad_mode
-    if mode not in ("valid", "same"):
-        raise op_error(op, "pad_mode", pad_mode, "'valid' or 'same'")
-    sp = x.shape[2:]
-    pads = _same_pads(sp, k, s, (1, 1)) if mode == "same" else ((0, 0), (0, 0))
-    if any(o < 1 for o in _out_spatial(sp, k, s, pads, (1, 1))):
-        raise op_error(op, "input_x", x, f"spatial sizes of at least the kernel {k}")
+    x, k, s, pads = _mode_window(op, x, kernel_size, strides, pad_mode, data_format)
     out, _ = max_pool_p.bind(x, kernel=k, stride=s, pads=pads, dilation=(1, 1))
     return transpose(out, (0, 2, 3, 1)) if data_format == "NHWC" else out
 
