@@ -37,6 +37,20 @@ def searcher(func, games, sims, seed, c):
     return s
 
 
+class Timed:
+    """A player for ``play_match`` that keeps the wall time of its searches (one search =
+    one move in every game of the batch), for comparisons at equal time per move."""
+
+    def __init__(self, player):
+        self.player, self.sims, self.seconds, self.moves = player, player.sims, 0.0, 0
+
+    def search(self, states, sims):
+        t0 = time.perf_counter()
+        out = self.player.search(states, sims)
+        self.seconds, self.moves = self.seconds + time.perf_counter() - t0, self.moves + 1
+        return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--iterations", type=int, default=10)
@@ -47,6 +61,7 @@ def main() -> None:
     p.add_argument("--noise", type=float, default=0.0, help="Dirichlet alpha at the roots")
     p.add_argument("--save", help="write the trained network here (safetensors checkpoint)")
     p.add_argument("--load", help="evaluate this saved network instead of training one")
+    p.add_argument("--mcts-sims", type=int, help="plain MCTS's simulations (default --sims)")
     p.add_argument("--opponents", default="random,mcts", help="comma-separated: random, mcts")
     args = p.parse_args()
     names = args.opponents.split(",")
@@ -72,11 +87,14 @@ def main() -> None:
     func, n, rng = network_func(net), args.eval_games, np.random.default_rng(args.seed + 1)
     results = {"config": vars(args), "train_s": round(train_s, 1)}
     opponents = {"random": lambda: "random",
-                 "mcts": lambda: searcher(None, n, args.sims, 7, 1.4142)}  # fmt: skip
+                 "mcts": lambda: Timed(searcher(None, n, mcts_sims, 7, 1.4142))}  # fmt: skip
+    mcts_sims = args.mcts_sims or args.sims
     for name in names:
         opp = opponents[name]
-        az_first = play_match(Game, searcher(func, n, args.sims, 3, cfg.c), opp(), n, rng)
-        opp_first = play_match(Game, opp(), searcher(func, n, args.sims, 5, cfg.c), n, rng)
+        az = [Timed(searcher(func, n, args.sims, seed, cfg.c)) for seed in (3, 5)]
+        ops = [opp(), opp()]
+        az_first = play_match(Game, az[0], ops[0], n, rng)
+        opp_first = play_match(Game, ops[1], az[1], n, rng)
         wins, draws = az_first[0] + opp_first[2], az_first[1] + opp_first[1]
         results[f"vs_{name}"] = {
             "alphazero_first": az_first,
@@ -84,6 +102,10 @@ def main() -> None:
             "win_rate": wins / (2 * n),
             "draw_rate": draws / (2 * n),
         }
+        if name == "mcts":  # seconds per move of a batch of n games, each side
+            for who, players in (("alphazero", az), ("mcts", ops)):
+                per_move = sum(q.seconds for q in players) / sum(q.moves for q in players)
+                results[f"vs_{name}"][f"{who}_s_per_move"] = round(per_move, 4)
         print(f"AlphaZero-lite vs {name}: {json.dumps(results[f'vs_{name}'])}", flush=True)
     print(json.dumps(results))
 
