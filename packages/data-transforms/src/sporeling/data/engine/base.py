@@ -266,13 +266,13 @@ class Dataset:
     # -- graph interface (overridden) ---------------------------------------------------------
     def get_col_names(self) -> list[str]:
         """The column names of the rows this dataset gives."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define get_col_names()")
 
     def _size(self) -> float:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define _size()")
 
     def _stream(self, run: Run, epoch: int, start: int) -> Iterator[Item]:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define _stream()")
 
     # -- sizes and metadata --------------------------------------------------------------------
     def use_sampler(self, new_sampler: Any) -> None:

@@ -71,7 +71,7 @@ class Sampler:
         return False
 
     def _order(self, n: int, key: tuple[int, ...]) -> np.ndarray:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define _order()")
 
     def get_indices(self, n: int, key: tuple[int, ...] = (0, 0)) -> np.ndarray:
         """The row indices an epoch reads from a source of ``n`` rows (``key``: seed, epoch).

@@ -159,10 +159,10 @@ class MappableSource(Dataset):
 
     # -- to override ------------------------------------------------------------------------
     def _num_rows(self) -> int:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define _num_rows()")
 
     def _load(self, index: int) -> Row:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define _load()")
 
     def _origin(self, index: int) -> Any:
         return None
@@ -247,7 +247,7 @@ class StreamSource(Dataset):
         self._count: int | None = None
 
     def _rows(self) -> Iterator[Row]:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define _rows()")
 
     def _epoch_rows(self) -> Iterator[Row]:
         rows: Iterator[Row] = self._rows()

@@ -436,7 +436,7 @@ class _RandomApplyOp(TensorOperation):
         return img
 
     def _apply(self, img: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define _apply()")
 
 
 class RandomAdjustSharpness(_RandomApplyOp):

@@ -323,19 +323,6 @@ def _trivial_space(bins: int) -> dict[str, np.ndarray | None]:
     }
 
 
-_SIGNED = {
-    "ShearX",
-    "ShearY",
-    "TranslateX",
-    "TranslateY",
-    "Rotate",
-    "Brightness",
-    "Color",
-    "Contrast",
-    "Sharpness",
-}
-
-
 def _apply(img: np.ndarray, name: str, magnitude: float, mode: int, fill: Any) -> np.ndarray:
     return img if name == "Identity" else _apply_aug(img, name, magnitude, mode, fill)
 

@@ -166,7 +166,7 @@ class _BatchOp(TensorOperation):
         return out
 
     def _execute_numpy(self, *args: Any, batch_info: Any = None) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define _execute_numpy()")
 
     # -- input helpers
 
