@@ -661,13 +661,23 @@ def _recorded_vjp(
     args = tuple(_from_desc(d, it) for d in arg_desc)
     kwargs = {k: _from_desc(d, it) for k, d in kw_desc}
     outs = _tensors_of(fn.fn(*args, **kwargs))
+    return _input_grads(outs, cts, inputs, create_graph=True)
+
+
+def _input_grads(
+    outs: Any, cts: tuple[Any, ...], inputs: tuple[Tensor, ...], create_graph: bool
+) -> tuple[Any, ...]:
+    """The gradients of ``inputs`` from the eagerly recomputed ``outs`` and their cotangents
+    (zeros for an input the outputs do not depend on)."""
     pairs = [
         (o, c)
         for o, c in zip(outs, cts, strict=True)
         if o.dtype.category >= 2 and (o._node is not None or o._requires_grad)
     ]
     targets = list(inputs)
-    found = backward([o for o, _ in pairs], [c for _, c in pairs], targets, create_graph=True)
+    found = backward(
+        [o for o, _ in pairs], [c for _, c in pairs], targets, create_graph=create_graph
+    )
     return tuple(found[id(t)][1] if id(t) in found else _zeros(t) for t in targets)
 
 
@@ -695,14 +705,7 @@ def _poly_vjp(cts: Any, *inputs: Tensor, out: Any, fn: Any, graph: Any, sizes: A
         outs = _tensors_of(fn.fn(*inputs[:n]))
     finally:
         GradMode.enabled = prev
-    pairs = [
-        (o, c)
-        for o, c in zip(outs, cts, strict=True)
-        if o.dtype.category >= 2 and (o._node is not None or o._requires_grad)
-    ]
-    targets = list(inputs)
-    found = backward([o for o, _ in pairs], [c for _, c in pairs], targets, create_graph=prev)
-    return tuple(found[id(t)][1] if id(t) in found else _zeros(t) for t in targets)
+    return _input_grads(outs, cts, inputs, create_graph=prev)
 
 
 #: a shape-polymorphic compiled call under autograd (see :mod:`.poly`)
