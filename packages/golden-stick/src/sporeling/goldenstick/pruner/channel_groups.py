@@ -207,21 +207,12 @@ class _Walker:
                     g = self.sp.group(x)
                     g.grouped_consumers.append(cell)
                     g.blocks = math.lcm(g.blocks, cell.group)
-                s = self.sp.new(cell.out_channels)
-                self.sp.group(s).producers.append(cell)
+                s = self.produced_by(cell)
                 self.sp.group(s).blocks = cell.group
-                if id(cell) in self.seen_producers:
-                    self.sp.freeze(s, "a convolution called twice")
-                self.seen_producers.add(id(cell))
                 return s
             if isinstance(x, int):
                 self.sp.group(x).conv_consumers.append(cell)
-            s = self.sp.new(cell.out_channels)
-            self.sp.group(s).producers.append(cell)
-            if id(cell) in self.seen_producers:
-                self.sp.freeze(s, "a convolution called twice")
-            self.seen_producers.add(id(cell))
-            return s
+            return self.produced_by(cell)
         if isinstance(cell, (nn.BatchNorm2d, nn.BatchNorm1d)):
             if isinstance(x, int):
                 self.sp.group(x).norms.append(cell)
@@ -247,18 +238,22 @@ class _Walker:
         self.sp.freeze(x, f"an unknown cell {type(cell).__name__}")
         return None
 
+    def produced_by(self, cell: nn.Conv2d) -> int:
+        """A new channel group for ``cell``'s outputs (frozen if the conv runs twice)."""
+        s = self.sp.new(cell.out_channels)
+        self.sp.group(s).producers.append(cell)
+        if id(cell) in self.seen_producers:
+            self.sp.freeze(s, "a convolution called twice")
+        self.seen_producers.add(id(cell))
+        return s
+
     def cat_cell(self, cell: nn.Cell, x: tuple) -> Any:
         """A layer on a concat: a conv (group 1) or BN is sliced with the parts' channels,
         pass-through layers keep the concat; anything else freezes the parts."""
         parts = x[1]
         if isinstance(cell, nn.Conv2d) and cell.group == 1:
             self.cat_uses.append((cell, "conv", parts))
-            s = self.sp.new(cell.out_channels)
-            self.sp.group(s).producers.append(cell)
-            if id(cell) in self.seen_producers:
-                self.sp.freeze(s, "a convolution called twice")
-            self.seen_producers.add(id(cell))
-            return s
+            return self.produced_by(cell)
         if isinstance(cell, nn.BatchNorm2d):
             self.cat_uses.append((cell, "norm", parts))
             return x
