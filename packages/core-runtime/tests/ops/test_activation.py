@@ -58,6 +58,11 @@ def ref_layer_norm(x, g, b, bna, eps):
     return (x - m) / np.sqrt(v + eps) * g + b, m, v
 
 
+def _chan(a, x):
+    """A per-channel vector shaped to broadcast over axis 1 of ``x``."""
+    return a.reshape((1, -1) + (1,) * (x.ndim - 2))
+
+
 def ref_batch_norm(x, w, b, eps=1e-5):
     axes = (0,) + tuple(range(2, x.ndim))
     bs = (1, -1) + (1,) * (x.ndim - 2)
@@ -276,11 +281,12 @@ RECORDS = [
         "batch_norm_infer",
         lambda x, m, v, w, b: ops.batch_norm(x, m, v, w, b, False, 0.1, 1e-3),
         lambda x, m, v, w, b: (
-            (x - m[:, None]) / np.sqrt(v[:, None] + 1e-3) * w[:, None] + b[:, None]
+            (x - _chan(m, x)) / np.sqrt(_chan(v, x) + 1e-3) * _chan(w, x) + _chan(b, x)
         ),
-        [((2, 3, 4), (3,), (3,), (3,), (3,))],
+        [((2, 3, 4), (3,), (3,), (3,), (3,)), ((1, 2), (2,), (2,), (2,), (2,))],
         FLOATS,
         [normal, normal, lambda r, s, d: (r.random(s) + 0.5).astype(d), normal, normal],
+        order=2,
     ),
     OpRecord(
         "group_norm",
