@@ -1,7 +1,9 @@
 """Step-by-step check that ``gpt_shakespeare_char`` trains as the nanoGPT re-implementation
 (``nanogpt_torch.py``) does: the same initial weights (copied from the PyTorch model), the
 same batches, the same learning-rate schedule; prints both losses per step and their largest
-difference. Both float32; Sporeling in graph mode as the training run.
+difference. Both float32; Sporeling in graph mode as the training run. Then both evaluate
+the trained weights on the windows tiling the validation split (``nanogpt_torch``'s
+``whole_split_loss`` and ``sporeling-transformer eval --whole``): the two evaluations agree.
 
 Needs torch beside the suite (not a dependency):
     python benchmarks/transformer/nanogpt_equivalence.py ../shared/data/tinyshakespeare/input.txt \
@@ -13,13 +15,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 
 import numpy as np
 import torch
+import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from nanogpt_torch import GPT as TorchGPT  # noqa: E402
-from nanogpt_torch import get_lr  # noqa: E402
+from nanogpt_torch import get_lr, whole_split_loss  # noqa: E402
 
 from sporeling.core import (  # noqa: E402
     GRAPH_MODE,
@@ -27,11 +31,13 @@ from sporeling.core import (  # noqa: E402
     Tensor,
     load_param_into_net,
     nn,
-    set_context,  # noqa: E402
+    save_checkpoint,
+    set_context,
 )
 from sporeling.transformer.models.gpt import GPTWithLoss  # noqa: E402
-from sporeling.transformer.runner import build_gpt, make_optimizer  # noqa: E402
+from sporeling.transformer.runner import build_gpt, evaluate, make_optimizer  # noqa: E402
 from sporeling.transformer.settings import load_config  # noqa: E402
+from sporeling.transformer.tokenizer import CharTokenizer  # noqa: E402
 
 
 def copy_weights(tm: TorchGPT, n_layer: int) -> dict[str, Tensor]:
@@ -112,6 +118,19 @@ def main() -> None:
     finally:
         set_context(mode=PYNATIVE_MODE)
     print(f"largest loss difference over {a.steps} steps: {worst:.2e}")
+    # the evaluation both sides report: the windows tiling the validation split of the whole
+    # text, through nanogpt_torch's loop and through `sporeling-transformer eval --whole`
+    full = np.array([chars.index(c) for c in text], np.int64)
+    val = torch.from_numpy(full[int(0.9 * len(full)) :])
+    loss_t = whole_split_loss(tm, val, 64, 12)[0]
+    with tempfile.TemporaryDirectory() as run:
+        cfg["data"]["path"] = a.data
+        save_checkpoint(net, os.path.join(run, "model.safetensors"))
+        CharTokenizer(text).save(os.path.join(run, "tokenizer.json"))
+        with open(os.path.join(run, "config.yaml"), "w") as f:
+            yaml.safe_dump(cfg, f)
+        loss_s = evaluate(run, "val", whole=True)
+    print(f"whole validation split: torch {loss_t:.6f}  sporeling {loss_s:.6f}")
 
 
 if __name__ == "__main__":

@@ -15,13 +15,16 @@ CPU command (``config/train_shakespeare_char.py --device=cpu --compile=False --e
 - AdamW(betas=(0.9, 0.99), eps 1e-8) with weight decay 0.1 on the >= 2-D parameters only;
 - lr: linear warm-up over 100 iterations, cosine to 1e-4 at iteration 2000; grad clip 1.0;
 - iterations 0..max_iters: evaluate every 250 (``eval_iters`` fresh random batches of each
-  split, averaged), then step; so 2000 steps precede the last evaluation.
+  split, averaged), then step; so 2000 steps precede the last evaluation;
+- then (not in nanoGPT) the final model's loss over the windows that tile the validation
+  split, the same windows as ``sporeling-transformer eval RUN --whole``: a like-for-like
+  number without the noise of 20 random batches.
 
 Prints the evaluations, the wall time of the whole loop, and training tokens/s over the
 steps (evaluations excluded). Usage (torch only, no Sporeling needed):
 
     python benchmarks/transformer/nanogpt_torch.py ../shared/data/tinyshakespeare/input.txt \
-        [--threads 1] [--max-iters 2000] [--out result.json]
+        [--threads 1] [--max-iters 2000] [--seed 1337] [--out result.json]
 """
 
 from __future__ import annotations
@@ -101,6 +104,28 @@ def get_lr(it: int, lr: float, min_lr: float, warmup: int, decay_iters: int) -> 
     return min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (lr - min_lr)
 
 
+@torch.no_grad()
+def whole_split_loss(
+    model: GPT, data: torch.Tensor, block: int, batch: int
+) -> tuple[float, list[float]]:
+    """Token-weighted mean loss over the windows that tile ``data`` (starts 0, block,
+    2 block, ...), in batches of ``batch``: the same windows as ``sporeling-transformer eval
+    --whole``; also each full batch's loss."""
+    model.eval()
+    starts = range(0, len(data) - block, block)
+    total, rows, per_batch = 0.0, 0, []
+    for i in range(0, len(starts), batch):
+        ix = starts[i : i + batch]
+        x = torch.stack([data[j : j + block] for j in ix])
+        y = torch.stack([data[j + 1 : j + 1 + block] for j in ix])
+        loss = model(x, y).item()
+        total, rows = total + loss * len(ix), rows + len(ix)
+        if len(ix) == batch:
+            per_batch.append(loss)
+    model.train()
+    return total / rows, per_batch
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("data", help="Tiny Shakespeare input.txt")
@@ -166,6 +191,8 @@ def main() -> None:
         opt.step()
         step_seconds += time.perf_counter() - ts
     wall = time.perf_counter() - t0
+    whole, batch_losses = whole_split_loss(model, splits["val"], block, batch)
+    print(f"step {a.max_iters}: val loss over the whole split {whole:.4f}")
     res = {
         "implementation": "nanoGPT re-implementation (benchmarks/transformer/nanogpt_torch.py)",
         "torch": torch.__version__,
@@ -174,6 +201,11 @@ def main() -> None:
         "wall_s": wall,
         "tokens_per_s": a.max_iters * batch * block / step_seconds,
         "best_val_loss": min(h["val"] for h in history),
+        "seed": a.seed,
+        "val_loss_whole_split": whole,
+        # spread of one batch's loss over the tiles: / sqrt(eval_iters) is the standard
+        # error of nanoGPT's estimate from eval_iters random batches
+        "val_batch_loss_std": float(np.std(batch_losses)),
         "history": history,
         "load_average": os.getloadavg(),
     }

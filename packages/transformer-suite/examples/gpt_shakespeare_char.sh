@@ -7,5 +7,6 @@ DATA=${1:-../shared/data/tinyshakespeare/input.txt}
 shift || true
 OUT=${OUT:-out-shakespeare-char}
 sporeling-transformer train gpt_shakespeare_char "data.path=$DATA" "output_dir=$OUT" "$@"
-sporeling-transformer eval "$OUT"
+sporeling-transformer eval "$OUT"           # the 20 fixed batches the run validated on
+sporeling-transformer eval "$OUT" --whole   # the windows tiling the validation split
 sporeling-transformer generate "$OUT" --prompt $'ROMEO:\n' --prompt $'\n' --max-new-tokens 300 --seed 0

@@ -5,8 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from sporeling.core import load_checkpoint
+from sporeling.core import Tensor, load_checkpoint
 from sporeling.transformer.cli import main
+from sporeling.transformer.data import encode_corpus
+from sporeling.transformer.models.gpt import GPTWithLoss
 from sporeling.transformer.runner import load_run, lr_schedule
 from sporeling.transformer.settings import apply_overrides, load_config
 
@@ -52,13 +54,24 @@ def test_train_eval_generate_plan(tmp_path, capsys):
     vocab = json.loads((out / "tokenizer.json").read_text())["chars"]
     assert res["history"][-1]["val_loss"] < np.log(len(vocab))
     ckpt = load_checkpoint(str(out / "model.safetensors"))
-    net, tok, _ = load_run(out)
+    net, tok, run_cfg = load_run(out)
     for name, prm in net.parameters_and_names():
         np.testing.assert_array_equal(prm.asnumpy(), ckpt[name].asnumpy())
     capsys.readouterr()
     assert main(["eval", str(out)]) == 0
-    val = float(capsys.readouterr().out.split(":")[1])
+    val = float(capsys.readouterr().out.split(":")[1].split()[0])
     assert val == pytest.approx(res["best_val_loss"], rel=1e-5)
+    # --whole: the windows tiling the validation split, each window's tokens weighing the same
+    assert main(["eval", str(out), "--whole"]) == 0
+    whole = float(capsys.readouterr().out.split(":")[1].split()[0])
+    _, _, val_ids = encode_corpus(run_cfg["data"], out / "tokenizer.json")
+    seq = net.config.seq_length
+    starts = range(0, len(val_ids) - seq, seq)
+    with_loss = GPTWithLoss(net)
+    per_window = [
+        float(with_loss(Tensor(val_ids[None, s : s + seq + 1])).asnumpy()) for s in starts
+    ]
+    assert len(per_window) > 1 and whole == pytest.approx(np.mean(per_window), rel=1e-5)
     assert (
         main(
             [

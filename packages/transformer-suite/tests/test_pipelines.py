@@ -14,6 +14,7 @@ from sporeling.transformer.pipelines import (
     TokenWindows,
     mnist_datasets,
     sampled_batches,
+    tiled_batches,
 )
 from sporeling.transformer.tasks import EOS, reverse_digits_row
 
@@ -111,6 +112,22 @@ def test_window_batches_random_fixed_and_sharded():
     assert set(shards[0][:, 0]).isdisjoint(shards[1][:, 0])
     with pytest.raises(ValueError, match="too few for windows of 9"):
         TokenWindows(ids[:8], 8)
+
+
+def test_tiled_windows_cover_the_split_once():
+    ids = np.arange(100, dtype=np.int32)
+    tiles = TokenWindows(ids, 8, stride=8)
+    assert len(tiles) == 12  # starts 0, 8, ..., 88: the last window ends at token 96
+    np.testing.assert_array_equal(tiles[11][0], ids[88:97])
+    batches = [b[0] for b in tiled_batches(ids, 8, 5).create_tuple_iterator(output_numpy=True)]
+    assert [len(b) for b in batches] == [5, 5, 2]  # the last batch keeps the remainder
+    rows = np.concatenate(batches)
+    np.testing.assert_array_equal(rows[:, 0], np.arange(0, 96, 8))
+    # every token after the first is a target exactly once
+    np.testing.assert_array_equal(rows[:, 1:].reshape(-1), ids[1:97])
+    assert len(TokenWindows(ids[:10], 8, stride=8)) == 1
+    with pytest.raises(ValueError, match="'stride' expected an int >= 1, got 0"):
+        TokenWindows(ids, 8, stride=0)
 
 
 def test_generated_digit_rows():

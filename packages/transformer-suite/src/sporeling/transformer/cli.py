@@ -25,7 +25,11 @@ def _parser() -> argparse.ArgumentParser:
     e = sub.add_parser("eval", help="mean loss of a trained run on its data")
     e.add_argument("run_dir")
     e.add_argument("--split", choices=("val", "train"), default="val")
-    e.add_argument("--batches", type=int, default=None)
+    ev = e.add_mutually_exclusive_group()
+    ev.add_argument("--batches", type=int, default=None, help="fixed random batches (GPT)")
+    ev.add_argument(
+        "--whole", action="store_true", help="GPT: the windows that tile the whole split"
+    )
     g = sub.add_parser("generate", help="continue prompts with a trained GPT")
     g.add_argument("run_dir")
     g.add_argument("--prompt", action="append", default=None, help="repeat for a batch")
@@ -78,7 +82,9 @@ def _run(args: argparse.Namespace) -> int:
         else:
             from .runner import evaluate
 
-            print(f"{args.split} loss: {evaluate(args.run_dir, args.split, args.batches):.4f}")
+            loss = evaluate(args.run_dir, args.split, args.batches, args.whole)
+            how = "whole split" if args.whole else f"{args.batches or 'eval_iters'} batches"
+            print(f"{args.split} loss: {loss:.4f} ({how})")
     elif args.command == "generate" and _arch(args.run_dir) == "t5":
         from .generation import generate_seq2seq
         from .tasks import DIGIT0, EOS

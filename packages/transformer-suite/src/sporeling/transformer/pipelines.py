@@ -20,6 +20,7 @@ __all__ = [
     "TokenWindows",
     "GeneratedRows",
     "sampled_batches",
+    "tiled_batches",
 ]
 
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
@@ -75,21 +76,28 @@ def mnist_datasets(
 
 
 class TokenWindows:
-    """Random-access row source: row ``i`` is the window ``ids[i : i + seq_length + 1]`` (int32),
-    one row for every start nanoGPT's ``get_batch`` can draw."""
+    """Random-access row source: row ``i`` is the window ``ids[s : s + seq_length + 1]`` (int32)
+    starting at ``s = i * stride``. ``stride=1``: one row for every start nanoGPT's
+    ``get_batch`` can draw; ``stride=seq_length``: windows that tile the text, each token
+    predicted once (the whole-split evaluation)."""
 
-    def __init__(self, ids: np.ndarray, seq_length: int) -> None:
+    def __init__(self, ids: np.ndarray, seq_length: int, stride: int = 1) -> None:
         if len(ids) <= seq_length:
             raise ValueError(
                 f"TokenWindows: {len(ids)} tokens are too few for windows of {seq_length + 1}"
             )
-        self.ids, self.seq = np.asarray(ids, np.int32), int(seq_length)
+        if isinstance(stride, bool) or not isinstance(stride, int) or stride < 1:
+            raise ValueError(
+                f"TokenWindows: argument 'stride' expected an int >= 1, got {stride!r}"
+            )
+        self.ids, self.seq, self.stride = np.asarray(ids, np.int32), int(seq_length), stride
 
     def __len__(self) -> int:
-        return len(self.ids) - self.seq
+        return (len(self.ids) - self.seq - 1) // self.stride + 1
 
     def __getitem__(self, i: int) -> tuple[np.ndarray]:
-        return (self.ids[i : i + self.seq + 1],)
+        s = int(i) * self.stride
+        return (self.ids[s : s + self.seq + 1],)
 
 
 class GeneratedRows:
@@ -133,3 +141,12 @@ def sampled_batches(
             sampler = ds.RandomSampler(replacement=True, num_samples=n)
     data = ds.GeneratorDataset(source, column_names=column_names, sampler=sampler)
     return data.batch(batch_size, drop_remainder=True)
+
+
+def tiled_batches(ids: np.ndarray, seq_length: int, batch_size: int) -> Any:
+    """The windows that tile ``ids`` (``TokenWindows`` at stride ``seq_length``), in order,
+    in batches of ``batch_size`` (the last one smaller if it must be): a deterministic pass
+    over a whole split, the same for every run of the same text."""
+    source = TokenWindows(ids, seq_length, stride=seq_length)
+    data = ds.GeneratorDataset(source, column_names=["input_ids"], sampler=ds.SequentialSampler())
+    return data.batch(batch_size)

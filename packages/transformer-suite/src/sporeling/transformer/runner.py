@@ -36,7 +36,7 @@ from .data import encode_corpus
 from .models.gpt import GPT, GPTConfig, GPTWithLoss
 from .parallel import MeanOfCopies, apply_parallel, data_parallel_reducer, full_state, shard_model
 from .pipeline import StagesClipTrainOneStepCell, gather_stages, pipeline_gpt_with_loss
-from .pipelines import TokenWindows, sampled_batches
+from .pipelines import TokenWindows, sampled_batches, tiled_batches
 
 __all__ = [
     "Throughput",
@@ -357,20 +357,34 @@ def load_run(out_dir: str | Path, **model_overrides: Any) -> tuple[GPT, Any, dic
     return net, tok, cfg
 
 
-def evaluate(out_dir: str | Path, split: str = "val", batches: int | None = None) -> float:
-    """Mean loss of the saved model over ``batches`` fixed random windows of ``split``."""
+def evaluate(
+    out_dir: str | Path, split: str = "val", batches: int | None = None, whole: bool = False
+) -> float:
+    """Mean loss of the saved model over ``batches`` fixed random windows of ``split`` (drawn
+    with the run's ``seed + 1``, the windows its training evaluated on); ``whole``: over the
+    windows that tile the split (every token but the first predicted once, the same windows
+    for any run of the text), a token-weighted mean."""
     net, tok, cfg = load_run(out_dir)
     _, train_ids, val_ids = encode_corpus(cfg["data"], Path(out_dir) / "tokenizer.json")
     t = cfg.get("train", {})
-    n = batches or int(t.get("eval_iters", 20))
     ids = val_ids if split == "val" else train_ids
+    bs, seq = int(t["batch_size"]), net.config.seq_length
+    with_loss = GPTWithLoss(net)
+    if whole:
+        if batches is not None:
+            raise ValueError("evaluate: give either 'batches' or whole=True, not both")
+        total = rows = 0.0
+        for (batch,) in tiled_batches(ids, seq, bs).create_tuple_iterator(output_numpy=True):
+            total += float(with_loss(Tensor(batch)).asnumpy()) * len(batch)
+            rows += len(batch)
+        return total / rows
     ds = sampled_batches(
-        TokenWindows(ids, net.config.seq_length),
+        TokenWindows(ids, seq),
         ["input_ids"],
-        int(t["batch_size"]),
-        n,
+        bs,
+        batches or int(t.get("eval_iters", 20)),
         int(t.get("seed", 0)) + 1,
         fixed=True,
     )
-    model = Model(GPTWithLoss(net), eval_network=GPTWithLoss(net), metrics={"loss": Loss()})
+    model = Model(with_loss, eval_network=with_loss, metrics={"loss": Loss()})
     return float(model.eval(ds)["loss"])
