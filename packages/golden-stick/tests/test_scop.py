@@ -17,6 +17,7 @@ from sporeling.goldenstick.pruner import (
     KfConv2d,
     KnockoffNetwork,
     MaskedConv2dbn,
+    MaskedNorm,
     count_params,
     find_channel_groups,
     prune_channels,
@@ -330,3 +331,234 @@ def test_scop_prunes_grouped_convs_and_concats():
     assert (convs["a"].out_channels, convs["g"].in_channels, convs["g"].group) == (4, 4, 2)
     assert convs["g"].out_channels == 4 and convs["b"].out_channels == 3
     assert convs["c"].in_channels == 7 and convs["c"].out_channels == 2
+
+
+def _scop_masked_and_pruned(net, x, rate=0.5):
+    """SCOP on ``net`` with random knockoff scales: the masked network's eval output, the
+    physically pruned network and the algorithm."""
+    gs_nets.randomize_bn(net)
+    kf = PrunerKfCompressAlgo({}).apply(net)
+    for cell in _kf_cells(kf):
+        cell.kfscale.set_data(Tensor(RNG.uniform(0, 1, cell.kfscale.shape).astype("f4")))
+    ft = PrunerFtCompressAlgo({"prune_rate": rate})
+    masked = ft.apply(kf)
+    masked.set_train(False)
+    ref = masked(x).asnumpy()
+    small = ft.convert(masked)
+    small.set_train(False)
+    return masked, ref, small, ft
+
+
+def _reloaded_in_fresh_process(tmp_path, cases):
+    """Export each ``(name, net, x, ref)``, reload them all in one fresh process without
+    golden stick, and return the largest difference to ``ref`` per case."""
+    lines = [
+        "import importlib.util, sys",
+        "import numpy as np",
+        'sys.modules["sporeling.goldenstick"] = None  # the export must not need golden stick',
+        "from sporeling.core import Tensor",
+        "diffs = []",
+    ]
+    for name, net, x, ref in cases:
+        paths = export_network(net, str(tmp_path), name)
+        np.save(tmp_path / f"{name}_x.npy", x.asnumpy())
+        np.save(tmp_path / f"{name}_ref.npy", ref)
+        lines += [
+            f"spec = importlib.util.spec_from_file_location({name!r}, {paths['description']!r})",
+            "mod = importlib.util.module_from_spec(spec)",
+            "spec.loader.exec_module(mod)",
+            "net = mod.load()",
+            "net.set_train(False)",
+            f"out = net(Tensor(np.load({str(tmp_path / (name + '_x.npy'))!r}))).asnumpy()",
+            f"diffs.append(float(np.abs(out - np.load({str(tmp_path / (name + '_ref.npy'))!r}))"
+            ".max()))",
+        ]
+    lines.append("print(diffs)")
+    done = subprocess.run(
+        [sys.executable, "-c", "\n".join(lines)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return eval(done.stdout.strip().splitlines()[-1])
+
+
+class _ScopCatHeadNet(nn.Cell):
+    """Two Conv+BN parts concatenated, read by a Dense after a Flatten or a spatial mean."""
+
+    def __init__(self, head: str) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(3, 4, 3, weight_init="he_uniform")
+        self.bn_a = nn.BatchNorm2d(4)
+        self.b = nn.Conv2d(3, 6, 3, weight_init="he_uniform")
+        self.bn_b = nn.BatchNorm2d(6)
+        self.relu = nn.ReLU()
+        self.flatten = nn.Flatten()
+        self.head = head
+        self.fc = nn.Dense(10 * 36 if head == "flatten" else 10, 3)
+
+    def construct(self, x):
+        y = ops.concat((self.relu(self.bn_a(self.a(x))), self.relu(self.bn_b(self.b(x)))), 1)
+        if self.head == "flatten":
+            return self.fc(self.flatten(y))
+        return self.fc(ops.mean(y, (2, 3)))
+
+
+class _ScopCatAddNet(nn.Cell):
+    """An add of two concats (parts that line up), a BN on the sum (no conv before it), a
+    depthwise conv and a grouped conv (group 2: one part per conv group) reading it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        for name in "abcd":  # attributes, not a CellList: prune_channels rebuilds them
+            setattr(self, name, nn.Conv2d(3, 4, 3, weight_init="he_uniform"))
+            setattr(self, f"bn_{name}", nn.BatchNorm2d(4))
+        self.bn = nn.BatchNorm2d(8)
+        self.dw = nn.Conv2d(8, 8, 3, group=8, weight_init="he_uniform")
+        self.bn_dw = nn.BatchNorm2d(8)
+        self.g = nn.Conv2d(8, 6, 3, group=2, weight_init="he_uniform")
+        self.bn_g = nn.BatchNorm2d(6)
+        self.relu = nn.ReLU()
+        self.fc = nn.Dense(6, 3)
+
+    def construct(self, x):
+        a = self.relu(self.bn_a(self.a(x)))
+        b = self.relu(self.bn_b(self.b(x)))
+        c = self.relu(self.bn_c(self.c(x)))
+        d = self.relu(self.bn_d(self.d(x)))
+        y = ops.concat((a, b), 1) + ops.concat((c, d), 1)
+        y = self.relu(self.bn_dw(self.dw(self.relu(self.bn(y)))))
+        return self.fc(ops.mean(self.relu(self.bn_g(self.g(y))), (2, 3)))
+
+
+def test_scop_prunes_concats_read_by_dense_adds_depthwise_and_grouped_convs(tmp_path):
+    x = Tensor(RNG.standard_normal((2, 3, 6, 6)).astype("f4"))
+    cases = []
+    for head, cols in (("flatten", 5 * 36), ("mean", 5)):
+        net = _ScopCatHeadNet(head)
+        groups = [g for g in find_channel_groups(net) if g.prunable]
+        assert sorted(g.channels for g in groups) == [4, 6]
+        _, ref, small, _ = _scop_masked_and_pruned(net, x)
+        assert small.fc.in_channels == cols  # 2 + 3 channels kept, h*w columns each
+        np.testing.assert_allclose(small(x).asnumpy(), ref, rtol=1e-5, atol=1e-5)
+        cases.append((f"cat_{head}", small, x, ref))
+    net = _ScopCatAddNet()
+    groups = [g for g in find_channel_groups(net) if g.prunable]
+    parts = sorted((g for g in groups if g.channels == 4), key=lambda g: id(g.producers[0]))
+    assert len(parts) == 2 and all(len(g.producers) == 2 for g in parts)  # a+c, b+d
+    masked, ref, small, _ = _scop_masked_and_pruned(net, x)
+    assert any(isinstance(c, MaskedNorm) for _, c in masked.cells_and_names())  # bn after add
+    convs = {n: c for n, c in small.cells_and_names() if isinstance(c, nn.Conv2d)}
+    assert all(convs[name].out_channels == 2 for name in "abcd")
+    assert (convs["dw"].in_channels, convs["dw"].out_channels, convs["dw"].group) == (4, 4, 4)
+    assert (convs["g"].in_channels, convs["g"].group, convs["g"].weight.shape[1]) == (4, 2, 2)
+    assert convs["g"].out_channels == 4 and small.fc.in_channels == 4 and small.bn.num_features == 4
+    # masked == pruned, also where a BN follows the concat (the masks follow it)
+    np.testing.assert_allclose(small(x).asnumpy(), ref, rtol=1e-5, atol=1e-5)
+    cases.append(("cat_add", small, x, ref))
+    assert max(_reloaded_in_fresh_process(tmp_path, cases)) < 1e-5
+
+
+def test_masked_equals_pruned_with_a_bn_after_a_concat():
+    x = Tensor(RNG.standard_normal((2, 3, 9, 9)).astype("f4"))
+
+    class _BnAfterCat(_CatNet):
+        def __init__(self) -> None:
+            super().__init__(False)
+            self.bn_a = nn.BatchNorm2d(4)
+            self.bn_b = nn.BatchNorm2d(6)
+
+        def construct(self, x):
+            y = ops.concat((self.bn_a(self.a(x)), self.bn_b(self.b(x))), 1)
+            y = self.relu(self.bn(y))
+            return self.fc(ops.mean(self.relu(self.c(y)), (2, 3)))
+
+    net = _BnAfterCat()
+    masked, ref, small, _ = _scop_masked_and_pruned(net, x)
+    norms = [c for _, c in masked.cells_and_names() if isinstance(c, MaskedNorm)]
+    assert len(norms) == 1 and norms[0].mask.asnumpy().sum() == 5  # 2 of 4 + 3 of 6 kept
+    assert small.bn.num_features == 5
+    np.testing.assert_allclose(small(x).asnumpy(), ref, rtol=1e-5, atol=1e-5)
+
+
+class _UnalignedNet(nn.Cell):
+    """Concats that cannot be pruned soundly, one per ``mode``."""
+
+    def __init__(self, mode: str) -> None:
+        super().__init__()
+        sizes = {"add": (4, 6, 6, 4), "single": (4, 4, 8, 0), "straddle": (3, 5, 0, 0)}[mode]
+        self.mode = mode
+        self.convs = nn.CellList([nn.Conv2d(3, max(c, 1), 3) for c in sizes])
+        self.g = nn.Conv2d(8, 4, 3, group=2)
+        self.relu = nn.ReLU()
+        self.fc = nn.Dense(10, 3)
+
+    def construct(self, x):
+        a = self.relu(self.convs[0](x))
+        b = self.relu(self.convs[1](x))
+        if self.mode == "add":
+            c = self.relu(self.convs[2](x))
+            d = self.relu(self.convs[3](x))
+            y = ops.concat((a, b), 1) + ops.concat((c, d), 1)
+        elif self.mode == "single":
+            y = ops.concat((a, b), 1) + self.relu(self.convs[2](x))
+        else:
+            y = self.g(ops.concat((a, b), 1))
+        return self.fc(ops.mean(y, (2, 3)))
+
+
+@pytest.mark.parametrize(
+    "mode,why",
+    [
+        ("add", "an add of concats whose parts do not line up ([4, 6] and [6, 4])"),
+        ("single", "an add of a concat and a single group (its parts would split the group)"),
+        ("straddle", "a grouped conv (group=2, 4 inputs each) whose groups straddle"),
+    ],
+)
+def test_concats_that_cannot_be_pruned_are_frozen_with_the_reason(mode, why):
+    groups = find_channel_groups(_UnalignedNet(mode))
+    frozen = [g for g in groups if g.frozen and g.producers and g.channels < 10]
+    assert len(frozen) >= 2
+    assert all(any(r.startswith(why) for r in g.reasons) for g in frozen)
+
+
+class _HalfScoredCatNet(nn.Cell):
+    """A grouped conv reading a concat of a Conv+BN part and a conv without BN (no score)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(3, 4, 3, weight_init="he_uniform")
+        self.bn_a = nn.BatchNorm2d(4)
+        self.b = nn.Conv2d(3, 4, 3, weight_init="he_uniform")
+        self.g = nn.Conv2d(8, 4, 3, group=2, weight_init="he_uniform")
+        self.bn_g = nn.BatchNorm2d(4)
+        self.relu = nn.ReLU()
+        self.fc = nn.Dense(4, 3)
+
+    def construct(self, x):
+        y = ops.concat((self.relu(self.bn_a(self.a(x))), self.relu(self.b(x))), 1)
+        return self.fc(ops.mean(self.relu(self.bn_g(self.g(y))), (2, 3)))
+
+
+def test_grouped_conv_on_a_concat_keeps_parts_whole_when_their_counts_differ():
+    net = _HalfScoredCatNet()
+    x = Tensor(RNG.standard_normal((2, 3, 6, 6)).astype("f4"))
+    _, ref, small, ft = _scop_masked_and_pruned(net, x)
+    # part b has no score, so part a cannot lose channels without unbalancing g's groups
+    assert id(net.a) not in ft._keep and id(net.g) in ft._keep
+    convs = {n: c for n, c in small.cells_and_names() if isinstance(c, nn.Conv2d)}
+    assert convs["a"].out_channels == 4 and convs["g"].out_channels == 2
+    np.testing.assert_allclose(small(x).asnumpy(), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_a_sigmoid_on_channels_freezes_them():
+    class _SigmoidNet(nn.Cell):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Conv2d(3, 4, 3)
+            self.sig = nn.Sigmoid()
+            self.c = nn.Conv2d(4, 2, 3)
+
+        def construct(self, x):
+            return ops.mean(self.c(self.sig(self.a(x))), (2, 3))
+
+    (g,) = [g for g in find_channel_groups(_SigmoidNet()) if g.channels == 4]
+    assert g.frozen and g.reasons == ["a Sigmoid (it maps a removed channel's 0 to 0.5)"]

@@ -1,12 +1,13 @@
 """Structured pruning: SCOP (knockoff scores) with channel groups found from the graph and
 physical channel removal."""
 
-from .channel_groups import ChannelGroup, find_channel_groups
+from .channel_groups import CatUse, ChannelGroup, find_channel_groups
 from .physical import count_params, prune_channels
 from .scop import (
     KfConv2d,
     KnockoffNetwork,
     MaskedConv2dbn,
+    MaskedNorm,
     PrunerFtCompressAlgo,
     PrunerKfCompressAlgo,
     keep_indices,
@@ -18,7 +19,9 @@ __all__ = [
     "PrunerFtCompressAlgo",
     "KfConv2d",
     "MaskedConv2dbn",
+    "MaskedNorm",
     "KnockoffNetwork",
+    "CatUse",
     "ChannelGroup",
     "find_channel_groups",
     "prune_channels",

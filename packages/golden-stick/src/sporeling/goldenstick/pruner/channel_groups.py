@@ -9,9 +9,14 @@ space they read. A depthwise conv carries its input's channels and is pruned wit
 grouped conv (1 < group < channels) is a producer and a consumer like any conv, but the
 spaces it touches are pruned by blocks (``ChannelGroup.blocks``: the same count kept in
 each of its groups). A concat along channels makes a derived space (its parts, each
-pruned as its own group): convs, BNs and pass-through ops after it are sliced with the
-parts' kept channels (``ChannelGroup.cat_uses``). A space that reaches the network's input
-or output, or an unknown op, is frozen (never pruned). Like Torch-Pruning's dependency
+pruned as its own group): convs, BNs, Dense layers (after a spatial mean: a column per
+channel; after a Flatten: a block of h*w columns per channel) and pass-through ops after
+it are sliced with the parts' kept channels (``ChannelGroup.cat_uses``); a depthwise conv
+carries the concat; a grouped conv reading it needs each part to span whole conv groups;
+an add of two concats whose parts line up merges the parts pairwise. A space that reaches
+the network's input or output, an unknown op, a concat added to a single group or to a
+concat cut differently, or a grouped conv whose groups straddle the parts is frozen
+(never pruned), with the reason in ``ChannelGroup.reasons``. Like Torch-Pruning's dependency
 graph, this works for any conv network the rewrite tree can parse.
 """
 
@@ -30,13 +35,11 @@ __all__ = ["CatUse", "ChannelGroup", "find_channel_groups"]
 _PASS_CELLS = (
     nn.ReLU,
     nn.ReLU6,
-    nn.Sigmoid,
     nn.Tanh,
     nn.GELU,
     nn.LeakyReLU,
     nn.SiLU,
     nn.HSwish,
-    nn.HSigmoid,
     nn.Mish,
     nn.ELU,
     nn.MaxPool2d,
@@ -44,19 +47,26 @@ _PASS_CELLS = (
     nn.Dropout,
     nn.Identity,
 )
-_PASS_FUNCS = {"relu", "relu6", "sigmoid", "tanh", "gelu", "silu", "elu", "mish", "hswish"}
+# each maps 0 to 0, so a pruned channel's zeros stay zeros through it (a sigmoid's 0.5
+# would reach the next layer, which the pruned network no longer has: it freezes)
+_PASS_FUNCS = {"relu", "relu6", "tanh", "gelu", "silu", "elu", "mish", "hswish"}
+_NONZERO_AT_ZERO = (nn.Sigmoid, nn.HSigmoid)
 _MEAN_FUNCS = {"mean", "reduce_mean", "ReduceMean", "adaptive_avg_pool2d"}
 _CAT_FUNCS = {"concat", "cat", "Concat", "concatenate"}
 
 
 @dataclass
 class CatUse:
-    """A layer reading a concat of channel groups: ``kind`` "conv" (its input channels) or
-    "norm" (a BN's features); ``parts`` the groups in order."""
+    """A layer reading a concat of channel groups, ``parts`` in order. ``kind``: "conv" (a
+    conv's input channels), "grouped" (a grouped conv's inputs, each part spanning whole
+    conv groups), "depthwise" (a depthwise conv: inputs = outputs = groups), "norm" (a
+    BN's features) or "dense" (a Dense's input columns, ``per`` of them for each channel:
+    1 after a mean over space, h*w after a Flatten)."""
 
     cell: nn.Cell
     kind: str
     parts: list[ChannelGroup]
+    per: int = 1
 
 
 @dataclass
@@ -142,7 +152,7 @@ class _Walker:
     def __init__(self) -> None:
         self.sp = _Spaces()
         self.seen_producers: set[int] = set()
-        self.cat_uses: list[tuple[nn.Cell, str, list[int]]] = []
+        self.cat_uses: list[tuple[nn.Cell, str, list[int], int]] = []
 
     def tree(self, stree: SymbolTree, inputs: list[Any]) -> list[Any]:
         env: dict[str, Any] = {}
@@ -224,7 +234,12 @@ class _Walker:
             return x
         if isinstance(cell, nn.Flatten):
             return ("flat", x) if isinstance(x, int) else None
+        if isinstance(cell, _NONZERO_AT_ZERO):
+            self.sp.freeze(x, f"a {type(cell).__name__} (it maps a removed channel's 0 to 0.5)")
+            return None
         if isinstance(cell, nn.Dense):
+            if isinstance(x, tuple) and _is_cat(x[1]):
+                return self.cat_dense(cell, x)
             if isinstance(x, tuple):
                 g = self.sp.group(x[1])
                 per = cell.in_channels // g.channels
@@ -248,19 +263,78 @@ class _Walker:
         return s
 
     def cat_cell(self, cell: nn.Cell, x: tuple) -> Any:
-        """A layer on a concat: a conv (group 1) or BN is sliced with the parts' channels,
-        pass-through layers keep the concat; anything else freezes the parts."""
+        """A layer on a concat: a conv, BN or Dense is sliced with the parts' channels
+        (each part at its offset), a depthwise conv and pass-through layers keep the
+        concat, a Flatten keeps it for the Dense after it; anything else freezes the parts."""
         parts = x[1]
-        if isinstance(cell, nn.Conv2d) and cell.group == 1:
-            self.cat_uses.append((cell, "conv", parts))
-            return self.produced_by(cell)
+        if isinstance(cell, nn.Conv2d):
+            return self.cat_conv(cell, x)
         if isinstance(cell, nn.BatchNorm2d):
-            self.cat_uses.append((cell, "norm", parts))
+            self.cat_uses.append((cell, "norm", parts, 1))
             return x
+        if isinstance(cell, nn.Dense):
+            return self.cat_dense(cell, x)
+        if isinstance(cell, nn.Flatten):
+            return ("flat", x)
         if isinstance(cell, _PASS_CELLS):
             return x
         self.sp.freeze(x, f"a concat into {type(cell).__name__}")
         return None
+
+    def cat_conv(self, cell: nn.Conv2d, x: tuple) -> Any:
+        """A conv reading a concat. A grouped conv needs every part to span whole conv
+        groups (then each part is pruned by blocks of the conv's group size); a depthwise
+        conv carries the concat (its filters follow their channels)."""
+        parts = x[1]
+        if cell.group == 1:
+            self.cat_uses.append((cell, "conv", parts, 1))
+            return self.produced_by(cell)
+        if cell.group == cell.in_channels == cell.out_channels:
+            if id(cell) in self.seen_producers:
+                self.sp.freeze(x, "a convolution called twice")
+            self.seen_producers.add(id(cell))
+            self.cat_uses.append((cell, "depthwise", parts, 1))
+            return x
+        size = cell.in_channels // cell.group
+        sizes = [self.sp.group(p).channels for p in parts]
+        if any(c % size for c in sizes):
+            self.sp.freeze(
+                x,
+                f"a grouped conv (group={cell.group}, {size} inputs each) whose groups "
+                f"straddle the concat's parts {sizes}",
+            )
+        else:
+            for p, c in zip(parts, sizes):
+                g = self.sp.group(p)
+                g.blocks = math.lcm(g.blocks, c // size)
+            self.cat_uses.append((cell, "grouped", parts, 1))
+        s = self.produced_by(cell)
+        self.sp.group(s).blocks = cell.group
+        return s
+
+    def cat_dense(self, cell: nn.Dense, x: tuple) -> None:
+        """A Dense reading a concat: after a mean over space one column per channel, after
+        a Flatten (``x`` a flattened concat) a block of h*w columns per channel."""
+        cat = x[1] if x[0] == "flat" else x
+        total = sum(self.sp.group(p).channels for p in cat[1])
+        per = cell.in_channels // total
+        if per * total != cell.in_channels:
+            self.sp.freeze(x, "a Dense whose inputs are not whole channels of the concat")
+        else:
+            self.cat_uses.append((cell, "dense", cat[1], per))
+        return None
+
+    def add_cats(self, a: tuple, b: tuple) -> Any:
+        """``cat + cat``: elementwise, so the parts at the same offsets are one group each
+        (the parts must line up: same sizes in the same order)."""
+        sa = [self.sp.group(p).channels for p in a[1]]
+        sb = [self.sp.group(p).channels for p in b[1]]
+        if sa != sb:
+            why = f"an add of concats whose parts do not line up ({sa} and {sb})"
+            self.sp.freeze(a, why)
+            self.sp.freeze(b, why)
+            return None
+        return ("cat", [self.sp.union(p, q) for p, q in zip(a[1], b[1])])
 
     def concat(self, node: Any, name: str, args: list[Any]) -> Any:
         """``concat((a, b, ...), axis=1)`` of channel spaces: a derived space (its parts)."""
@@ -305,17 +379,18 @@ class _Walker:
             return self.concat(node, name, args)
         if _is_cat(x) and name in _PASS_FUNCS and len(args) == 1:
             return x
+        if _is_cat(x) and _spatial_mean(name, consts) and all(a is None for a in args[1:]):
+            return x  # one value per channel: the concat stays
+        if _is_cat(x) and name == "flatten" and len(args) == 1:
+            return ("flat", x)
         if isinstance(x, tuple) and x[0] in ("tuple", "cat"):
             for a in args:
                 self.sp.freeze(a, f"a concat or tuple into {name}")
             return None
         if name in _PASS_FUNCS and len(args) == 1:
             return x
-        if name in _MEAN_FUNCS and isinstance(x, int) and consts:
-            axes = consts[0].value
-            axes = (axes,) if isinstance(axes, int) else tuple(axes or ())
-            if set(axes) == {2, 3} or set(axes) == {-1, -2}:
-                return x
+        if isinstance(x, int) and _spatial_mean(name, consts):
+            return x
         if name == "flatten" and isinstance(x, int):
             return ("flat", x)
         for a in args:
@@ -339,9 +414,18 @@ class _Walker:
                 consts = [isinstance(v, ast.Constant) for v in (value.left, value.right)]
                 if all(isinstance(s, int) for s in sides):
                     return self.sp.union(sides[0], sides[1])
+                if all(_is_cat(s) for s in sides):
+                    return self.add_cats(sides[0], sides[1])
                 for s, c in zip(sides, consts[::-1]):
-                    if isinstance(s, int) and c:
+                    if (isinstance(s, int) or _is_cat(s)) and c:
                         return s  # a channel tensor with a scalar
+                if any(_is_cat(s) for s in sides) and all(
+                    isinstance(s, int) or _is_cat(s) for s in sides
+                ):
+                    why = "an add of a concat and a single group (its parts would split the group)"
+                    for s in sides:
+                        self.sp.freeze(s, why)
+                    return None
         for a in args:
             self.sp.freeze(a, "Python code")
         return None
@@ -349,6 +433,15 @@ class _Walker:
 
 def _is_cat(value: Any) -> bool:
     return isinstance(value, tuple) and value[0] == "cat"
+
+
+def _spatial_mean(name: str, consts: list[Any]) -> bool:
+    """A mean over the two spatial axes (NCHW)."""
+    if name not in _MEAN_FUNCS or not consts:
+        return False
+    axes = consts[0].value
+    axes = (axes,) if isinstance(axes, int) else tuple(axes or ())
+    return set(axes) == {2, 3} or set(axes) == {-1, -2}
 
 
 def find_channel_groups(network: nn.Cell) -> list[ChannelGroup]:
@@ -359,8 +452,8 @@ def find_channel_groups(network: nn.Cell) -> list[ChannelGroup]:
     outs = walker.tree(stree, [None] * len(inputs))
     for o in outs:
         walker.sp.freeze(o, "the network's output")
-    for cell, kind, parts in walker.cat_uses:
-        use = CatUse(cell, kind, [walker.sp.group(p) for p in parts])
+    for cell, kind, parts, per in walker.cat_uses:
+        use = CatUse(cell, kind, [walker.sp.group(p) for p in parts], per)
         for group in {id(g): g for g in use.parts}.values():
             group.cat_uses.append(use)
     roots = sorted({walker.sp.find(i) for i in range(len(walker.sp.parent))})

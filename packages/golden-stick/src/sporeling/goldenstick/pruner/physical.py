@@ -10,9 +10,9 @@ from sporeling.core import Parameter, Tensor, nn
 from sporeling.core.rewrite import NodeType, SymbolTree, TreeNodeHelper
 
 from ..layer_spec import rebuild_layer
-from .channel_groups import find_channel_groups
+from .channel_groups import CatUse, find_channel_groups
 
-__all__ = ["prune_channels", "count_params", "drop_unused_cells"]
+__all__ = ["prune_channels", "count_params", "drop_unused_cells", "cat_kept"]
 
 
 def count_params(network: nn.Cell) -> int:
@@ -65,22 +65,26 @@ def prune_channels(network: nn.Cell, keep: dict[int, np.ndarray]) -> nn.Cell:
             if id(use.cell) in done:
                 continue
             done.add(id(use.cell))
-            pieces, offset, pruned = [], 0, False
-            for part in use.parts:
-                kept = keep.get(id(part.producers[0])) if part.producers else None
-                pruned = pruned or kept is not None
-                kept = np.arange(part.channels) if kept is None else np.asarray(kept)
-                pieces.append(kept + offset)
-                offset += part.channels
-            if not pruned:
+            idx = cat_kept(use, keep)
+            if idx is None:
                 continue
-            idx = np.concatenate(pieces)
+            shape, cut = shapes.setdefault(id(use.cell), {}), slices.setdefault(id(use.cell), {})
             if use.kind == "conv":
-                shapes.setdefault(id(use.cell), {})["in_channels"] = len(idx)
-                slices.setdefault(id(use.cell), {})["in"] = ("in", idx)
+                shape["in_channels"] = len(idx)
+                cut["in"] = ("in", idx)
+            elif use.kind == "grouped":  # inputs sliced within each conv group
+                shape["in_channels"] = len(idx)
+                cut["in"] = ("grouped", idx)
+            elif use.kind == "depthwise":  # in = out = group = the kept channels
+                shape.update(in_channels=len(idx), out_channels=len(idx), group=len(idx))
+                cut["out"] = ("out", idx)
+            elif use.kind == "dense":  # channel c is columns c*per .. c*per + per - 1
+                cols = (idx[:, None] * use.per + np.arange(use.per)[None, :]).reshape(-1)
+                shape["in_channels"] = len(cols)
+                cut["in"] = ("in", cols)
             else:
-                shapes.setdefault(id(use.cell), {})["num_features"] = len(idx)
-                slices.setdefault(id(use.cell), {})["out"] = ("out", idx)
+                shape["num_features"] = len(idx)
+                cut["out"] = ("out", idx)
     fresh: set[int] = set()
     for _, parent in list(clone.cells_and_names()):
         for name, child in list(parent.name_cells().items()):
@@ -98,6 +102,19 @@ def prune_channels(network: nn.Cell, keep: dict[int, np.ndarray]) -> nn.Cell:
         if id(param) in fresh:
             param.name = path  # the sliced layers' parameters are named by their place
     return clone
+
+
+def cat_kept(use: CatUse, keep: dict[int, np.ndarray]) -> np.ndarray | None:
+    """The kept channels of a concat (each part's kept channels at its offset; a part not
+    in ``keep`` keeps all), or None if no part is pruned."""
+    pieces, offset, pruned = [], 0, False
+    for part in use.parts:
+        kept = keep.get(id(part.producers[0])) if part.producers else None
+        pruned = pruned or kept is not None
+        kept = np.arange(part.channels) if kept is None else np.asarray(kept)
+        pieces.append(kept + offset)
+        offset += part.channels
+    return np.concatenate(pieces) if pruned else None
 
 
 _SELF_REF = re.compile(r"self\.(\w+)|getattr\(self, '(\w+)'\)")

@@ -13,8 +13,10 @@ coupled group (see :mod:`.channel_groups`) are ranked by their summed score and
 ``prune_rate * C`` of the lowest are pruned.
 
 Phase 2, ``PrunerFtCompressAlgo.apply``: each KfConv2d becomes a :class:`MaskedConv2dbn`
-that zeroes the pruned channels after the BN. ``convert`` removes them physically: a new,
-smaller network of plain core layers (same outputs on the kept channels).
+that zeroes the pruned channels after the BN, and a BN on pruned channels that follows no
+conv (after a concat, an add) becomes a :class:`MaskedNorm`, so that the zeros reach the
+next layer as they would in the pruned network. ``convert`` removes them physically: a
+new, smaller network of plain core layers with the masked network's outputs.
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ from sporeling.core.rewrite import Node, PatternEngine, Replacement, SymbolTree
 
 from ..comp_algo import CompAlgo
 from .channel_groups import ChannelGroup, find_channel_groups
-from .physical import prune_channels
+from .physical import cat_kept, prune_channels
 
 __all__ = [
     "KfConv2d",
     "MaskedConv2dbn",
+    "MaskedNorm",
     "KnockoffNetwork",
     "PrunerKfCompressAlgo",
     "PrunerFtCompressAlgo",
@@ -78,6 +81,21 @@ class MaskedConv2dbn(nn.Cell):
 
     def construct(self, x: Tensor) -> Tensor:
         return self.bn(self.conv(x)) * self.mask
+
+
+class MaskedNorm(nn.Cell):
+    """A BatchNorm that does not follow a pruned conv (after a concat, an add, a depthwise
+    conv), its pruned features multiplied by 0: the BN's shift would otherwise turn the
+    zeros of the pruned channels into values the next layer reads, which the physically
+    pruned network no longer has."""
+
+    def __init__(self, bn: nn.Cell, mask: np.ndarray) -> None:
+        super().__init__(auto_prefix=False)  # shared parameters keep their names
+        self.bn = bn
+        self.mask = Tensor(np.asarray(mask, np.float32).reshape(1, -1, 1, 1))
+
+    def construct(self, x: Tensor) -> Tensor:
+        return self.bn(x) * self.mask
 
 
 class KnockoffNetwork(nn.Cell):
@@ -146,6 +164,55 @@ def keep_indices(
     return np.sort(np.concatenate(kept))
 
 
+def _settle_grouped_cats(
+    groups: list[ChannelGroup], scores: dict[int, np.ndarray], prune_rate: float
+) -> dict[int, np.ndarray]:
+    """The kept channels per producer (``id(conv)`` -> indices). A grouped conv reading a
+    concat must keep the same number of inputs in each of its groups; where its parts
+    would not (a part not pruned, or pruned by other blocks), those parts stay whole.
+    Unpruning only grows counts, so this settles."""
+    whole: set[int] = set()
+    while True:
+        keep: dict[int, np.ndarray] = {}
+        for group in groups:
+            idx = None if id(group) in whole else keep_indices(group, scores, prune_rate)
+            if idx is not None:
+                for p in group.producers:
+                    keep[id(p)] = idx
+        uneven = [
+            use
+            for g in groups
+            for use in g.cat_uses
+            if use.kind == "grouped" and not _even_groups(use, keep)
+        ]
+        if not uneven:
+            return keep
+        whole |= {id(part) for use in uneven for part in use.parts}
+
+
+def _even_groups(use: Any, keep: dict[int, np.ndarray]) -> bool:
+    idx = cat_kept(use, keep)
+    if idx is None:
+        return True
+    size = use.cell.in_channels // use.cell.group
+    return len(set(np.bincount(idx // size, minlength=use.cell.group).tolist())) == 1
+
+
+def _norm_keep(groups: list[ChannelGroup], keep: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+    """The kept features of every BatchNorm on a pruned group or concat."""
+    features: dict[int, np.ndarray] = {}
+    for group in groups:
+        idx = keep.get(id(group.producers[0])) if group.producers else None
+        if idx is not None:
+            for bn in group.norms:
+                features[id(bn)] = idx
+        for use in group.cat_uses:
+            kept = cat_kept(use, keep) if use.kind == "norm" else None
+            if kept is not None:
+                features[id(use.cell)] = kept
+    return features
+
+
 class PrunerKfCompressAlgo(CompAlgo):
     """SCOP phase 1 (knockoff training). ``config``: {} (0.1 has no options)."""
 
@@ -189,32 +256,44 @@ class PrunerFtCompressAlgo(CompAlgo):
         # the plain network: KfConv2d -> Conv2d + BN again (same parameters)
         plain = self._plain(inner)
         self._origin = plain
-        keep: dict[int, np.ndarray] = {}
-        for group in find_channel_groups(plain):
-            idx = keep_indices(group, scores, self.prune_rate)
-            if idx is None:
-                continue
-            for p in group.producers:
-                keep[id(p)] = idx
-        self._keep = keep
-        stree = SymbolTree.create(plain)
-        algo = self
+        groups = find_channel_groups(plain)
+        self._keep = keep = _settle_grouped_cats(groups, scores, self.prune_rate)
+        features = _norm_keep(groups, keep)  # id(bn) -> its kept features
+        wrapped: set[int] = set()
+
+        def mask_of(bn: nn.Cell) -> np.ndarray:
+            mask = np.ones(bn.num_features, np.float32)
+            if id(bn) in features:
+                mask[:] = 0.0
+                mask[features[id(bn)]] = 1.0
+            return mask
 
         class _ToMasked(Replacement):
             def build(
                 self, pattern: Any, is_chain: bool, matched: OrderedDict[str, Node]
             ) -> list[Node]:
                 conv_node, bn_node = list(matched.values())
-                conv = conv_node.get_instance()
-                mask = np.ones(conv.out_channels, np.float32)
-                if id(conv) in algo._keep:
-                    mask[:] = 0.0
-                    mask[algo._keep[id(conv)]] = 1.0
-                cell = MaskedConv2dbn(conv, bn_node.get_instance(), mask)
+                bn = bn_node.get_instance()
+                wrapped.add(id(bn))
+                cell = MaskedConv2dbn(conv_node.get_instance(), bn, mask_of(bn))
                 name = f"{conv_node.get_name()}_masked"
                 return [Node.create_call_cell(cell, [name], conv_node.get_args(), name=name)]
 
+        class _ToMaskedNorm(Replacement):
+            def build(
+                self, pattern: Any, is_chain: bool, matched: OrderedDict[str, Node]
+            ) -> list[Node]:
+                (node,) = matched.values()
+                bn = node.get_instance()
+                if id(bn) in wrapped or id(bn) not in features:
+                    return []  # unchanged
+                name = f"{node.get_name()}_masked"
+                cell = MaskedNorm(bn, mask_of(bn))
+                return [Node.create_call_cell(cell, [name], node.get_args(), name=name)]
+
+        stree = SymbolTree.create(plain)
         PatternEngine([nn.Conv2d, nn.BatchNorm2d], _ToMasked()).apply(stree)
+        PatternEngine([nn.BatchNorm2d], _ToMaskedNorm()).apply(stree)
         return stree.get_network()
 
     @staticmethod
