@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from sporeling.core import Tensor, ops
-from sporeling.core.kernels.cpu import _rows, conv_images
+from sporeling.core.kernels.cpu import _rows, conv_images, microgemm
 from sporeling_testing import check_grad
 
 pytestmark = pytest.mark.skipif(
@@ -23,6 +23,16 @@ CASES = [  # x shape, w shape, stride, ((top, bottom), (left, right)), dilation,
     ((2, 3, 7, 9), (4, 3, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
     ((2, 2, 6, 8), (3, 2, 3, 3), (1, 1), ((2, 2), (0, 4)), (2, 2), 1),  # one-sided pads
     ((3, 4, 5, 1), (2, 4, 3, 1), (1, 1), ((1, 1), (0, 0)), (1, 1), 1),  # width 1
+]
+MICRO_CASES = [  # float32 shapes whose products go to the AVX-512 micro-kernel (microgemm)
+    # 72 columns: two blocks of 32 and 8 left to OpenBLAS; forward and data gradient
+    ((2, 16, 9, 8), (16, 16, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
+    # groups (8 rows each), dilation, one-sided pads: forward only (36 rows for dx)
+    ((3, 8, 12, 11), (16, 4, 3, 3), (1, 1), ((1, 1), (2, 0)), (2, 1), 2),
+    # batch 1, stride 2, 64 columns exactly
+    ((1, 8, 16, 16), (8, 8, 3, 3), (2, 2), ((1, 0), (1, 0)), (1, 1), 1),
+    # 1x1, groups of 4 output channels (forward by OpenBLAS), data gradient 8 rows
+    ((2, 16, 8, 8), (8, 8, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 2),
 ]
 
 
@@ -99,6 +109,24 @@ def test_kernels_match_the_float64_reference(case, dtype):
     dw = conv_images.conv2d_weight_grad_images(x, gy, geo, groups, wshape[2:])
     np.testing.assert_allclose(dx, dx_want, **_tol(dtype))
     np.testing.assert_allclose(dw, dw_want, **_tol(dtype))
+
+
+@pytest.mark.parametrize("case", MICRO_CASES)
+def test_micro_kernel_products_match_the_float64_reference(case, monkeypatch):
+    """The float32 forward and data gradient through microgemm (on an AVX-512 CPU; elsewhere
+    these shapes take OpenBLAS and the test checks that path), and the same on OpenBLAS."""
+    test_kernels_match_the_float64_reference(case, np.float32)
+    shape, wshape, _, pads, _, groups = case
+    kernels = wshape[2] * wshape[3]
+    assert conv_images._micro(np.float32, wshape[0] // groups, 32) == (
+        microgemm.available() and wshape[0] // groups % 8 == 0
+    )
+    assert not conv_images._micro(np.float64, 8, 64) and not conv_images._micro(np.float32, 8, 31)
+    assert conv_images._micro(np.float32, shape[1] // groups * kernels, 64) == (
+        microgemm.available() and shape[1] // groups * kernels % 8 == 0
+    )
+    monkeypatch.setattr(conv_images, "_micro", lambda *a: False)
+    test_kernels_match_the_float64_reference(case, np.float32)
 
 
 def test_images_split_over_more_threads_than_cores(monkeypatch):

@@ -32,6 +32,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from . import microgemm
 from ._config import JIT_SERIAL
 from ._rows import PARALLEL_MIN, max_blocks, run_blocks
 from .blas import single_threaded_blas
@@ -183,6 +184,77 @@ def _forward_kernel(gemm, x, w2, out, cols, geo, groups, one, zero, lo, hi):  # 
 
 
 @numba.jit(**_JIT)
+def _forward_kernel_mk(
+    gemm, x, wp, w2, out, cols, geo, groups, one, zero, lo, hi
+):  # pragma: no cover
+    """:func:`_forward_kernel` with float32 products by the micro-kernel (:mod:`.microgemm`,
+    ``wp`` the weights packed per group); columns past the last block of 32 by ``gemm``."""
+    kh, kw, oh, ow = geo[6], geo[7], out.shape[2], out.shape[3]
+    cout = out.shape[1]
+    cog, kg, length = cout // groups, w2.shape[1], oh * ow
+    for n in range(lo, hi):
+        _im2col_image(x, n, cols, kh, kw, geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], oh, ow)
+        for g in range(groups):
+            b, c = _at(cols, g * kg * length), _at(out, (n * cout + g * cog) * length)
+            done = microgemm.gemm_blocks(wp[g], kg, b, length, c, length, length, False)
+            if done < length:
+                off, rest = np.uint64(done * 4), length - done
+                a = _at(w2, g * cog * kg)
+                gemm(
+                    _ROW, _N, _N, cog, rest, kg, one, a, kg, b + off, length, zero, c + off, length
+                )
+
+
+@numba.jit(**_JIT)
+def _data_grad_kernel_mk(
+    gemm, gy, wpt, w2, dx, dcols, geo, groups, one, zero, lo, hi
+):  # pragma: no cover
+    """:func:`_data_grad_kernel` with float32 products by the micro-kernel (``wpt`` the
+    transposed weights packed per group)."""
+    kh, kw, oh, ow = geo[6], geo[7], gy.shape[2], gy.shape[3]
+    cout = gy.shape[1]
+    cog, kg, length = cout // groups, w2.shape[1], oh * ow
+    for n in range(lo, hi):
+        for g in range(groups):
+            b = _at(gy, (n * cout + g * cog) * length)
+            c = _at(dcols, g * kg * length)
+            done = microgemm.gemm_blocks(wpt[g], cog, b, length, c, length, length, False)
+            if done < length:
+                off, rest = np.uint64(done * 4), length - done
+                a = _at(w2, g * cog * kg)
+                gemm(
+                    _ROW, _T, _N, kg, rest, cog, one, a, kg, b + off, length, zero, c + off, length
+                )
+        _col2im_image(dcols, dx, n, kh, kw, geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], oh, ow)
+
+
+def _micro(dtype: Any, rows: int, length: int) -> bool:
+    """Whether the products go to the micro-kernel: float32, an AVX-512 CPU, blocks of 8
+    rows (``rows`` of C per group) and at least one block of 32 columns."""
+    return (
+        dtype == np.float32
+        and rows % microgemm.MR == 0
+        and length >= microgemm.NR
+        and microgemm.available()
+    )
+
+
+def _packed(w2: np.ndarray, groups: int, transposed: bool) -> np.ndarray:
+    """``w2`` (C_out, K) packed per group for :func:`.microgemm.gemm_blocks`: the group's
+    rows (C_out/G, K), or with ``transposed`` its transpose (K, C_out/G)."""
+    cog, k = w2.shape[0] // groups, w2.shape[1]
+    if transposed:
+        out = np.empty((groups, k // microgemm.MR, cog, microgemm.MR), w2.dtype)
+        for g in range(groups):
+            microgemm.pack_cols(w2[g * cog : (g + 1) * cog], out[g])
+    else:
+        out = np.empty((groups, cog // microgemm.MR, k, microgemm.MR), w2.dtype)
+        for g in range(groups):
+            microgemm.pack_rows(w2[g * cog : (g + 1) * cog], out[g])
+    return out
+
+
+@numba.jit(**_JIT)
 def _data_grad_kernel(gemm, gy, w2, dx, dcols, geo, groups, one, zero, lo, hi):  # pragma: no cover
     """dx[n] = col2im(w2.T @ gy[n]) per group, for images ``lo:hi``."""
     kh, kw, oh, ow = geo[6], geo[7], gy.shape[2], gy.shape[3]
@@ -248,6 +320,14 @@ def conv2d_images(
     g2 = _geometry(geo, kernel)
     gemm, one, zero = _cblas(_CHARS[x.dtype]), x.dtype.type(1), x.dtype.type(0)
     w2 = w.reshape(cout, -1)
+    if _micro(x.dtype, cout // groups, length):
+        wp = _packed(w2, groups, transposed=False)
+
+        def block(k: int, lo: int, hi: int) -> None:
+            _forward_kernel_mk(gemm, x, wp, w2, out, cols[k], g2, groups, one, zero, lo, hi)
+
+        _run(block, n, threads)
+        return out
 
     def block(k: int, lo: int, hi: int) -> None:
         _forward_kernel(gemm, x, w2, out, cols[k], g2, groups, one, zero, lo, hi)
@@ -269,6 +349,14 @@ def conv2d_data_grad_images(
     g2 = _geometry(geo, kernel)
     gemm, one, zero = _cblas(_CHARS[gy.dtype]), gy.dtype.type(1), gy.dtype.type(0)
     w2 = w.reshape(cout, -1)
+    if _micro(gy.dtype, w2.shape[1], length):
+        wpt = _packed(w2, groups, transposed=True)
+
+        def block(k: int, lo: int, hi: int) -> None:
+            _data_grad_kernel_mk(gemm, gy, wpt, w2, dx, dcols[k], g2, groups, one, zero, lo, hi)
+
+        _run(block, n, threads)
+        return dx
 
     def block(k: int, lo: int, hi: int) -> None:
         _data_grad_kernel(gemm, gy, w2, dx, dcols[k], g2, groups, one, zero, lo, hi)
