@@ -21,6 +21,11 @@ How it works (the same plan as MindSpore's fused AllReduce and PyTorch's DDP):
   ``sporeling``'s ``benchmarks/bench_distributed.py`` compares ``wait_s`` with the time of
   the same all-reduces run after backward (:attr:`overlap` = False).
 
+* GRAPH_MODE: inside a compiled step (a trace) the gradients are symbolic, so there is no
+  overlap: each bucket becomes one ``all_reduce`` op of the graph over the concatenated,
+  flattened gradients (the same buckets, sums and division), and :attr:`stats` is not
+  updated by the compiled step.
+
 At the first step every rank compares its parameter names, shapes and dtypes, its
 parallel context and its bucket plan with the others', and raises a ``RuntimeError``
 naming the ranks that disagree, instead of hanging or mixing mismatched buffers.
@@ -36,7 +41,10 @@ from typing import Any
 import numpy as np
 
 from .._backend import scatter_at
+from .._eager import EagerInterpreter
+from .._primitive import current_interpreter
 from ..communication.management import GlobalComm, get_group
+from ..compiler.graph import TracingError
 from ..errors import describe
 from ..nn.cell import Cell
 from ..tensor import Tensor
@@ -45,6 +53,11 @@ from . import context as _ctx
 __all__ = ["DistributedGradReducer", "check_consistency"]
 
 _MB = 1 << 20
+
+
+def _tracing() -> bool:
+    """Whether ops are being traced into a graph (GRAPH_MODE's compile), not run."""
+    return not isinstance(current_interpreter(), EagerInterpreter)
 
 
 def _is_row_sparse(g: Any) -> bool:
@@ -120,6 +133,7 @@ class DistributedGradReducer(Cell):
                 "sporeling.core.communication.init() before building data-parallel training"
             )
         self._group = get_group(group, name)
+        self._group_name = group
         if mean is None:
             mean = _ctx.get_auto_parallel_context("gradients_mean")
         if not isinstance(mean, bool):
@@ -211,7 +225,7 @@ class DistributedGradReducer(Cell):
         from ..autograd.tape import GRADIENT_READY_HOOKS
 
         self._reset()
-        if not self.overlap or self._group.size == 1:
+        if not self.overlap or self._group.size == 1 or _tracing():
             yield
             return
         self._capturing = True
@@ -268,6 +282,8 @@ class DistributedGradReducer(Cell):
                 f"DistributedGradReducer: argument 'grads' expected {len(self._grad_params)} "
                 f"gradients (one per parameter), got {len(grads)}"
             )
+        if _tracing():
+            return self._traced(grads)
         t0 = time.perf_counter()
         if not self._capturing:
             self._reset()
@@ -317,6 +333,31 @@ class DistributedGradReducer(Cell):
         self.totals["bytes"] += self.stats["bytes"]
         self._capturing = False
         self._captured = {}
+        return tuple(out)
+
+    def _traced(self, grads: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The reduction as graph ops: one ``all_reduce`` per bucket (see the module doc)."""
+        from .. import ops
+        from ..communication.collectives import all_reduce
+
+        if any(_is_row_sparse(g) for g in grads):  # the outermost cell then runs eagerly
+            raise TracingError(
+                "DistributedGradReducer: row-sparse gradients are reduced eagerly only"
+            )
+        scale = 1.0 / self.degree if self.mean else None
+        out: list[Any] = [None] * len(grads)
+        for b in self._buckets:
+            parts = [ops.reshape(ops.cast(grads[s], b.dtype), (-1,)) for s in b.slots]
+            flat = all_reduce(parts[0] if len(parts) == 1 else ops.concat(parts), "sum",
+                              self._group_name)  # fmt: skip
+            if scale is not None:
+                flat = flat * ops.cast(Tensor(np.asarray(scale, b.dtype)), b.dtype)
+            for j, slot in enumerate(b.slots):
+                p = self._grad_params[slot]
+                piece = ops.reshape(flat[int(b.offsets[j]) : int(b.offsets[j + 1])], p.shape)
+                out[slot] = (
+                    ops.cast(piece, p.dtype) if b.dtype != np.dtype(p._data.dtype) else piece
+                )
         return tuple(out)
 
     def _densify(self, slot: int, g: Any) -> Tensor:
