@@ -123,5 +123,12 @@ def test_dp_optimizer_shard_and_mp_under_mpiexec():
         env=env,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
-    for what in ("dp:", "dp+optimizer_shard:", "mp:", "reshard:"):
+    for what in (
+        "dp:",
+        "dp+optimizer_shard:",
+        "dp+optimizer_shard+clip:",
+        "mp+clip:",
+        "mp:",
+        "reshard:",
+    ):
         assert proc.stdout.count(f" {what}") == 2, proc.stdout

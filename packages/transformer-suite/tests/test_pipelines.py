@@ -104,12 +104,23 @@ def test_window_batches_random_fixed_and_sharded():
     np.testing.assert_array_equal(np.stack(v1), np.stack(v2))  # validation: the same windows
     starts = np.random.default_rng(1).integers(0, 92, 12)
     np.testing.assert_array_equal(np.concatenate(v1)[:, 0], ids[starts])
-    # data parallel: two shards with the same seed take disjoint windows of one epoch
-    shards = [
-        np.concatenate(epochs(sampled_batches(src, ["input_ids"], 2, 10, 3, False, 2, r), 1)[0])
+    # data parallel: each shard keeps its half of every batch one process draws, over two
+    # epochs, so the shards put together are the single-process batches in the same order
+    one = np.stack([b for e in epochs(sampled_batches(src, ["input_ids"], 4, 5, 3), 2) for b in e])
+    halves = [
+        np.stack(
+            [
+                b
+                for e in epochs(sampled_batches(src, ["input_ids"], 4, 5, 3, False, 2, r), 2)
+                for b in e
+            ]
+        )
         for r in (0, 1)
     ]
-    assert set(shards[0][:, 0]).isdisjoint(shards[1][:, 0])
+    assert halves[0].shape == (10, 2, 9)
+    np.testing.assert_array_equal(np.concatenate(halves, axis=1), one)
+    with pytest.raises(ValueError, match="batch_size 4 must split into num_shards 3"):
+        sampled_batches(src, ["input_ids"], 4, 5, 3, False, 3, 0)
     with pytest.raises(ValueError, match="too few for windows of 9"):
         TokenWindows(ids[:8], 8)
 

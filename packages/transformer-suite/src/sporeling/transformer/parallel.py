@@ -41,6 +41,8 @@ __all__ = [
     "ParallelInfo",
     "full_state",
     "load_full_state",
+    "tensor_parallel_names",
+    "train_step",
 ]
 
 
@@ -82,6 +84,44 @@ def data_parallel_reducer(step: nn.Cell, info: ParallelInfo) -> nn.Cell:
 
         step.grad_reducer = DistributedGradReducer(step.weights, mean=True, group=info.dp_group)
     return step
+
+
+def tensor_parallel_names(net: nn.Cell) -> set[str]:
+    """Names of the parameters :func:`shard_model` split (each rank holds a slice)."""
+    return {
+        getattr(cell, attr).name
+        for _, cell in net.cells_and_names()
+        if isinstance(cell, Linear) and cell.mp_mode is not None
+        for attr in cell.tensor_parallel_axes
+        if getattr(cell, attr) is not None
+    }
+
+
+def train_step(
+    train_net: nn.Cell, opt: nn.Optimizer, clip: float, info: ParallelInfo
+) -> nn.TrainOneStepCell:
+    """The training step for this layout, with global-norm clipping at ``clip`` (0: none)
+    that clips by the whole model's norm as one process would: pipeline stages and tensor
+    parallel shards sum their squared norms over their group; under ``optimizer_shard`` (where
+    the optimizer reduce-scatters the local gradients itself) the gradients are all-reduced
+    first, since the norm is that of the averaged gradient."""
+    from .pipeline import StagesClipTrainOneStepCell
+
+    if clip <= 0:
+        step = nn.TrainOneStepCell(train_net, opt)
+    elif info.pp > 1:
+        step = StagesClipTrainOneStepCell(train_net, opt, clip, replicas=info.dp)
+    elif info.mp > 1:
+        sharded = tensor_parallel_names(train_net)
+        share = [1.0 if p.name in sharded else 1.0 / info.mp for p in opt.parameters]
+        step = StagesClipTrainOneStepCell(train_net, opt, clip, info.mp_group, 1, share)
+    else:
+        step = nn.TrainOneStepWithClipCell(train_net, opt, clip_norm=clip)
+        if getattr(opt, "use_parallel", False):
+            from sporeling.core.parallel import DistributedGradReducer
+
+            step.grad_reducer = DistributedGradReducer(step.weights, mean=True)
+    return data_parallel_reducer(step, info)
 
 
 def shard_model(net: nn.Cell, group: str | None = None) -> nn.Cell:

@@ -148,12 +148,16 @@ def gather_stages(train_net: MeanOfMicroBatches) -> None:
 
 
 class StagesClipTrainOneStepCell(nn.TrainOneStepCell):
-    """``TrainOneStepWithClipCell``'s global-norm clipping when each rank holds only its
-    stage's gradients: the squared norms of the ranks' gradients are summed with an
-    all-reduce over ``group`` (every stage once), and each rank scales its own by
-    ``clip_norm / max(global_norm, clip_norm)``, so all stages clip by the whole model's
-    norm, as one process would. With ``replicas`` data-parallel copies of every stage (their
-    gradients already averaged, so equal) the sum over all ranks is divided by it."""
+    """``TrainOneStepWithClipCell``'s global-norm clipping when each rank holds only part of
+    the gradients: the squared norms of the ranks' gradients are summed with an all-reduce
+    over ``group``, and each rank scales its own by ``clip_norm / max(global_norm,
+    clip_norm)``, so every rank clips by the whole model's norm, as one process would.
+
+    Pipeline stages: every stage's gradients once; with ``replicas`` data-parallel copies of
+    every stage (their gradients already averaged, so equal) the sum over all ranks is
+    divided by it. Tensor parallelism: ``grad_weights`` gives each gradient's share of the
+    sum, 1 for a shard, ``1 / group size`` for a parameter every rank of ``group`` holds
+    whole (equal gradients there), so that one counts once."""
 
     def __init__(
         self,
@@ -162,6 +166,7 @@ class StagesClipTrainOneStepCell(nn.TrainOneStepCell):
         clip_norm: float,
         group: str | None = None,
         replicas: int = 1,
+        grad_weights: Any = None,
     ) -> None:
         super().__init__(network, optimizer)
         self.replicas = int(replicas)
@@ -171,13 +176,23 @@ class StagesClipTrainOneStepCell(nn.TrainOneStepCell):
             )
         self.clip_norm = float(clip_norm)
         self.group = group
+        weights = None if grad_weights is None else [float(w) for w in grad_weights]
+        if weights is not None and len(weights) != len(self.weights):
+            raise ValueError(
+                f"StagesClipTrainOneStepCell: grad_weights has {len(weights)} entries, expected "
+                f"one per optimized parameter ({len(self.weights)})"
+            )
+        self.grad_weights = weights
 
     def process_grads(self, grads: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
         from sporeling.core import communication as comm
 
         if not grads:
             return grads
-        local = ops.reduce_sum(ops.stack([ops.reduce_sum(ops.square(g)) for g in grads]))
+        squares = [ops.reduce_sum(ops.square(g)) for g in grads]
+        if self.grad_weights is not None:
+            squares = [s * w for s, w in zip(squares, self.grad_weights)]
+        local = ops.reduce_sum(ops.stack(squares))
         total = (
             comm.all_reduce(local)
             if self.group is None

@@ -114,6 +114,16 @@ class GeneratedRows:
         return tuple(self.make(np.random.default_rng([self.seed, int(i)])))
 
 
+class _ShardOfBatch:
+    """``per_batch_map``: rows ``[lo, hi)`` of every (global) batch, this shard's part."""
+
+    def __init__(self, lo: int, hi: int) -> None:
+        self.lo, self.hi = lo, hi
+
+    def __call__(self, rows: list[Any], _info: Any) -> tuple[list[Any]]:
+        return (rows[self.lo : self.hi],)
+
+
 def sampled_batches(
     source: Any,
     column_names: list[str],
@@ -127,20 +137,30 @@ def sampled_batches(
     """``GeneratorDataset`` over a random-access ``source``: ``steps`` batches of
     ``batch_size`` rows a epoch, drawn at random with replacement afresh every epoch (seeded
     through ``sporeling.data.config``); ``fixed``: the same rows every epoch (validation), drawn
-    once with ``seed``; ``num_shards`` > 1: this shard's part of each epoch's shuffled order
-    (data parallel: every shard gives the same seed, so the shards' rows are disjoint)."""
+    once with ``seed``. ``num_shards`` > 1 (data parallel): every shard draws the same global
+    batches of ``batch_size`` rows as one process would and keeps its contiguous
+    ``batch_size // num_shards`` of them, so a data-parallel run sees one process's batches
+    (and its loss curve) whatever the number of shards."""
     n = steps * batch_size
+    if num_shards < 1 or not 0 <= shard_id < num_shards or batch_size % num_shards:
+        raise ValueError(
+            f"sampled_batches: batch_size {batch_size} must split into num_shards "
+            f"{num_shards} equal parts and shard_id {shard_id} be in [0, {num_shards})"
+        )
     if fixed:
         rows = np.random.default_rng(seed).integers(0, len(source), n)
         sampler: Any = ds.SubsetSampler(rows.tolist())
     else:
         ds.config.set_seed(seed)
-        if num_shards > 1:
-            sampler = ds.DistributedSampler(num_shards, shard_id, shuffle=True, num_samples=n)
-        else:
-            sampler = ds.RandomSampler(replacement=True, num_samples=n)
+        sampler = ds.RandomSampler(replacement=True, num_samples=n)
     data = ds.GeneratorDataset(source, column_names=column_names, sampler=sampler)
-    return data.batch(batch_size, drop_remainder=True)
+    if num_shards == 1:
+        return data.batch(batch_size, drop_remainder=True)
+    if len(column_names) != 1:
+        raise ValueError(f"sampled_batches: num_shards > 1 takes one column, got {column_names}")
+    part = batch_size // num_shards
+    keep = _ShardOfBatch(shard_id * part, (shard_id + 1) * part)
+    return data.batch(batch_size, drop_remainder=True, per_batch_map=keep)
 
 
 def tiled_batches(ids: np.ndarray, seq_length: int, batch_size: int) -> Any:

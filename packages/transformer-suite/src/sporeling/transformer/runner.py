@@ -34,13 +34,14 @@ from sporeling.core.train import Callback, EarlyStopping, Loss, ProgressBar
 
 from .data import encode_corpus
 from .models.gpt import GPT, GPTConfig, GPTWithLoss
-from .parallel import MeanOfCopies, apply_parallel, data_parallel_reducer, full_state, shard_model
-from .pipeline import StagesClipTrainOneStepCell, gather_stages, pipeline_gpt_with_loss
+from .parallel import MeanOfCopies, apply_parallel, full_state, shard_model, train_step
+from .pipeline import gather_stages, pipeline_gpt_with_loss
 from .pipelines import TokenWindows, sampled_batches, tiled_batches
 
 __all__ = [
     "Throughput",
     "KeepBest",
+    "StepLosses",
     "make_optimizer",
     "build_gpt",
     "lr_schedule",
@@ -173,6 +174,28 @@ class Throughput(Callback):
         return self.steps * self.tokens_per_step / self.seconds if self.seconds else 0.0
 
 
+class StepLosses(Callback):
+    """Every training step's loss; :meth:`global_losses` gives the whole batch's (under data
+    parallelism without a pipeline each rank's is its shard's: averaged over the ranks)."""
+
+    def __init__(self) -> None:
+        self.losses: list[float] = []
+
+    def on_train_step_end(self, run_context: Any) -> None:
+        out = run_context.original_args().net_outputs
+        self.losses.append(float(np.asarray(out.asnumpy())))
+
+    def global_losses(self, info: Any) -> list[float]:
+        if info.dp == 1 or info.pp > 1:  # every rank holds the whole batch's loss
+            return self.losses
+        from sporeling.core import communication as comm
+
+        # dp x mp: the mp ranks of one copy hold equal losses, so the mean over all ranks
+        # is the mean over the data-parallel copies
+        every = comm.all_gather(Tensor(np.asarray([self.losses], np.float64))).asnumpy()
+        return [float(v) for v in every.mean(axis=0)]
+
+
 class KeepBest(Callback):
     """Save the checkpoint whenever the validation loss improves (nanoGPT keeps the best);
     under tensor parallelism every rank gathers the shards and rank 0 writes them whole."""
@@ -250,11 +273,12 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     if bs % info.dp:
         raise ValueError(f"train.batch_size {bs} must divide over data_parallel {info.dp}")
     # sporeling.data: random windows batched by a GeneratorDataset; under data parallelism
-    # each rank takes its shard of every epoch's shuffled windows (its share of the batch)
+    # every rank draws one process's batches and keeps its share of each, so every layout
+    # trains on the same data in the same order (loss curves comparable step for step)
     train_ds = sampled_batches(
         TokenWindows(train_ids, c.seq_length),
         ["input_ids"],
-        bs // info.dp,
+        bs,
         interval,
         seed,
         num_shards=info.dp,
@@ -285,21 +309,15 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         own = None
     opt = make_optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps, own)
     clip = float(cfg.get("optimizer", {}).get("grad_clip", 0.0))
-    if clip > 0 and info.pp > 1:
-        # each rank holds only its stage's gradients: the global norm sums over the stages
-        step: nn.Cell = StagesClipTrainOneStepCell(train_net, opt, clip, replicas=info.dp)
-    elif clip > 0:
-        step = nn.TrainOneStepWithClipCell(train_net, opt, clip_norm=clip)
-    else:
-        step = nn.TrainOneStepCell(train_net, opt)
-    data_parallel_reducer(step, info)
+    step = train_step(train_net, opt, clip, info)
+    losses = StepLosses()
     model = Model(step, eval_network=eval_net, metrics={"loss": Loss()})
     peak = measure_peak_flops()
     meter = Throughput(bs * c.seq_length, model_flops_per_token(c), peak * info.world, log)
     keep = KeepBest(net, out / "model.safetensors", main_rank, info.mp > 1)
     if info.pp > 1:
         keep.before_save = lambda: gather_stages(train_net)  # the whole model on rank 0
-    callbacks: list[Any] = [meter, keep]
+    callbacks: list[Any] = [meter, keep, losses]
     if t.get("progress_bar"):
         callbacks.append(ProgressBar())  # the core's (tqdm if installed, else plain text)
     if t.get("early_stopping_patience"):
@@ -321,6 +339,7 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         "best_val_loss": min((r["val_loss"] for r in meter.records), default=float("nan")),
         "history": meter.records,
         "parameters": sum(p.size for p in net.trainable_params()),
+        "step_losses": losses.global_losses(info),
     }
     results["rank"] = info.rank
     results["layout"] = {
