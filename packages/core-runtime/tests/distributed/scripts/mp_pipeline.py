@@ -211,16 +211,23 @@ def graph_mode(rank: int) -> None:
     print(f"rank {rank} graph_mode fallback ok", flush=True)
 
 
-def check_dp(schedule: str, rank: int, size: int) -> None:
+def check_dp(schedule: str, rank: int, size: int, shard_optimizer: bool = False) -> None:
     """``pipeline_stages=2`` on 4 ranks: ranks 0-1 run stage 0, 2-3 stage 1 (MindSpore's
-    layout); column ``rank % 2`` is fed half ``rank % 2`` of the batch."""
+    layout); column ``rank % 2`` is fed half ``rank % 2`` of the batch. ``shard_optimizer``:
+    with ``enable_parallel_optimizer`` each stage's momentum state is sliced over the stage's
+    two ranks, same result."""
 
     def global_batch(step: int) -> tuple[np.ndarray, np.ndarray]:
         rng = np.random.default_rng(200 + step)
         return rng.standard_normal((16, 6)).astype(np.float32), rng.integers(0, 3, (16,))
 
+    opts: list = []
+
     def run(net: nn.Cell, params: list, part: slice) -> list[float]:
-        step = nn.TrainOneStepCell(net, nn.Momentum(params, learning_rate=0.05, momentum=0.9))
+        opt = nn.Momentum(params, learning_rate=0.05, momentum=0.9)
+        step = nn.TrainOneStepCell(net, opt)
+        assert opt.use_parallel == (shard_optimizer and net is not ref)
+        opts.append(opt)
         losses = []
         for s in range(STEPS):
             x, y = global_batch(s)
@@ -231,6 +238,11 @@ def check_dp(schedule: str, rank: int, size: int) -> None:
     ref = build("mlp")
     ref_losses = run(ref, ref.trainable_params(), slice(0, 16))
     set_auto_parallel_context(pipeline_stages=2, parallel_mode="semi_auto_parallel")
+    if shard_optimizer:
+        set_auto_parallel_context(
+            enable_parallel_optimizer=True,
+            parallel_optimizer_config={"parallel_optimizer_threshold": 0},
+        )
     net = build("mlp")
     net.backbone_network.stage0.pipeline_stage = 0
     net.backbone_network.stage1.pipeline_stage = 1
@@ -238,7 +250,11 @@ def check_dp(schedule: str, rank: int, size: int) -> None:
     pipe.schedule = schedule
     column = rank % 2
     losses = run(pipe, pipe.trainable_params(), slice(8 * column, 8 * column + 8))
-    what = f"mlp/{schedule} dp=2 rank {rank}"
+    what = f"mlp/{schedule} dp=2{' optimizer_shard' if shard_optimizer else ''} rank {rank}"
+    if shard_optimizer:  # each rank holds half of its stage's momentum
+        state = [q for q in opts[-1].get_parameters() if getattr(q, "shard_layout", None)]
+        full = sum(int(np.prod(q.shard_layout[3])) for q in state)
+        assert state and 2 * sum(q.size for q in state) <= full + 2 * len(state), what
     np.testing.assert_allclose(losses, ref_losses, RTOL, 1e-5, err_msg=f"{what}: losses")
     own = f"stage{rank // 2}."
     want = {p.name: p.asnumpy() for p in ref.trainable_params()}
@@ -308,6 +324,7 @@ def main() -> None:
     if size == 4:
         for schedule in ("gpipe", "1f1b"):
             check_dp(schedule, rank, size)
+        check_dp("1f1b", rank, size, shard_optimizer=True)
         print(f"OK pipeline rank={rank}", flush=True)
         return
     for kind in ("mlp", "stack") if size == 2 else ("mlp", "skip"):

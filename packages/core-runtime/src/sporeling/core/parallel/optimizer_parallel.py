@@ -18,6 +18,12 @@ attribute says which piece (``(bank_offset, start, stop, full_shape)``). Banks s
 gradients are all-reduced and updated whole.
 
 Layer-wise rules that need whole-tensor norms (``Lamb``) are refused with a clear error.
+
+The group: the whole job, or under ``pipeline_stages > 1`` the data-parallel ranks of this
+rank's stage (:func:`~sporeling.core.parallel.pipeline_cell.stage_data_parallel_group`; the
+optimizer then updates only its stage's parameters, whose gradients ``PipelineCell`` has
+already averaged over that group), or ``optimizer.parallel_optimizer_group`` (a group name)
+when set before the first step.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ def parallel_optimizer_enabled() -> bool:
     """Whether a new optimizer should shard its update (read when it is created)."""
     if not _ctx.get_auto_parallel_context("enable_parallel_optimizer"):
         return False
+    if _ctx.get_auto_parallel_context("pipeline_stages") > 1:
+        return True  # over each stage's data-parallel ranks
     mode = _ctx.get_auto_parallel_context("parallel_mode")
     return mode in ("data_parallel", "hybrid_parallel", "semi_auto_parallel", "auto_parallel")
 
@@ -81,7 +89,9 @@ class _Plan:
                 "(their update needs whole-parameter norms); use AdamWeightDecay/AdamW/Adam/"
                 "Momentum/SGD, or set enable_parallel_optimizer=False"
             )
-        self.group = get_group(GlobalComm.WORLD_COMM_GROUP, name)
+        self.group = get_group(_shard_group(opt), name)
+        # under a pipeline the gradients arrive reduced over the group already
+        self.reduced = _ctx.get_auto_parallel_context("pipeline_stages") > 1
         n = self.group.size
         total = int(bank.off[-1])
         threshold = _ctx.get_auto_parallel_context("parallel_optimizer_config")[
@@ -112,6 +122,25 @@ class _Plan:
         self.shard = shard
 
 
+def _shard_group(opt: Any) -> str:
+    group = getattr(opt, "parallel_optimizer_group", None)
+    if group is not None:
+        return str(group)
+    if _ctx.get_auto_parallel_context("pipeline_stages") > 1:
+        from .pipeline_cell import stage_data_parallel_group
+
+        group = stage_data_parallel_group()
+        if group is None:  # the stage's only copy: nothing to shard over
+            from ..communication import create_group, get_rank
+            from ..communication.management import _State
+
+            group = f"pipeline_optimizer_alone_rank{get_rank()}"
+            if group not in _State.groups:
+                create_group(group, [get_rank()])
+        return group
+    return GlobalComm.WORLD_COMM_GROUP
+
+
 def sharded_update(opt: Any, bank: Any, step: int, inv_scale: float, rows: list[Any]) -> None:
     """One optimizer step on ``bank`` under the parallel optimizer (see the module doc)."""
     plan = getattr(bank, "_parallel_plan", None)
@@ -122,7 +151,11 @@ def sharded_update(opt: Any, bank: Any, step: int, inv_scale: float, rows: list[
         seg = bank.grad[a : int(bank.off[slot + 1])].reshape(bank.shapes[slot][0], -1)
         scatter_at(bank.device.xp, "add", seg, idx, vals)
     # under SEMI_AUTO/AUTO_PARALLEL the gradients arrive averaged already (semi_auto.py)
-    mean = _ctx.get_auto_parallel_context("gradients_mean") or auto_data_parallel_active()
+    mean = (
+        _ctx.get_auto_parallel_context("gradients_mean")
+        or auto_data_parallel_active()
+        or plan.reduced
+    )
     group = plan.group
     shard = plan.shard
     if shard is None:  # not sliced

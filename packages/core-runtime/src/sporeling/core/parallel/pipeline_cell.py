@@ -23,7 +23,33 @@ from ..tensor import Tensor
 from .context import get_auto_parallel_context
 from .pipeline import PipelineEngine, StagePlan, _Run, pipeline_p
 
-__all__ = ["pipeline_layout", "pipeline_run"]
+__all__ = ["pipeline_layout", "pipeline_run", "stage_data_parallel_group"]
+
+
+def stage_data_parallel_group(model_parallel: int = 1) -> str | None:
+    """The name of this rank's data-parallel group inside its pipeline stage (created on
+    first use; every rank must call it), or None when the stage has no other copy.
+
+    Stage-major ranks: stage ``s`` runs on ranks ``s*per .. s*per+per-1`` (``per`` = ranks /
+    ``pipeline_stages``). With ``model_parallel`` m > 1 those ranks form groups of m
+    consecutive ranks holding tensor-parallel shards, and the data-parallel group is the
+    ranks of the stage with this rank's shard index (``column % m``)."""
+    stages = get_auto_parallel_context("pipeline_stages")
+    size, rank = get_group_size(), get_rank()
+    per = size // stages
+    m = int(model_parallel)
+    if m < 1 or per % m:
+        raise ValueError(
+            f"PipelineCell: model_parallel expected a divisor of the {per} ranks of each "
+            f"stage ({size} processes / pipeline_stages {stages}), got {model_parallel!r}"
+        )
+    if per // m == 1:
+        return None
+    stage, j = rank // per, rank % per % m
+    name = f"pipeline_stage{stage}_of_{stages}x{per}" + (f"_mp{m}_shard{j}" if m > 1 else "")
+    if name not in _State.groups:
+        create_group(name, [stage * per + d * m + j for d in range(per // m)])
+    return name
 
 
 def pipeline_layout(cell: Any) -> tuple[Any, int, list[int], str | None]:
@@ -59,11 +85,7 @@ def pipeline_layout(cell: Any) -> tuple[Any, int, list[int], str | None]:
     per, rank = size // stages, get_rank()
     stage, column = rank // per, rank % per  # MindSpore's layout: stage-major ranks
     peers = [s * per + column for s in range(stages)]
-    group = None
-    if per > 1:
-        group = f"pipeline_stage{stage}_of_{stages}x{per}"
-        if group not in _State.groups:
-            create_group(group, [stage * per + c for c in range(per)])
+    group = stage_data_parallel_group(getattr(cell, "model_parallel", 1))
     return cached[1], stage, peers, group
 
 

@@ -14,7 +14,11 @@ then all backwards) or ``"1f1b"``. Every rank returns the summed loss;
 :meth:`trainable_params` then lists only this rank's stage's parameters, so an optimizer
 built from it updates only them. With ``k * N`` processes each stage runs data parallel on
 ``k`` ranks (ranks ``s*k .. s*k+k-1`` run stage ``s``, as in MindSpore): its gradients and
-the loss are summed over them (averaged with ``gradients_mean``). ``last_order`` lists
+the loss are summed over them (averaged with ``gradients_mean``); with ``model_parallel``
+m > 1 (a Sporeling attribute) the ``k`` ranks of a stage are ``k / m`` copies of m
+tensor-parallel shards, and each shard's gradients are reduced over its copies only. With
+``enable_parallel_optimizer`` an optimizer shards its state over the same data-parallel
+ranks of its stage. ``last_order`` lists
 the last call's forwards and backwards on this rank (``["F0", "F1", "B0", ...]``). The
 schedule runs eagerly: under GRAPH_MODE the outermost cell (``TrainOneStepCell``) falls
 back to PYNATIVE with a warning; higher-order gradients through the pipeline raise.
@@ -46,6 +50,10 @@ class PipelineCell(Cell):
         self.network = network
         self.micro_size = check_int("PipelineCell", "micro_size", micro_size, 1)
         self.schedule = "gpipe"
+        # Sporeling: the ranks of each stage form groups of this many consecutive ranks that
+        # hold tensor-parallel shards (the parallel.tensor_parallel layers on their groups);
+        # the stage's data-parallel reduction then runs over the ranks of one shard index
+        self.model_parallel = 1
         self.last_order: list[str] = []  # the last call's schedule on this rank ("F0", "B0", ...)
 
     # ---- the stage layout ----------------------------------------------------------------
