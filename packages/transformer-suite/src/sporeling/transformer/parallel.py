@@ -46,6 +46,16 @@ __all__ = [
 ]
 
 
+_GROUPS: dict[str, list[int]] = {}  # the groups this process made (a rerun reuses them)
+
+
+def _group(name: str, ranks: list[int]) -> str:
+    if name not in _GROUPS:
+        comm.create_group(name, ranks)
+        _GROUPS[name] = ranks
+    return name
+
+
 def _slice(p: Parameter, axis: int, rank: int, size: int) -> Parameter:
     n = p.shape[axis]
     if n % size:
@@ -107,13 +117,15 @@ def train_step(
     first, since the norm is that of the averaged gradient."""
     from .pipeline import StagesClipTrainOneStepCell
 
-    if clip <= 0:
-        step = nn.TrainOneStepCell(train_net, opt)
-    elif info.pp > 1:
-        step = StagesClipTrainOneStepCell(train_net, opt, clip, replicas=info.dp)
-    elif info.mp > 1:
+    share = None
+    if info.mp > 1:  # shards count whole, parameters every mp rank holds once
         sharded = tensor_parallel_names(train_net)
         share = [1.0 if p.name in sharded else 1.0 / info.mp for p in opt.parameters]
+    if clip <= 0:
+        step = nn.TrainOneStepCell(train_net, opt)
+    elif info.pp > 1:  # every rank's part once, each stage's dp copies divided out
+        step = StagesClipTrainOneStepCell(train_net, opt, clip, None, info.dp, share)
+    elif info.mp > 1:
         step = StagesClipTrainOneStepCell(train_net, opt, clip, info.mp_group, 1, share)
     else:
         step = nn.TrainOneStepWithClipCell(train_net, opt, clip_norm=clip)
@@ -180,13 +192,14 @@ class ParallelInfo:
     ) -> None:
         self.dp, self.mp, self.rank, self.world = dp, mp, rank, world
         self.mp_group, self.dp_group = mp_group, dp_group
-        self.pp, self.micro = pp, micro  # pipeline stages (this rank's stage: rank // dp)
-        # and the micro-batches the pipeline splits each batch into
+        self.pp, self.micro = pp, micro  # pipeline stages (this rank's stage: rank // (dp
+        # * mp)) and the micro-batches the pipeline splits each batch into
+        self.column_group: str | None = None  # pipeline x mp: the ranks of this shard index
 
     @property
     def dp_rank(self) -> int:
         if self.pp > 1:  # a pipeline's stages share batches; its dp copies split them
-            return self.rank % self.dp
+            return self.rank % (self.dp * self.mp) // self.mp
         return self.rank // self.mp
 
 
@@ -199,6 +212,12 @@ def apply_parallel(cfg: dict[str, Any]) -> ParallelInfo:
         return _apply_pipeline(pc)
     if dp * mp == 1 and not pc.optimizer_shard:
         return ParallelInfo(1, 1)
+    if dp > 1 and mp > 1 and pc.optimizer_shard:
+        raise ValueError(
+            "parallel_config: optimizer_shard with both data_parallel and model_parallel > 1 "
+            "is not supported without pipeline stages (the core's parallel optimizer shards "
+            "over the whole job); use pipeline_stage > 1, or optimizer_shard false"
+        )
     comm.init()
     rank, world = comm.get_rank(), comm.get_group_size()
     if dp * mp != world:
@@ -207,16 +226,10 @@ def apply_parallel(cfg: dict[str, Any]) -> ParallelInfo:
             f"processes ({world}); launch with `sporeling launch -n {dp * mp}`"
         )
     if dp > 1 and mp > 1:
-        if pc.optimizer_shard:
-            raise ValueError(
-                "parallel_config: optimizer_shard with both data_parallel and model_parallel > 1 "
-                "is not supported"
-            )
         # ranks d*mp .. d*mp+mp-1 share a model (an mp group); rank j of each model: a dp group
         d, j = rank // mp, rank % mp
-        mp_group, dp_group = f"transformer_mp{d}", f"transformer_dp{j}"
-        comm.create_group(mp_group, [d * mp + k for k in range(mp)])
-        comm.create_group(dp_group, [e * mp + j for e in range(dp)])
+        mp_group = _group(f"transformer_mp{d}", [d * mp + k for k in range(mp)])
+        dp_group = _group(f"transformer_dp{j}", [e * mp + j for e in range(dp)])
         return ParallelInfo(dp, mp, rank, world, mp_group, dp_group)
     if dp > 1:
         set_auto_parallel_context(
@@ -228,29 +241,39 @@ def apply_parallel(cfg: dict[str, Any]) -> ParallelInfo:
 
 
 def _apply_pipeline(pc: TransformerOpParallelConfig) -> ParallelInfo:
-    """One process per stage (the core's ``pipeline_stages``); what the core's pipeline does
-    not combine with is refused here."""
-    pp = pc.pipeline_stage
-    if pc.model_parallel > 1 or pc.optimizer_shard:
-        raise ValueError(
-            f"parallel_config: pipeline_stage {pp} with model_parallel {pc.model_parallel} / "
-            f"optimizer_shard {pc.optimizer_shard} is not supported (the core's nn.PipelineCell "
-            "has no tensor parallelism or optimizer shard inside a stage); use model_parallel 1 "
-            "and optimizer_shard false"
-        )
-    dp = pc.data_parallel
+    """``pipeline_stage`` stages (the core's ``pipeline_stages``), each on ``data_parallel`` x
+    ``model_parallel`` ranks: stage-major, and inside a stage groups of ``model_parallel``
+    consecutive ranks hold one copy's tensor-parallel shards. ``optimizer_shard`` slices each
+    stage's optimizer state over the stage's data-parallel ranks (one per shard index)."""
+    pp, dp, mp = pc.pipeline_stage, pc.data_parallel, pc.model_parallel
     comm.init()
     rank, world = comm.get_rank(), comm.get_group_size()
-    if world != pp * dp:
+    if world != pp * dp * mp:
         raise ValueError(
-            f"parallel_config: pipeline_stage {pp} x data_parallel {dp} needs {pp * dp} "
-            f"processes (one per stage and data shard), got {world}; launch with "
-            f"`sporeling launch -n {pp * dp}`"
+            f"parallel_config: pipeline_stage {pp} x data_parallel {dp} x model_parallel {mp} "
+            f"needs {pp * dp * mp} processes (one per stage, data shard and model shard), got "
+            f"{world}; launch with `sporeling launch -n {pp * dp * mp}`"
         )
-    # dp > 1: the core runs each stage data parallel on dp ranks (stage-major: ranks
-    # s*dp .. s*dp+dp-1 hold stage s) and averages its gradients and loss over them
-    set_auto_parallel_context(pipeline_stages=pp, gradients_mean=True)
-    return ParallelInfo(dp, 1, rank, world, pp=pp, micro=pc.micro_batch_num)
+    # the core runs each stage data parallel on its dp (x mp) ranks, averaging its gradients
+    # and loss over the ranks of one shard index, and shards the optimizer over the same
+    # (with one copy of each stage, dp 1, there is nothing to shard the optimizer over)
+    set_auto_parallel_context(
+        pipeline_stages=pp,
+        gradients_mean=True,
+        enable_parallel_optimizer=pc.optimizer_shard and dp > 1,
+    )
+    mp_group = column_group = None
+    if mp > 1:
+        per = dp * mp
+        stage, d, j = rank // per, rank % per // mp, rank % mp
+        mp_group = _group(
+            f"transformer_pp{stage}_mp{d}", [stage * per + d * mp + k for k in range(mp)]
+        )
+        # the ranks of one shard index across stages and copies (to gather the stages)
+        column_group = _group(f"transformer_pp_shard{j}", [r for r in range(world) if r % mp == j])
+    info = ParallelInfo(dp, mp, rank, world, mp_group, None, pp=pp, micro=pc.micro_batch_num)
+    info.column_group = column_group
+    return info
 
 
 def full_state(net: nn.Cell) -> dict[str, np.ndarray]:

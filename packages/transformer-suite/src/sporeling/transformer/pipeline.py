@@ -100,11 +100,17 @@ class MeanOfMicroBatches(nn.Cell):
 
 
 def pipeline_gpt_with_loss(
-    with_loss: GPTWithLoss, stages: int, micro_batch_num: int, schedule: str = "1f1b"
+    with_loss: GPTWithLoss,
+    stages: int,
+    micro_batch_num: int,
+    schedule: str = "1f1b",
+    model_parallel: int = 1,
 ) -> MeanOfMicroBatches:
     """``with_loss`` as a ``PipelineCell`` over ``stages`` stages and ``micro_batch_num``
     micro-batches (divided back to the batch mean). Optimise only
-    ``result.pipe.trainable_params()``: this rank's stage's parameters."""
+    ``result.pipe.trainable_params()``: this rank's stage's parameters. ``model_parallel``
+    m > 1: the GPT went through ``shard_model`` on groups of m consecutive ranks of each
+    stage (the core's ``PipelineCell.model_parallel``)."""
     cfg = with_loss.network.config
     if cfg.moe_config.expert_num > 1:
         raise ValueError(
@@ -127,24 +133,29 @@ def pipeline_gpt_with_loss(
         )
     pipe = nn.PipelineCell(net, micro_batch_num)
     pipe.schedule = schedule
+    pipe.model_parallel = int(model_parallel)
     return MeanOfMicroBatches(pipe, micro_batch_num, stages)
 
 
-def gather_stages(train_net: MeanOfMicroBatches) -> None:
-    """Give every rank every stage's current parameters (each broadcast from the first rank
+def gather_stages(
+    train_net: MeanOfMicroBatches, model_parallel: int = 1, group: str | None = None
+) -> None:
+    """Give every rank every stage's current parameters (each broadcast from the first copy
     of its stage; all ranks must call it), so a checkpoint written by one rank is the whole
-    model."""
+    model. ``model_parallel`` m > 1: each rank gets its own shard index's parameters, over
+    ``group`` (the ranks of its shard index, every m-th rank)."""
     from sporeling.core import communication as comm
 
     net = train_net.pipe.network
     stages = train_net.pipe_stages
-    per = comm.get_group_size() // stages  # data-parallel copies of each stage, stage-major
+    per = comm.get_group_size() // stages // model_parallel  # a stage's copies, stage-major
     owned: list[tuple[Any, int]] = [(p, 0) for p in net.embeddings.trainable_params()]
     for blk in net.transformer.encoder.blocks:
         owned += [(p, blk.pipeline_stage) for p in blk.trainable_params()]
     owned += [(p, stages - 1) for p in net.head.trainable_params()]
+    kwargs = {} if group is None else {"group": group}
     for p, stage in owned:
-        p.set_data(comm.broadcast(Tensor(p.asnumpy()), src=stage * per))
+        p.set_data(comm.broadcast(Tensor(p.asnumpy()), src=stage * per, **kwargs))
 
 
 class StagesClipTrainOneStepCell(nn.TrainOneStepCell):

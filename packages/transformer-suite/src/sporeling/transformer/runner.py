@@ -302,12 +302,19 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         # which a pipeline stage here does not have)
         micro = info.micro * k
         # this rank trains (and evaluates through the pipeline) only its stage's parameters
-        train_net = eval_net = pipeline_gpt_with_loss(with_loss, info.pp, micro)
+        train_net = eval_net = pipeline_gpt_with_loss(
+            with_loss, info.pp, micro, model_parallel=info.mp
+        )
         own = train_net.pipe.trainable_params()
     else:
         train_net = MeanOfCopies(with_loss, k) if k > 1 else with_loss
         own = None
     opt = make_optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps, own)
+    if info.pp > 1 and info.mp > 1 and getattr(opt, "use_parallel", False):
+        # the optimizer shards over the stage's copies of this rank's shard index
+        from sporeling.core.parallel.pipeline_cell import stage_data_parallel_group
+
+        opt.parallel_optimizer_group = stage_data_parallel_group(info.mp)
     clip = float(cfg.get("optimizer", {}).get("grad_clip", 0.0))
     step = train_step(train_net, opt, clip, info)
     losses = StepLosses()
@@ -316,7 +323,8 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     meter = Throughput(bs * c.seq_length, model_flops_per_token(c), peak * info.world, log)
     keep = KeepBest(net, out / "model.safetensors", main_rank, info.mp > 1)
     if info.pp > 1:
-        keep.before_save = lambda: gather_stages(train_net)  # the whole model on rank 0
+        # the whole model on rank 0 (each shard index's part, then gathered by full_state)
+        keep.before_save = lambda: gather_stages(train_net, info.mp, info.column_group)
     callbacks: list[Any] = [meter, keep, losses]
     if t.get("progress_bar"):
         callbacks.append(ProgressBar())  # the core's (tqdm if installed, else plain text)
