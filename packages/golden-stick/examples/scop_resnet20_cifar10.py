@@ -1,6 +1,7 @@
 """SCOP on ResNet-20 / CIFAR-10: float pre-training, knockoff phase, masked fine-tune,
-physical export; compared with the unpruned network trained with the same budget (the
-same epochs at the same learning rates, phase by phase). One command:
+physical export; compared with the unpruned network trained with the same budget (from
+the same pre-trained weights, the same epochs at the same learning rates, phase by
+phase). One command:
 
     python examples/scop_resnet20_cifar10.py --data ../../shared/data/cifar-10/cifar-10-batches-bin
 
@@ -24,7 +25,7 @@ import time
 
 import numpy as np
 
-from sporeling.core import Model, nn, set_seed
+from sporeling.core import Model, Tensor, nn, set_seed
 from sporeling.core.train import ArrayDataset
 from sporeling.goldenstick import PrunerFtCompressAlgo, PrunerKfCompressAlgo
 from sporeling.goldenstick.datasets import load_cifar10
@@ -38,6 +39,8 @@ def _train_knockoff(net, x, y, epochs: int, lr: float, scale_lr: float, seed: in
     """Momentum SGD as ``workflow.train``, with the ``kfscale`` factors in their own
     parameter group: at the weights' rate they barely leave 0.5 in a short run (their
     gradient is small), and the scores would rank noise."""
+    if epochs <= 0:
+        return
     scales = [p for p in net.trainable_params() if p.name.endswith("kfscale")]
     others = [p for p in net.trainable_params() if not p.name.endswith("kfscale")]
     groups = [{"params": others}, {"params": scales, "lr": scale_lr}]
@@ -90,6 +93,13 @@ def main() -> None:
     train(net, xt, yt, e1, 64, lr1, seed=args.seed)
     acc = {"float": evaluate(net, xv, yv)}
     log(phase="float", accuracy=acc["float"])
+    # the unpruned control starts from the same pre-trained weights (SCOP's phases share
+    # the parameters of ``net``, so it gets a copy)
+    budget = ResNet20()
+    pairs = zip(budget.parameters_and_names(), net.parameters_and_names(), strict=True)
+    for (name, mine), (same, theirs) in pairs:
+        assert name == same, (name, same)
+        mine.set_data(Tensor(theirs.asnumpy().copy()))
     kf = PrunerKfCompressAlgo({}).apply(net)
     _train_knockoff(kf, xt, yt, e2, lr2, args.kf_scale_lr, seed=args.seed + 1)
     k = np.concatenate(
@@ -108,9 +118,9 @@ def main() -> None:
     acc["pruned"] = evaluate(small, xv, yv)
     log(phase="fine-tune", accuracy=acc["pruned"], masked=acc["masked"])
     paths = export_network(small, tempfile.mkdtemp(), "resnet20_pruned")
-    # the unpruned network with the same budget: the same epochs at the same rates
-    budget = ResNet20()
-    for i, (_, epochs, lr) in enumerate(_schedule(args)):
+    # the unpruned network with the same budget: the same epochs at the same rates after
+    # the same pre-training
+    for i, (_, epochs, lr) in enumerate(_schedule(args)[1:], 1):
         train(budget, xt, yt, epochs, 64, lr, seed=args.seed + i)
     acc["unpruned_same_budget"] = evaluate(budget, xv, yv)
     log(phase="unpruned", accuracy=acc["unpruned_same_budget"])
