@@ -549,16 +549,45 @@ def test_grouped_conv_on_a_concat_keeps_parts_whole_when_their_counts_differ():
     np.testing.assert_allclose(small(x).asnumpy(), ref, rtol=1e-5, atol=1e-5)
 
 
-def test_a_sigmoid_on_channels_freezes_them():
-    class _SigmoidNet(nn.Cell):
-        def __init__(self) -> None:
-            super().__init__()
-            self.a = nn.Conv2d(3, 4, 3)
-            self.sig = nn.Sigmoid()
-            self.c = nn.Conv2d(4, 2, 3)
+class _ShiftNet(nn.Cell):
+    """A conv whose channels go through an op that maps 0 to something else."""
 
-        def construct(self, x):
-            return ops.mean(self.c(self.sig(self.a(x))), (2, 3))
+    def __init__(self, mode: str) -> None:
+        super().__init__()
+        self.mode = mode
+        self.a = nn.Conv2d(3, 4, 3)
+        self.sig = nn.Sigmoid()
+        self.dw = nn.Conv2d(4, 4, 3, group=4, has_bias=True)
+        self.c = nn.Conv2d(4, 2, 3)
 
-    (g,) = [g for g in find_channel_groups(_SigmoidNet()) if g.channels == 4]
-    assert g.frozen and g.reasons == ["a Sigmoid (it maps a removed channel's 0 to 0.5)"]
+    def construct(self, x):
+        y = self.a(x)
+        if self.mode == "sigmoid":
+            y = self.sig(y)
+        elif self.mode == "constant":
+            y = y + 1.0
+        elif self.mode == "scaled":
+            y = y * 2.0
+        else:
+            y = self.dw(y)
+        return ops.mean(self.c(y), (2, 3))
+
+
+@pytest.mark.parametrize(
+    "mode,why",
+    [
+        ("sigmoid", "a Sigmoid on them"),
+        ("constant", "a constant added to them"),
+        ("bias", "a depthwise conv with a bias on them"),
+        ("scaled", None),
+    ],
+)
+def test_ops_that_shift_a_removed_channels_zeros_freeze_it(mode, why):
+    net = _ShiftNet(mode)
+    (g,) = [g for g in find_channel_groups(net) if net.a in g.producers]
+    if why is None:  # zeros stay zeros
+        assert g.prunable
+    else:
+        assert g.frozen and g.reasons == [
+            f"{why} (a removed channel's 0 would become a value the next layer reads)"
+        ]

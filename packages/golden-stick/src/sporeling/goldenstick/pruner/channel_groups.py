@@ -51,6 +51,7 @@ _PASS_CELLS = (
 # would reach the next layer, which the pruned network no longer has: it freezes)
 _PASS_FUNCS = {"relu", "relu6", "tanh", "gelu", "silu", "elu", "mish", "hswish"}
 _NONZERO_AT_ZERO = (nn.Sigmoid, nn.HSigmoid)
+_SHIFTED = "{} (a removed channel's 0 would become a value the next layer reads)"
 _MEAN_FUNCS = {"mean", "reduce_mean", "ReduceMean", "adaptive_avg_pool2d"}
 _CAT_FUNCS = {"concat", "cat", "Concat", "concatenate"}
 
@@ -208,6 +209,8 @@ class _Walker:
                 # one filter per channel: its output channels are its input channels
                 if id(cell) in self.seen_producers:
                     self.sp.freeze(x, "a convolution called twice")
+                if cell.has_bias:
+                    self.sp.freeze(x, _SHIFTED.format("a depthwise conv with a bias on them"))
                 self.seen_producers.add(id(cell))
                 self.sp.group(x).depthwise.append(cell)
                 return x
@@ -235,7 +238,7 @@ class _Walker:
         if isinstance(cell, nn.Flatten):
             return ("flat", x) if isinstance(x, int) else None
         if isinstance(cell, _NONZERO_AT_ZERO):
-            self.sp.freeze(x, f"a {type(cell).__name__} (it maps a removed channel's 0 to 0.5)")
+            self.sp.freeze(x, _SHIFTED.format(f"a {type(cell).__name__} on them"))
             return None
         if isinstance(cell, nn.Dense):
             if isinstance(x, tuple) and _is_cat(x[1]):
@@ -292,6 +295,8 @@ class _Walker:
         if cell.group == cell.in_channels == cell.out_channels:
             if id(cell) in self.seen_producers:
                 self.sp.freeze(x, "a convolution called twice")
+            if cell.has_bias:
+                self.sp.freeze(x, _SHIFTED.format("a depthwise conv with a bias on them"))
             self.seen_producers.add(id(cell))
             self.cat_uses.append((cell, "depthwise", parts, 1))
             return x
@@ -418,7 +423,10 @@ class _Walker:
                     return self.add_cats(sides[0], sides[1])
                 for s, c in zip(sides, consts[::-1]):
                     if (isinstance(s, int) or _is_cat(s)) and c:
-                        return s  # a channel tensor with a scalar
+                        if isinstance(value.op, ast.Mult):
+                            return s  # a channel tensor times a scalar: zeros stay zeros
+                        self.sp.freeze(s, _SHIFTED.format("a constant added to them"))
+                        return None
                 if any(_is_cat(s) for s in sides) and all(
                     isinstance(s, int) or _is_cat(s) for s in sides
                 ):
