@@ -121,8 +121,16 @@ def train_step(
     if info.mp > 1:  # shards count whole, parameters every mp rank holds once
         sharded = tensor_parallel_names(train_net)
         share = [1.0 if p.name in sharded else 1.0 / info.mp for p in opt.parameters]
+    if info.dp_group is not None and info.optimizer_shard:
+        # dp x mp: the core's parallel optimizer over this rank's dp group (the copies of its
+        # shards); it reduce-scatters the local gradients itself, so the dp all-reduce is
+        # kept only when the clip needs the averaged gradients first
+        opt.parallel_optimizer_group = info.dp_group
+        opt.use_parallel = True
     if clip <= 0:
         step = nn.TrainOneStepCell(train_net, opt)
+        if getattr(opt, "use_parallel", False):
+            return step
     elif info.pp > 1:  # every rank's part once, each stage's dp copies divided out
         step = StagesClipTrainOneStepCell(train_net, opt, clip, None, info.dp, share)
     elif info.mp > 1:
@@ -195,6 +203,7 @@ class ParallelInfo:
         self.pp, self.micro = pp, micro  # pipeline stages (this rank's stage: rank // (dp
         # * mp)) and the micro-batches the pipeline splits each batch into
         self.column_group: str | None = None  # pipeline x mp: the ranks of this shard index
+        self.optimizer_shard = False  # dp x mp: shard the optimizer over the dp group
 
     @property
     def dp_rank(self) -> int:
@@ -212,12 +221,6 @@ def apply_parallel(cfg: dict[str, Any]) -> ParallelInfo:
         return _apply_pipeline(pc)
     if dp * mp == 1 and not pc.optimizer_shard:
         return ParallelInfo(1, 1)
-    if dp > 1 and mp > 1 and pc.optimizer_shard:
-        raise ValueError(
-            "parallel_config: optimizer_shard with both data_parallel and model_parallel > 1 "
-            "is not supported without pipeline stages (the core's parallel optimizer shards "
-            "over the whole job); use pipeline_stage > 1, or optimizer_shard false"
-        )
     comm.init()
     rank, world = comm.get_rank(), comm.get_group_size()
     if dp * mp != world:
@@ -230,7 +233,11 @@ def apply_parallel(cfg: dict[str, Any]) -> ParallelInfo:
         d, j = rank // mp, rank % mp
         mp_group = _group(f"transformer_mp{d}", [d * mp + k for k in range(mp)])
         dp_group = _group(f"transformer_dp{j}", [e * mp + j for e in range(dp)])
-        return ParallelInfo(dp, mp, rank, world, mp_group, dp_group)
+        info = ParallelInfo(dp, mp, rank, world, mp_group, dp_group)
+        if pc.optimizer_shard:  # the optimizer's sharded update averages over its group
+            set_auto_parallel_context(gradients_mean=True)
+            info.optimizer_shard = True
+        return info
     if dp > 1:
         set_auto_parallel_context(
             parallel_mode=ParallelMode.DATA_PARALLEL,
