@@ -13,6 +13,8 @@ Usage (from the package folder, the baby GPT shortened to 300 steps)::
         --steps 300 --out out-parallel-curves
 
 ``--config gpt_tiny --data builtin:tiny.txt --steps 20`` is a seconds-long smoke run.
+``--four`` runs the 4-process layouts instead (pipeline_stage=2 x data_parallel=2 +
+optimizer_shard, pipeline_stage=2 x model_parallel=2, dp=2 x mp=2 + optimizer_shard).
 """
 
 from __future__ import annotations
@@ -41,8 +43,38 @@ LAYOUTS = {
 }
 
 
+FOUR = {
+    "pp=2 x dp=2 + optimizer_shard": (
+        4,
+        [
+            "parallel_config.pipeline_stage=2",
+            "parallel_config.data_parallel=2",
+            "parallel_config.micro_batch_num=2",
+            "parallel_config.optimizer_shard=true",
+        ],
+    ),
+    "pp=2 x mp=2": (
+        4,
+        [
+            "parallel_config.pipeline_stage=2",
+            "parallel_config.model_parallel=2",
+            "parallel_config.micro_batch_num=4",
+        ],
+    ),
+    "dp=2 x mp=2 + optimizer_shard": (
+        4,
+        [
+            "parallel_config.data_parallel=2",
+            "parallel_config.model_parallel=2",
+            "parallel_config.optimizer_shard=true",
+        ],
+    ),
+}
+
+
 def run(name: str, n: int, extra: list[str], args: argparse.Namespace) -> dict:
-    out = Path(args.out) / name.split(",")[0].replace(" ", "_").replace("+", "").replace("=", "")
+    tag = "".join(c for c in name.split(",")[0] if c.isalnum() or c == "_")
+    out = Path(args.out) / tag
     cli = shutil.which("sporeling-transformer")
     if cli is None:
         sys.exit("sporeling-transformer is not on PATH (pip install sporeling-transformer-suite)")
@@ -79,10 +111,12 @@ def main() -> None:
     ap.add_argument("--eval-interval", type=int, default=0, help="0: once, at the end")
     ap.add_argument("--out", default="out-parallel-curves")
     ap.add_argument("--only", nargs="*", help="run only these layouts (names as printed)")
+    ap.add_argument("--four", action="store_true", help="the 4-process layouts instead")
     ap.add_argument("overrides", nargs="*", help="more section.key=value overrides")
     args = ap.parse_args()
     results = {}
-    for name, (n, extra) in LAYOUTS.items():
+    layouts = {"single process": LAYOUTS["single process"], **FOUR} if args.four else LAYOUTS
+    for name, (n, extra) in layouts.items():
         if args.only and name not in args.only and name != "single process":
             continue
         results[name] = run(name, n, extra, args)
