@@ -12,10 +12,13 @@ from sporeling.core import (
     nn,
     ops,
     save_checkpoint,
+    set_seed,
     value_and_grad,
 )
+from sporeling.core import dtype as mstype
 from sporeling.core.train import RunContext
 from sporeling.goldenstick import QuantDtype, SlbQuantAwareTraining, TemperatureScheduler
+from sporeling.goldenstick.datasets import synthetic
 from sporeling.goldenstick.quantization import (
     Conv2dSlbQuant,
     PackedConv2d,
@@ -60,6 +63,42 @@ def test_logit_gradient_flows_in_training():
     x = Tensor(RNG.standard_normal((2, 2, 5, 5)).astype("f4"))
     _, g = value_and_grad(lambda t: ops.reduce_sum(layer(t) ** 2), None, [layer.weight])(x)
     assert np.abs(g[0].asnumpy()).sum() > 0
+
+
+@pytest.mark.parametrize("bits", [1, 2, 4])
+def test_logits_start_henormal_fan_out_as_golden_stick(bits):
+    # 0.1's from_float: HeNormal(mode='fan_out', nonlinearity='relu') over the 5-d shape,
+    # whatever the float weight is
+    n = len(slb_values(bits))
+    layer = Conv2dSlbQuant(nn.Conv2d(16, 32, 3, weight_init="ones"), bits)
+    logits = layer.weight.asnumpy().astype(np.float64)
+    assert logits.shape == (32, 16, 3, 3, n) and layer.weight.dtype == mstype.float32
+    std = np.sqrt(2.0) / np.sqrt(32 * 3 * 3 * n)
+    assert abs(logits.mean()) < 4 * std / np.sqrt(logits.size)
+    assert logits.std() == pytest.approx(std, rel=0.05)
+    # so at T = 1 the softmax is near uniform: every value keeps a gradient
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    assert p.max() < 1.2 / n
+
+
+def test_training_changes_chosen_values():
+    # a few SGD steps must move some arg-maxes; logits saturated at the start (an earlier
+    # init from the float weight) left every one of them where it began
+    set_seed(3)
+    net = SlbQuantAwareTraining({"quant_dtype": QuantDtype.INT4}).apply(gs_nets.ConvBnNet())
+    layers = [c for _, c in net.cells_and_names() if isinstance(c, Conv2dSlbQuant)]
+    before = [layer.indices() for layer in layers]
+    x, y = synthetic((3, 8, 8), 64, classes=5, seed=3)
+    loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    step = nn.TrainOneStepCell(
+        nn.WithLossCell(net, loss), nn.Momentum(net.trainable_params(), 0.05, 0.9)
+    )
+    step.set_train(True)
+    for _ in range(10):
+        step(Tensor(x), Tensor(y))
+    changed = np.mean(np.concatenate([(a.indices() != b).ravel() for a, b in zip(layers, before)]))
+    assert changed > 0.01
 
 
 def test_temperature_schedule_1_8_defaults():
