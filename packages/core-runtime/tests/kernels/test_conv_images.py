@@ -33,6 +33,10 @@ MICRO_CASES = [  # float32 shapes whose products go to the AVX-512 micro-kernel 
     ((1, 8, 16, 16), (8, 8, 3, 3), (2, 2), ((1, 0), (1, 0)), (1, 1), 1),
     # 1x1, groups of 4 output channels (forward by OpenBLAS), data gradient 8 rows
     ((2, 16, 8, 8), (8, 8, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 2),
+    # 40 output channels: weight gradient in a block of 32 columns and 8 by OpenBLAS
+    ((2, 8, 8, 8), (40, 8, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
+    # groups of 16 output channels, 8 rows each: weight gradient in blocks of 16 columns
+    ((3, 16, 6, 6), (32, 8, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 2),
 ]
 
 

@@ -38,3 +38,26 @@ def test_pack_cols_packs_the_transpose():
     microgemm.pack_cols(np.ascontiguousarray(a.T), p_cols)
     np.testing.assert_array_equal(p_rows, p_cols)
     np.testing.assert_array_equal(p_rows[1, 3], a[8:16, 3])
+
+
+@pytest.mark.parametrize(
+    "m,k,n,lda", [(8, 64, 48, 64), (16, 100, 80, 130), (24, 7, 16, 7), (8, 9, 15, 9)]
+)
+@pytest.mark.parametrize("acc", [False, True])
+def test_rows_read_in_place_match_the_float64_product(m, k, n, lda, acc):
+    """``gemm_rows``: A row-major in place, blocks of 32 then 16 columns, the rest untouched."""
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((m, lda)).astype(np.float32)
+    ldb, ldc = n + 3, n + 5
+    b = rng.standard_normal((k, ldb)).astype(np.float32)
+    c0 = rng.standard_normal((m, ldc)).astype(np.float32)
+    c = c0.copy()
+    done = microgemm.gemm_rows(
+        a.ctypes.data, lda, m, k, b.ctypes.data, ldb, c.ctypes.data, ldc, n, acc
+    )
+    assert done == n - n % 32 + (16 if n % 32 >= 16 else 0)
+    want = a[:, :k].astype(np.float64) @ b[:, :done].astype(np.float64)
+    if acc:
+        want += c0[:, :done]
+    np.testing.assert_allclose(c[:, :done], want, rtol=1e-5, atol=2e-5 * np.sqrt(k))
+    np.testing.assert_array_equal(c[:, done:], c0[:, done:])

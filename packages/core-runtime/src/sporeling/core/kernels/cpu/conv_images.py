@@ -228,6 +228,35 @@ def _data_grad_kernel_mk(
         _col2im_image(dcols, dx, n, kh, kw, geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], oh, ow)
 
 
+@numba.jit(**_JIT)
+def _weight_grad_kernel_mk(
+    gemm, x, gy, dwt, cols, gyt, geo, groups, one, lo, hi
+):  # pragma: no cover
+    """:func:`_weight_grad_kernel` with float32 products by the micro-kernel: ``cols`` (the
+    image's columns, read in place, K = OH*OW) times ``gy[n]`` transposed into ``gyt`` (OH*OW,
+    C_out; 16-64 KB for ResNet-20's layers) so that its rows are the kernel's B rows."""
+    kh, kw, oh, ow = geo[6], geo[7], gy.shape[2], gy.shape[3]
+    cout = gy.shape[1]
+    cog, kg, length = cout // groups, dwt.shape[1], oh * ow
+    gf, tf = gy.reshape(-1), gyt.reshape(-1)
+    u_len, u_cout = np.uint64(length), np.uint64(cout)
+    for n in range(lo, hi):
+        _im2col_image(x, n, cols, kh, kw, geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], oh, ow)
+        for co in range(u_cout):
+            src = (np.uint64(n) * u_cout + co) * u_len
+            for p in range(u_len):
+                tf[p * u_cout + co] = gf[src + p]
+        for g in range(groups):
+            a, b = _at(cols, g * kg * length), _at(gyt, g * cog)
+            c = _at(dwt, g * kg * cog)
+            done = microgemm.gemm_rows(a, length, kg, length, b, cout, c, cog, cog, True)
+            if done < cog:
+                off, rest = np.uint64(done * 4), cog - done
+                gemm(
+                    _ROW, _N, _N, kg, rest, length, one, a, length, b + off, cout, one, c + off, cog
+                )
+
+
 def _micro(dtype: Any, rows: int, length: int) -> bool:
     """Whether the products go to the micro-kernel: float32, an AVX-512 CPU, blocks of 8
     rows (``rows`` of C per group) and at least one block of 32 columns."""
@@ -377,9 +406,17 @@ def conv2d_weight_grad_images(
     sums = np.zeros((threads, groups, rows // groups, cout // groups), x.dtype)
     g2 = _geometry(geo, kernel)
     gemm, one = _cblas(_CHARS[x.dtype]), x.dtype.type(1)
+    if _micro(x.dtype, rows // groups, 32) and cout // groups >= microgemm.NR // 2:
+        gyt = np.empty((threads, length, cout), x.dtype)
 
-    def block(k: int, lo: int, hi: int) -> None:
-        _weight_grad_kernel(gemm, x, gy, sums[k], cols[k], g2, groups, one, lo, hi)
+        def block(k: int, lo: int, hi: int) -> None:
+            s, c, t = sums[k], cols[k], gyt[k]
+            _weight_grad_kernel_mk(gemm, x, gy, s, c, t, g2, groups, one, lo, hi)
+
+    else:
+
+        def block(k: int, lo: int, hi: int) -> None:
+            _weight_grad_kernel(gemm, x, gy, sums[k], cols[k], g2, groups, one, lo, hi)
 
     _run(block, n, threads)
     dwt = sums[0]

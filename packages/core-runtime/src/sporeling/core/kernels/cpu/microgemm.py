@@ -30,7 +30,7 @@ from numba.extending import intrinsic
 
 from ._config import JIT_SERIAL
 
-__all__ = ["MR", "NR", "available", "gemm_blocks", "pack_cols", "pack_rows"]
+__all__ = ["MR", "NR", "available", "gemm_blocks", "gemm_rows", "pack_cols", "pack_rows"]
 
 MR = 8  #: rows of C per block (broadcast values of A per step)
 _NV, _VW = 2, 16  # vectors per block row, lanes per vector
@@ -56,24 +56,11 @@ _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
 
 
-@intrinsic
-def _block(
-    typingctx: Any, a_addr: Any, b_addr: Any, c_addr: Any, k: Any, ldb: Any, ldc: Any, acc: Any
-) -> Any:  # noqa: E501
-    """``C[0:8, 0:32] (=, or += when acc) A[k, 8] @ B[k, 0:32]``: A packed (8 values per step of
-    K), B's rows ``ldb`` floats apart, C's rows ``ldc`` apart; addresses as uint64."""
-    sig = types.void(
-        types.uint64,
-        types.uint64,
-        types.uint64,
-        types.int64,
-        types.int64,
-        types.int64,
-        types.boolean,
-    )
+def _codegen(nv: int) -> Any:
+    """LLVM IR of ``C[0:8, 0:16*nv] (=, or += when acc) A[0:8, 0:k] @ B[0:k, 0:16*nv]``."""
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        a_i, b_i, c_i, kk, ldb_, ldc_, acc_ = args
+        a_i, sa, sk, b_i, ldb_, c_i, ldc_, kk, acc_ = args
         fptr, vptr = _F32.as_pointer(), _VEC.as_pointer()
         a_p = builder.inttoptr(a_i, fptr)
         b_p = builder.inttoptr(b_i, fptr)
@@ -95,7 +82,7 @@ def _block(
         step = builder.phi(_I64)
         step.add_incoming(ir.Constant(_I64, 0), pre)
         accs = []
-        for _ in range(MR * _NV):
+        for _ in range(MR * nv):
             p = builder.phi(_VEC)
             p.add_incoming(zero, pre)
             accs.append(p)
@@ -103,50 +90,77 @@ def _block(
         builder.position_at_end(body)
         brow = builder.gep(b_p, [builder.mul(step, ldb_)])
         bvec = []
-        for v in range(_NV):
-            load = builder.load(
-                builder.bitcast(builder.gep(brow, [ir.Constant(_I64, v * _VW)]), vptr)
-            )
+        for v in range(nv):
+            ptr = builder.bitcast(builder.gep(brow, [ir.Constant(_I64, v * _VW)]), vptr)
+            load = builder.load(ptr)
             load.align = 4
             bvec.append(load)
-        arow = builder.gep(a_p, [builder.mul(step, ir.Constant(_I64, MR))])
+        acol = builder.gep(a_p, [builder.mul(step, sk)])
         new = []
         for r in range(MR):
-            s = builder.load(builder.gep(arow, [ir.Constant(_I64, r)]))
-            one = builder.insert_element(undef, s, ir.Constant(_I32, 0))
-            bc = builder.shuffle_vector(one, undef, splat)
-            for v in range(_NV):
-                new.append(builder.call(fma, [bc, bvec[v], accs[r * _NV + v]]))
-        nxt = builder.add(step, ir.Constant(_I64, 1))
+            s = builder.load(builder.gep(acol, [builder.mul(ir.Constant(_I64, r), sa)]))
+            bc = builder.shuffle_vector(
+                builder.insert_element(undef, s, ir.Constant(_I32, 0)), undef, splat
+            )
+            for v in range(nv):
+                new.append(builder.call(fma, [bc, bvec[v], accs[r * nv + v]]))
         end = builder.block
-        step.add_incoming(nxt, end)
+        step.add_incoming(builder.add(step, ir.Constant(_I64, 1)), end)
         for p, n in zip(accs, new, strict=True):
             p.add_incoming(n, end)
         builder.branch(loop)
         builder.position_at_end(done)
-        flag = (
-            acc_
-            if acc_.type == ir.IntType(1)
-            else builder.icmp_unsigned("!=", acc_, ir.Constant(acc_.type, 0))
-        )
+        flag = acc_
+        if acc_.type != ir.IntType(1):
+            flag = builder.icmp_unsigned("!=", acc_, ir.Constant(acc_.type, 0))
         with builder.if_else(flag) as (add, put):
-            with add:
-                for r in range(MR):
-                    crow = builder.gep(c_p, [builder.mul(ir.Constant(_I64, r), ldc_)])
-                    for v in range(_NV):
-                        ptr = builder.bitcast(builder.gep(crow, [ir.Constant(_I64, v * _VW)]), vptr)
-                        old = builder.load(ptr)
-                        old.align = 4
-                        builder.store(builder.fadd(old, accs[r * _NV + v]), ptr).align = 4
-            with put:
-                for r in range(MR):
-                    crow = builder.gep(c_p, [builder.mul(ir.Constant(_I64, r), ldc_)])
-                    for v in range(_NV):
-                        ptr = builder.bitcast(builder.gep(crow, [ir.Constant(_I64, v * _VW)]), vptr)
-                        builder.store(accs[r * _NV + v], ptr).align = 4
+            for branch, accumulate in ((add, True), (put, False)):
+                with branch:
+                    for r in range(MR):
+                        crow = builder.gep(c_p, [builder.mul(ir.Constant(_I64, r), ldc_)])
+                        for v in range(nv):
+                            gep = builder.gep(crow, [ir.Constant(_I64, v * _VW)])
+                            ptr = builder.bitcast(gep, vptr)
+                            value = accs[r * nv + v]
+                            if accumulate:
+                                old = builder.load(ptr)
+                                old.align = 4
+                                value = builder.fadd(old, value)
+                            builder.store(value, ptr).align = 4
         return context.get_dummy_value()
 
-    return sig, codegen
+    return codegen
+
+
+_SIG = types.void(
+    types.uint64,  # A's address
+    types.int64,  # A's stride between rows (floats)
+    types.int64,  # A's stride between steps of K
+    types.uint64,  # B
+    types.int64,  # B's row stride
+    types.uint64,  # C
+    types.int64,  # C's row stride
+    types.int64,  # K
+    types.boolean,  # add to C (else overwrite)
+)
+
+
+@intrinsic
+def _block32(
+    typingctx: Any, a: Any, sa: Any, sk: Any, b: Any, ldb: Any, c: Any, ldc: Any, k: Any, acc: Any
+) -> Any:
+    """``C[0:8, 0:32] (=, or += when acc) A[0:8, 0:k] @ B[0:k, 0:32]`` with A's value
+    ``(r, step)`` at ``a + r * sa + step * sk`` (packed: ``sa=1, sk=8``; a row-major matrix:
+    ``sa=lda, sk=1``), B's and C's rows ``ldb``/``ldc`` floats apart; addresses as uint64."""
+    return _SIG, _codegen(2)
+
+
+@intrinsic
+def _block16(
+    typingctx: Any, a: Any, sa: Any, sk: Any, b: Any, ldb: Any, c: Any, ldc: Any, k: Any, acc: Any
+) -> Any:
+    """:func:`_block32` for 16 columns (eight accumulators)."""
+    return _SIG, _codegen(1)
 
 
 @numba.jit(**_JIT)
@@ -183,5 +197,24 @@ def gemm_blocks(ap, k, b_addr, ldb, c_addr, ldc, n, acc):  # pragma: no cover - 
         c_row = c_addr + np.uint64(i * MR) * uc * np.uint64(4)
         for j in range(0, full, NR):
             uj = np.uint64(j * 4)
-            _block(a_addr, b_addr + uj, c_row + uj, k, ldb, ldc, acc)
+            _block32(a_addr, 1, MR, b_addr + uj, ldb, c_row + uj, ldc, k, acc)
     return full
+
+
+@numba.jit(**_JIT)
+def gemm_rows(a_addr, lda, m, k, b_addr, ldb, c_addr, ldc, n, acc):  # pragma: no cover
+    """``C[:m, :done] (=|+=) A @ B`` with ``A`` (m, K) a row-major matrix read in place (its
+    values broadcast from ``lda``-strided rows: no packing), m a multiple of 8; blocks of 32
+    columns, then one of 16. Returns ``done``, the columns done; the caller does the rest."""
+    full = n - n % NR
+    done = full + NR // 2 if n - full >= NR // 2 else full
+    for i in range(m // MR):
+        a_row = a_addr + np.uint64(i * MR * lda * 4)
+        c_row = c_addr + np.uint64(i * MR * ldc * 4)
+        for j in range(0, full, NR):
+            uj = np.uint64(j * 4)
+            _block32(a_row, lda, 1, b_addr + uj, ldb, c_row + uj, ldc, k, acc)
+        if done > full:
+            uj = np.uint64(full * 4)
+            _block16(a_row, lda, 1, b_addr + uj, ldb, c_row + uj, ldc, k, acc)
+    return done
