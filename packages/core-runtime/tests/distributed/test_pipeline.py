@@ -154,12 +154,14 @@ def test_pipeline_schedules_train_like_one_process_under_mpi():
 def test_two_stages_times_two_data_parallel_ranks_under_mpi():
     """4 ranks, pipeline_stages=2: each stage on 2 ranks fed different halves of the batch,
     its gradients summed over them, equals one process on the whole batch; so does it with the
-    parallel optimizer (each stage's state sliced over its two ranks)."""
+    parallel optimizer (each stage's state sliced over its two ranks); and two stages each split
+    over two tensor-parallel ranks (PipelineCell.model_parallel) equal it too."""
     out = run_mpi("mp_pipeline.py", 4)
     assert out.count("OK pipeline") == 4, out
     for schedule in ("gpipe", "1f1b"):
         assert out.count(f"mlp/{schedule} dp=2 rank") == 4, out
     assert out.count("mlp/1f1b dp=2 optimizer_shard rank") == 4, out
+    assert out.count("mlp/1f1b pp=2 x mp=2 rank") == 4, out
 
 
 def test_three_stages_under_mpi():

@@ -1,7 +1,8 @@
 """Run under ``mpiexec -n 2``, ``-n 3`` or ``-n 4``: ``nn.PipelineCell`` trains like one
 process on the full batch.
 
-With 4 ranks, 2 stages each run data parallel on 2 ranks (halves of the batch).
+With 4 ranks, 2 stages each run data parallel on 2 ranks (halves of the batch), and 2 stages
+each split over 2 tensor-parallel ranks (``PipelineCell.model_parallel = 2``).
 
 With 3 ranks the MLP has 3 stages and a ``skip`` network sends stage 0's output to stages
 1 and 2 (its gradient comes back from both).
@@ -267,6 +268,47 @@ def check_dp(schedule: str, rank: int, size: int, shard_optimizer: bool = False)
     print(f"{what}: losses {[round(v, 5) for v in losses]}", flush=True)
 
 
+def check_pp_mp(rank: int) -> None:
+    """4 ranks, 2 stages, each stage's two Dense layers split column/row over its 2 ranks
+    (``model_parallel = 2``): both ranks of a stage take the whole batch; losses and each
+    rank's shards equal one process's."""
+    from sporeling.core.communication import create_group
+    from sporeling.core.parallel.tensor_parallel import ColumnParallelDense, RowParallelDense
+
+    reset_auto_parallel_context()
+    ref = build("mlp")
+    ref_losses = train(ref, ref.trainable_params(), "mlp")
+    set_auto_parallel_context(pipeline_stages=2)
+    group = f"mp_of_stage{rank // 2}"
+    create_group(group, [rank // 2 * 2, rank // 2 * 2 + 1])
+    net = build("mlp")
+    for k in (0, 1):
+        seq = getattr(net.backbone_network, f"stage{k}")
+        col = ColumnParallelDense.from_dense(seq[0], gather_output=False, group=group)
+        row = RowParallelDense.from_dense(seq[1], input_is_parallel=True, group=group)
+        split = nn.SequentialCell([col, row])
+        split.pipeline_stage = k
+        setattr(net.backbone_network, f"stage{k}", split)
+    pipe = nn.PipelineCell(net, 4)
+    pipe.model_parallel = 2
+    pipe.schedule = "1f1b"
+    losses = train(pipe, pipe.trainable_params(), "mlp")
+    what = f"mlp/1f1b pp=2 x mp=2 rank {rank}"
+    np.testing.assert_allclose(losses, ref_losses, RTOL, 1e-5, err_msg=f"{what}: losses")
+    want = {p.name: p.asnumpy() for p in ref.trainable_params()}
+    seq = getattr(net.backbone_network, f"stage{rank // 2}")
+    for layer in seq:
+        for attr in ("weight", "bias"):
+            p = getattr(layer, attr)
+            full = want[p.name]
+            axis = layer.tensor_parallel_axes.get(attr)
+            if axis is not None:
+                k = full.shape[axis] // 2
+                full = np.take(full, range(rank % 2 * k, (rank % 2 + 1) * k), axis=axis)
+            np.testing.assert_allclose(p.asnumpy(), full, RTOL, ATOL, err_msg=f"{what} {p.name}")
+    print(f"{what}: losses {[round(v, 5) for v in losses]}", flush=True)
+
+
 def with_model(rank: int) -> None:
     """``Model(PipelineCell(...), optimizer=...).train`` trains like ``Model`` on one process."""
     rng = np.random.default_rng(5)
@@ -325,6 +367,7 @@ def main() -> None:
         for schedule in ("gpipe", "1f1b"):
             check_dp(schedule, rank, size)
         check_dp("1f1b", rank, size, shard_optimizer=True)
+        check_pp_mp(rank)
         print(f"OK pipeline rank={rank}", flush=True)
         return
     for kind in ("mlp", "stack") if size == 2 else ("mlp", "skip"):
