@@ -3,12 +3,13 @@
 
 * ``data_parallel``: the core's data parallelism (``parallel_mode='data_parallel'``,
   gradients averaged with a bucketed all-reduce overlapped with backward); each rank draws
-  its own batches.
+  the batches one process draws and keeps its share of each.
 * ``model_parallel``: :func:`shard_model` splits every attention's heads and every
   feed-forward's hidden units over the ranks (Megatron-LM's column/row split through the
   core's ``copy_to_mp``/``reduce_from_mp`` regions); every rank sees the same batch.
 * ``optimizer_shard``: the core's parallel optimizer (state and update sharded over the
-  data-parallel ranks).
+  data-parallel ranks: the whole job, each dp group with dp x mp, each stage's copies under a
+  pipeline).
 * ``micro_batch_num`` (``speed_up``): the core's ``nn.MicroBatchInterleaved`` copies,
   summed and divided by their number so the loss stays the batch mean.
 
@@ -16,8 +17,10 @@ Checkpoints are written unsharded (:func:`full_state` gathers the shards), so a 
 layout loads into any other (:func:`load_full_state` slices them again).
 
 With dp and mp both > 1 the ranks form mp groups of consecutive ranks and dp groups across
-them; gradients are averaged over the dp group. ``pipeline_stage`` N > 1 runs one stage per
-process (the core's ``pipeline_stages``; see :mod:`sporeling.transformer.pipeline`).
+them; gradients are averaged over the dp group. ``pipeline_stage`` N > 1 runs each stage on
+its own ranks (the core's ``pipeline_stages``; see :mod:`sporeling.transformer.pipeline`),
+data parallel and/or tensor parallel inside a stage. :func:`train_step` clips by the whole
+model's norm in every layout.
 """
 
 from __future__ import annotations
