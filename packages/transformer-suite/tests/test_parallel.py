@@ -102,7 +102,8 @@ def _mpiexec(script: str, n: int, *args: str) -> str:
 
 def test_dp_times_mp_under_mpiexec_4():
     out = _mpiexec("gpt_hybrid.py", 4)
-    for what in ("dpxmp:", "dpxmp optimizer_shard:", "dpxmp optimizer_shard clip:"):
+    for what in ("dpxmp:", "dpxmp optimizer_shard:", "dpxmp optimizer_shard clip:",
+                 "dpxmp runner:"):  # fmt: skip
         assert out.count(f" {what}") == 4, out
 
 

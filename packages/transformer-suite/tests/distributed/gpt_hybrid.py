@@ -1,7 +1,10 @@
 """Under ``mpiexec -n 4``: dp=2 x mp=2 (two tensor-parallel pairs, gradients averaged across
 them) gives the single-process run's parameters (global batch 8, 3 AdamW steps, float64); so
 does dp=2 x mp=2 + optimizer_shard (AdamW moments sliced over the dp group), without and with
-global-norm clipping (engaged)."""
+global-norm clipping (engaged); and runner.train of gpt_tiny in that layout logs one process's
+per-step losses (same batches in the same order)."""
+
+from pathlib import Path
 
 import numpy as np
 
@@ -79,3 +82,34 @@ for clip, want, name in (
     for n, full in want.items():
         np.testing.assert_allclose(state[n], full, rtol=0, atol=1e-7, err_msg=f"{name}: {n}")
     print(f"rank {info.rank} {name}: parameters equal the single-process run")
+
+# runner.train end to end: every rank of dp=2 x mp=2 + optimizer_shard trains on its share
+# of the batches one process draws, so the per-step losses (float32, clipping at 1.0) follow
+# the single-process run's
+import tempfile  # noqa: E402
+
+from sporeling.core import communication as comm  # noqa: E402
+from sporeling.transformer.runner import train as run_train  # noqa: E402
+from sporeling.transformer.settings import load_config  # noqa: E402
+
+tmp = Path(tempfile.mkdtemp())
+
+
+def tiny(tag, *extra):
+    reset_auto_parallel_context()
+    over = [f"output_dir={tmp / tag}", "train.max_iters=4", "train.eval_interval=2",
+            "train.batch_size=8", *extra]  # fmt: skip
+    return run_train(load_config("gpt_tiny", over), log=lambda *_: None)["step_losses"]
+
+
+one = tiny(f"single{info.rank}")
+par = tiny(
+    "dpxmp",
+    "parallel_config.data_parallel=2",
+    "parallel_config.model_parallel=2",
+    "parallel_config.optimizer_shard=true",
+)
+comm.barrier()
+assert len(one) == len(par) == 4, (one, par)
+np.testing.assert_allclose(par, one, rtol=0, atol=2e-6, err_msg="runner dp x mp losses")
+print(f"rank {info.rank} dpxmp runner: step losses {par} equal one process's {one}")
