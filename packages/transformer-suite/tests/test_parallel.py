@@ -65,7 +65,8 @@ def test_pipeline_stage_2_under_mpiexec(tmp_path):
     parameters), so does global-norm clipping across the stages, and runner.train with
     pipeline_stage=2 (grad_clip 0.5) equals its single-process run."""
     out = _mpiexec("gpt_pipeline.py", 2, str(tmp_path))
-    for what in ("pipeline gpipe:", "pipeline 1f1b:", "pipeline with grad clip 0.05:", "runner:"):
+    for what in ("pipeline gpipe:", "pipeline 1f1b:", "pipeline with grad clip 0.05:",
+                 "pipeline moe:", "runner:"):  # fmt: skip
         assert out.count(f" {what}") == 2, out
 
 

@@ -94,6 +94,40 @@ for n, p in net.parameters_and_names():
         )
 print(f"rank {rank} pipeline with grad clip {CLIP}: losses {losses} equal the single-process run")
 
+# MoE (2 experts per block): each micro-batch has its own routing capacity and aux loss, so
+# the reference is one process on the same micro-batches (MeanOfCopies: the interleaved
+# copies averaged); the pipeline carries the blocks' summed aux loss to the last stage
+from sporeling.transformer.parallel import MeanOfCopies  # noqa: E402
+
+MOE = {"expert_num": 2, "capacity_factor": 1.5, "aux_loss_factor": 0.05}
+
+
+def build_moe():
+    set_seed(5)
+    return GPT(GPTConfig.from_dict(CFG, PC, MOE))
+
+
+reset_auto_parallel_context()
+net = build_moe()
+moe_losses = train(
+    nn.TrainOneStepCell(
+        MeanOfCopies(GPTWithLoss(net), MICRO), nn.AdamW(net.trainable_params(), 1e-2)
+    )
+)
+moe_ref = params(net)
+info = apply_parallel({"parallel_config": PC})
+net = build_moe()
+train_net = pipeline_gpt_with_loss(GPTWithLoss(net), info.pp, info.micro)
+own = train_net.pipe.trainable_params()
+assert any("expert" in p.name or "router" in p.name for p in own), [p.name for p in own]
+losses = train(nn.TrainOneStepCell(train_net, nn.AdamW(own, 1e-2)))
+np.testing.assert_allclose(losses, moe_losses, rtol=1e-9, err_msg="moe")
+own_ids = {id(p) for p in own}
+for n, p in net.parameters_and_names():
+    if id(p) in own_ids:
+        np.testing.assert_allclose(p.asnumpy(), moe_ref[n], rtol=0, atol=1e-9, err_msg=f"moe: {n}")
+print(f"rank {rank} pipeline moe: losses {losses} equal one process on the same micro-batches")
+
 # the same path as `sporeling-transformer train`: gpt_tiny (2 layers, one per stage) trained
 # by runner.train with pipeline_stage=2 gives the single-process validation loss, and the
 # checkpoint rank 0 writes (every stage gathered to it) holds the single-process parameters

@@ -59,8 +59,37 @@ class _Head(nn.Cell):
         return ops.matmul(ops.cast(h, table.dtype), ops.transpose(table, (1, 0)))
 
 
+class _BlockCarryingAux(nn.Cell):
+    """An MoE block on its stage: adds its auxiliary (load-balancing) loss to the sum handed
+    in by the blocks before it, so the sum travels to the last stage as an activation."""
+
+    def __init__(self, block: nn.Cell) -> None:
+        super().__init__(auto_prefix=False)
+        self.block = block
+        self.pipeline_stage = block.pipeline_stage
+
+    def construct(
+        self, x: Tensor, mask: Tensor, aux: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        res = self.block(x, mask)
+        return (res[0], res[2]) if aux is None else (res[0], aux + res[2])
+
+
+class _LossPlusAux(nn.Cell):
+    """Last stage of an MoE GPT: the masked cross-entropy plus the blocks' summed aux loss
+    (``GPTWithLoss``'s ``loss + aux``)."""
+
+    def __init__(self, loss: nn.Cell) -> None:
+        super().__init__(auto_prefix=False)
+        self.loss = loss
+
+    def construct(self, logits: Tensor, labels: Tensor, mask: Tensor, aux: Tensor) -> Tensor:
+        return self.loss(logits, labels, mask) + aux
+
+
 class PipelineGPTWithLoss(nn.Cell):
-    """``GPTWithLoss`` regrouped into stage cells: same inputs, loss and parameters."""
+    """``GPTWithLoss`` regrouped into stage cells: same inputs, loss and parameters. An MoE
+    GPT's blocks run one by one, carrying the summed aux loss to the last stage."""
 
     def __init__(self, with_loss: GPTWithLoss) -> None:
         super().__init__(auto_prefix=False)
@@ -71,6 +100,12 @@ class PipelineGPTWithLoss(nn.Cell):
         self.head = _Head(gpt)
         self.loss = with_loss.loss
         self.eos_token = with_loss.eos_token
+        self.use_moe = gpt.backbone.use_moe
+        if self.use_moe:
+            self.moe_blocks = nn.CellList(
+                [_BlockCarryingAux(b) for b in self.transformer.encoder.blocks]
+            )
+            self.loss_plus_aux = _LossPlusAux(self.loss)
 
     def construct(self, input_ids: Tensor) -> Tensor:
         tokens = input_ids[:, :-1]
@@ -80,7 +115,15 @@ class PipelineGPTWithLoss(nn.Cell):
         else:
             input_mask = ops.ones(tokens.shape, mstype.float32)
         emb = self.embeddings(tokens)  # (a Remote on other stages: index, never unpack)
-        res = self.transformer(emb[0], self.get_attention_mask(input_mask))
+        mask = self.get_attention_mask(input_mask)
+        if self.use_moe:
+            x, aux = emb[0], None
+            for blk in self.moe_blocks:
+                res = blk(x, mask) if aux is None else blk(x, mask, aux)
+                x, aux = res[0], res[1]
+            logits = self.head(x, emb[1])
+            return self.loss_plus_aux(logits, labels, ops.reshape(input_mask, (-1,)), aux)
+        res = self.transformer(emb[0], mask)
         logits = self.head(res[0], emb[1])
         return self.loss(logits, labels, ops.reshape(input_mask, (-1,)))
 
@@ -112,11 +155,6 @@ def pipeline_gpt_with_loss(
     m > 1: the GPT went through ``shard_model`` on groups of m consecutive ranks of each
     stage (the core's ``PipelineCell.model_parallel``)."""
     cfg = with_loss.network.config
-    if cfg.moe_config.expert_num > 1:
-        raise ValueError(
-            "parallel_config.pipeline_stage > 1 with an MoE GPT (moe_config.expert_num "
-            f"{cfg.moe_config.expert_num}) is not supported: use expert_num 1 or pipeline_stage 1"
-        )
     if micro_batch_num < stages:
         raise ValueError(
             f"parallel_config: micro_batch_num {micro_batch_num} must be at least "
@@ -125,6 +163,8 @@ def pipeline_gpt_with_loss(
     net = PipelineGPTWithLoss(with_loss)
     net.embeddings.pipeline_stage = 0
     net.head.pipeline_stage = stages - 1
+    if net.use_moe:
+        net.loss_plus_aux.pipeline_stage = stages - 1
     used = {blk.pipeline_stage for blk in net.transformer.encoder.blocks}
     if used != set(range(stages)):
         raise ValueError(
