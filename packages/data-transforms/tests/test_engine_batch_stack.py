@@ -1,5 +1,6 @@
 """`batch` builds its arrays as rows arrive (`engine.map_batch._Stacker`): same results as
-stacking at the end, and the same fallbacks (padding, the shape error) when rows differ."""
+stacking at the end, and the same fallbacks (padding, the shape error) when rows differ;
+batch arrays the consumer dropped are reused (`_BufferPool`), never one still held."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 
 import sporeling.data as ds
-from sporeling.data.engine.map_batch import _Stacker
+from sporeling.data.engine.map_batch import _BufferPool, _Stacker
 
 
 def batches(d, **kw):
@@ -54,3 +55,35 @@ def test_rows_of_different_shapes_still_pad_or_raise():
         batches(d.batch(4))
     (padded,) = batches(d.batch(4, pad_info={"v": (None, -1)}))
     assert padded[0].shape == (4, 5) and padded[0][3].tolist() == [0, 1, -1, -1, -1]
+
+
+def _address(a):
+    return a.__array_interface__["data"][0]
+
+
+def test_pool_reuses_only_buffers_nobody_holds():
+    pool = _BufferPool(2)
+    first = _address(pool.empty((4, 3), np.float32))
+    for hold in (lambda a: a[1:], memoryview, lambda a: a, lambda a: a.reshape(12)):
+        held = hold(pool.buffers[0])
+        assert _address(pool.empty((4, 3), np.float32)) != first  # held: another one
+        del held
+        assert _address(pool.empty((4, 3), np.float32)) == first  # dropped: reused
+    assert pool.empty((5, 3), np.float32).shape == (5, 3)  # another shape: a new array
+    assert pool.empty((4, 3), np.int32).dtype == np.int32  # another dtype: a new array
+    assert len(pool.buffers) == 2
+    assert _BufferPool(0).empty((2,), np.uint8).shape == (2,)  # no pooling
+
+
+def test_pipeline_reuses_batches_the_consumer_dropped_and_never_others():
+    x = np.arange(40 * 6, dtype=np.float32).reshape(40, 6)
+    d = ds.NumpySlicesDataset({"x": x}, shuffle=False).map(lambda v: v + 1, input_columns="x")
+    addresses, kept = set(), []
+    for k, (b,) in enumerate(d.batch(2).create_tuple_iterator(output_numpy=True, num_epochs=1)):
+        np.testing.assert_array_equal(b, x[2 * k : 2 * k + 2] + 1)
+        addresses.add(b.__array_interface__["data"][0])
+        if k % 5 == 0:
+            kept.append((k, b))  # held: never overwritten
+    for k, b in kept:
+        np.testing.assert_array_equal(b, x[2 * k : 2 * k + 2] + 1)
+    assert len(addresses) < 20  # dropped batches' arrays were handed out again

@@ -149,13 +149,13 @@ def test_fused_map_bilinear_within_one_level(jpeg_folder, fusion):
 
 def test_fused_map_draft_scaling_within_tolerance(jpeg_folder, fusion, monkeypatch):
     calls = []
-    original = _decode_crop.decode_jpeg
+    original = _decode_crop.decode_jpeg_rgbx
 
-    def spy(data, header, scale=1):
+    def spy(data, header, scale=1, rows=None):
         calls.append(scale)
-        return original(data, header, scale)
+        return original(data, header, scale, rows)
 
-    monkeypatch.setattr(_decode_crop, "decode_jpeg", spy)
+    monkeypatch.setattr(_decode_crop, "decode_jpeg_rgbx", spy)
     on = run_map(jpeg_folder, ops(size=32))
     # 32 px outputs of 240-320 px crops: each decodes at 1/2 or 1/4 (draws seeded by run_map)
     assert calls == [2, 4, 4, 4, 2, 4, 4, 4, 4, 4]

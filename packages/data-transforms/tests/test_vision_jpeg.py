@@ -1,5 +1,6 @@
 """`vision._jpeg`: a plain JPEG decoded without `Image.open` gives Pillow's pixels bit for
-bit; everything else is left to `Image.open` (None)."""
+bit, also when the decoder stops after the top rows; everything else is left to
+`Image.open` (None)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from PIL import Image, ImageFile
 
 from sporeling.data import vision
 from sporeling.data.transforms import use_rng
-from sporeling.data.vision._jpeg import decode_jpeg, jpeg_header
+from sporeling.data.vision._jpeg import decode_jpeg, decode_jpeg_rgbx, jpeg_header
 
 
 def photo(h=90, w=120, seed=0):
@@ -100,3 +101,40 @@ def test_fused_crop_of_a_cmyk_jpeg_goes_through_image_open():
     with use_rng(np.random.default_rng(1)):
         b = vision.RandomResizedCrop(80)(vision.Decode()(data))
     assert a.shape == (80, 80, 3) and np.abs(a.astype(int) - b).max() <= 1
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if n != "gray"])
+@pytest.mark.parametrize("scale", [1, 2, 8])
+def test_rgbx_rows_equal_pillow(name, scale):
+    data = CASES[name]
+    header = jpeg_header(data)
+    full = pillow(data, scale)
+    height = full.shape[0]
+    for rows in (None, height, height - 1, 9, 1, 10**6):
+        px = decode_jpeg_rgbx(np.frombuffer(data, np.uint8).data, header, scale, rows)
+        want = height if rows is None else min(rows, height)
+        assert px.shape == (want, full.shape[1], 4) and px.flags.writeable
+        np.testing.assert_array_equal(px[..., :3], full[:want])
+        assert (px[..., 3] == 255).all()
+
+
+def test_rgbx_leaves_gray_and_pillow_settings_to_the_other_paths(monkeypatch):
+    assert decode_jpeg_rgbx(CASES["gray"], jpeg_header(CASES["gray"])) is None
+    data = CASES["baseline"]
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", True)
+    assert decode_jpeg_rgbx(data, jpeg_header(data), rows=5) is None
+
+
+def test_rgbx_errors_before_the_wanted_rows_raise():
+    data = CASES["baseline"]
+    header = jpeg_header(data)
+    with pytest.raises(OSError, match="truncated"):
+        decode_jpeg_rgbx(data[: len(data) // 2], header)
+    with pytest.raises(OSError, match="truncated"):  # cut above row 80 of 90
+        decode_jpeg_rgbx(data[: len(data) // 2], header, rows=80)
+    with pytest.raises(OSError):
+        decode_jpeg_rgbx(data[:200] + b"\xff\xd9", header, rows=5)
+    # MindSpore's RandomCropDecodeResize does not read past the crop either: data cut
+    # below the wanted rows decodes them.
+    top = decode_jpeg_rgbx(data[: len(data) * 3 // 4], header, rows=8)
+    np.testing.assert_array_equal(top[..., :3], pillow(data)[:8])

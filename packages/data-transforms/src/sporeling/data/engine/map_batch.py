@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import numbers
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,6 +19,7 @@ from .base import (
     PipelineError,
     Row,
     Run,
+    _config,
     check_bool,
     check_columns,
     check_int,
@@ -243,21 +245,66 @@ def _pad_to(where: str, col: str, values: list[Any], spec: Any) -> list[np.ndarr
     return out
 
 
+# A pooled buffer nobody else refers to: the pool's list and getrefcount's argument.
+_FREE_REFS = 2
+_GIL = getattr(sys, "_is_gil_enabled", lambda: True)()
+
+
+class _BufferPool:
+    """Batch arrays of one epoch's stream, reused once the consumer has dropped them.
+
+    A fresh 20 MB batch array costs the kernel a page fault and a zeroed page per 4 KB
+    (or 2 MB huge page) on first write, about 2.5x the copy of the rows into it. A pooled
+    array is handed out again only when nothing but the pool refers to it (CPython's
+    exact reference count: a batch the consumer holds, or any view, tensor, memoryview
+    or DLPack export of it, keeps it out of reuse). At most `limit` arrays are pooled
+    (the batches in flight); beyond that, and on a free-threaded build, arrays are new.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit if _GIL else 0
+        self.buffers: list[np.ndarray] = []
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        buffers = self.buffers
+        for k in range(len(buffers)):
+            if sys.getrefcount(buffers[k]) == _FREE_REFS:
+                b = buffers[k]
+                if b.shape == shape and b.dtype == dtype:
+                    return b
+        b = np.empty(shape, dtype)
+        if len(buffers) < self.limit:
+            buffers.append(b)
+        else:  # full: drop a free buffer of another shape, if any, for this one
+            for k in range(len(buffers)):
+                if sys.getrefcount(buffers[k]) == _FREE_REFS:
+                    buffers[k] = b
+                    break
+        return b
+
+
 class _Stacker:
     """Builds a batch's columns while its rows arrive: each array is copied into a
     preallocated batch array right after the map made it (still in cache), instead of an
     `np.stack` over the whole batch at the end (a second pass over ~20 MB for 32 float32
-    224x224 images). A column whose rows are not arrays of one shape and dtype is left to
-    `_BatchFunction` (padding, the shape error)."""
+    224x224 images). The batch arrays come from a `_BufferPool` when one is given. A
+    column whose rows are not arrays of one shape and dtype is left to `_BatchFunction`
+    (padding, the shape error)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, pool: _BufferPool | None = None) -> None:
         self.size = size
+        self.pool = pool
         self.columns: list[np.ndarray | None] = []
+
+    def _empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        if self.pool is None:
+            return np.empty(shape, dtype)
+        return self.pool.empty(shape, dtype)
 
     def add(self, k: int, row: Row) -> None:
         if k == 0:
             self.columns = [
-                np.empty((self.size, *v.shape), v.dtype)
+                self._empty((self.size, *v.shape), v.dtype)
                 if isinstance(v, np.ndarray) and not v.dtype.hasobject
                 else None
                 for v in row
@@ -459,9 +506,11 @@ class BatchDataset(Dataset):
             rows_iter = iter(child._stream(run, epoch, child_start))
             b = base
             stack = self.per_batch_map is None and self.pad_info is None
+            # batches in flight: the prefetch queue, one per worker, the consumer's
+            pool = _BufferPool(_config().get_prefetch_size() + (self.num_parallel_workers or 1) + 2)
             while True:
                 bs = self._batch_size(b, epoch)
-                stacker = _Stacker(bs) if stack else None
+                stacker = _Stacker(bs, pool) if stack else None
                 chunk: list[Item] = []
                 for row, origin in itertools.islice(rows_iter, bs):
                     if stacker is not None:

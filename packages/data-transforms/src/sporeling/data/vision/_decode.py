@@ -14,7 +14,7 @@ from sporeling.data.transforms._base import TensorOperation, Transform
 from sporeling.data.vision._common import DECODE_ERRORS, decode_error, encoded_bytes
 from sporeling.data.vision._decode_crop import decode_resized_crop
 from sporeling.data.vision._geometry import RandomResizedCrop
-from sporeling.data.vision._jpeg import decode_jpeg, jpeg_header
+from sporeling.data.vision._jpeg import decode_jpeg, decode_jpeg_rgbx, jpeg_header
 from sporeling.data.vision._pil_pixels import pixels
 from sporeling.data.vision.kernels import layout as klayout
 from sporeling.data.vision.utils import (
@@ -60,8 +60,20 @@ class Decode(Transform):
         return open_rgb("Decode", data)
 
     def _execute_numpy(self, data: Any) -> np.ndarray:
-        # A view of Pillow's RGBX storage, then the one copy: a writable HWC RGB array.
-        return klayout.drop_channels(pixels(self._open(data)), 3)
+        # The decoder's RGBX buffer, then the one copy: a writable HWC RGB array.
+        px = None
+        if not isinstance(data, Image.Image):
+            raw = encoded_bytes("Decode", data)
+            header = jpeg_header(raw)
+            if header is not None:
+                try:
+                    px = decode_jpeg_rgbx(raw, header)
+                except DECODE_ERRORS as exc:
+                    raise decode_error("Decode", len(raw), exc) from exc
+            data = raw
+        if px is None:
+            px = pixels(self._open(data))
+        return klayout.drop_channels(px, 3)
 
     def _execute_pil(self, data: Any) -> Image.Image:
         return self._open(data)

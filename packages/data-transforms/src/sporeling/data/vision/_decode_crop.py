@@ -2,10 +2,11 @@
 
 The crop box is drawn from the image size in the file's header (the same
 `resized_crop_params` call RandomResizedCrop makes), then the image is decoded (a plain
-JPEG by Pillow's decoder without `Image.open`, see `_jpeg`), in
+colour JPEG by Pillow's decoder into a NumPy buffer, without `Image.open`, and only down
+to the crop's bottom row, as MindSpore's RandomCropDecodeResize stops; see `_jpeg`), in
 Pillow's JPEG draft mode (DCT-domain scaling by 1/2, 1/4 or 1/8) when the crop is at
 least twice the output size in both directions, and the crop is resized straight out of
-Pillow's pixel buffer (`_pil_pixels`, no full-image copy). The tolerance against Decode
+the decoder's buffer (no full-image copy). The tolerance against Decode
 then RandomResizedCrop is in `_fused`'s docstring.
 """
 
@@ -20,7 +21,7 @@ from PIL import Image
 
 from sporeling.data.vision._common import DECODE_ERRORS, decode_error, encoded_bytes
 from sporeling.data.vision._geometry import resized_crop_params
-from sporeling.data.vision._jpeg import decode_jpeg, jpeg_header
+from sporeling.data.vision._jpeg import decode_jpeg, decode_jpeg_rgbx, jpeg_header
 from sporeling.data.vision._pil_pixels import pixels
 from sporeling.data.vision.kernels.resample import resize_array, resize_nearest
 
@@ -87,15 +88,19 @@ def decode_resized_crop(
     out_h, out_w = size
     jpeg = opened is None or opened.format == "JPEG"
     factor = draft_factor(ch, cw, out_h, out_w) if draft and filt != "nearest" and jpeg else 1
+    # Rows of the (scaled) image the crop reaches: the decoder stops after them.
+    rows = i + ch if factor == 1 else math.ceil((i + ch) / factor)
     try:
-        rgb = decode_jpeg(raw, header, factor) if header is not None else None
-        if rgb is None:
-            rgb, factor = _load(opened if opened is not None else _open(op, raw), factor)
-        if rgb.mode != "RGB":
-            rgb = rgb.convert("RGB")
+        px = decode_jpeg_rgbx(raw, header, factor, rows) if header is not None else None
+        if px is None:
+            rgb = decode_jpeg(raw, header, factor) if header is not None else None
+            if rgb is None:
+                rgb, factor = _load(opened if opened is not None else _open(op, raw), factor)
+            if rgb.mode != "RGB":
+                rgb = rgb.convert("RGB")
+            px = pixels(rgb)  # a view of the decoder's buffer (RGBX), no copy
     except DECODE_ERRORS as exc:
         raise decode_error(op, len(raw), exc) from exc
-    px = pixels(rgb)  # a view of the decoder's buffer (RGBX), no copy
     if filt == "nearest":
         return resize_nearest(px[i : i + ch, j : j + cw, :3], out_h, out_w)
     if factor == 1:

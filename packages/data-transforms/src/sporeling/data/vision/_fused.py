@@ -11,8 +11,9 @@ subclasses that override them), and fuses one more run:
   would give it (seeds keep their meaning). A plain JPEG is decoded without `Image.open`
   (`_jpeg`); one whose crop is at least twice the output size in both directions is
   decoded in Pillow's draft mode (DCT-domain scaling by 1/2, 1/4 or 1/8, the largest that
-  keeps the crop at least as large as the output); the crop is resized straight out of
-  Pillow's pixel buffer (no full-image copy), bilinear/box/hamming with the shrinking
+  keeps the crop at least as large as the output), and only down to the crop's bottom
+  row (the rows are the full decode's); the crop is resized straight out of the
+  decoder's buffer (no full-image copy), bilinear/box/hamming with the shrinking
   pass first. Tolerance against Decode then RandomResizedCrop, in uint8 levels
   (tests/test_vision_fused.py): without draft scaling, NEAREST, bicubic and Lanczos are
   identical and bilinear/box/hamming within 1 level (each pass order rounds its
