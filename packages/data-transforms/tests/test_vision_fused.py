@@ -304,6 +304,30 @@ def test_draft_decode_box_maps_to_the_scaled_image():
     assert abs(centre - (200 - 50) * 40 / 300) <= 1.5
 
 
+@pytest.mark.parametrize("filt", ["bilinear", "bicubic", "nearest"])
+@pytest.mark.parametrize("size", [(48, 48), (130, 90), (16, 16)])
+def test_decoding_down_to_the_crop_only_changes_nothing(filt, size, monkeypatch):
+    # The decoder stops after the crop's bottom row (as MindSpore's RandomCropDecodeResize);
+    # the output equals the crop resized from the fully decoded image, bit for bit
+    # (also with draft scaling: the 16 px outputs).
+    data = encode(photo(240, 320, 3))
+    args = ("x", data, size, (0.08, 1.0), (0.75, 4 / 3), 10, filt)
+    rows = []
+    original = _decode_crop.decode_jpeg_rgbx
+
+    def spy(raw, header, scale=1, rows_wanted=None):
+        rows.append(rows_wanted)
+        return original(raw, header, scale, rows_wanted)
+
+    monkeypatch.setattr(_decode_crop, "decode_jpeg_rgbx", spy)
+    fast = [decode_resized_crop(*args, np.random.default_rng(s)) for s in range(12)]
+    assert min(rows) < 240  # some crops end above the bottom
+    monkeypatch.setattr(_decode_crop, "decode_jpeg_rgbx", lambda *a: None)  # full decode
+    full = [decode_resized_crop(*args, np.random.default_rng(s)) for s in range(12)]
+    for a, b in zip(fast, full):
+        np.testing.assert_array_equal(a, b)
+
+
 # -- Decode and pixel views ----------------------------------------------------------------------
 
 
