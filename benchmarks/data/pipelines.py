@@ -290,12 +290,40 @@ def missing(name: str) -> str | None:
     return None
 
 
+def tree_cpu_seconds() -> float | None:
+    """CPU seconds (user + system) used so far by this process and its live descendants
+    (threads included; DataLoader and Pool workers are child processes), from Linux's
+    /proc; None where /proc has no such information."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo, seen = 0.0, [os.getpid()], set()
+    try:
+        while todo:
+            pid = todo.pop()
+            if pid in seen:
+                continue
+            seen.add(pid)
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{task}/children") as f:
+                        todo += [int(c) for c in f.read().split()]
+            except (FileNotFoundError, ProcessLookupError):  # a process that just ended
+                if pid == os.getpid():
+                    raise
+    except OSError:
+        return None
+    return total
+
+
 def measure(name: str, folder: Path, workers: int, warmup: int, max_batches: int) -> dict:
     """Run one epoch: `warmup` batches untimed (worker start, JIT), then time the rest."""
     t_build = time.perf_counter()
     it = iter(BUILDERS[name](folder, workers))
     images = 0
     t0 = None
+    cpu0: float | None = None
     timed = 0
     first_shape = None
     for k, batch in enumerate(it):
@@ -307,6 +335,7 @@ def measure(name: str, folder: Path, workers: int, warmup: int, max_batches: int
                     f"{name}: batch of shape {np.shape(x)}, expected (32, 3, 224, 224)"
                 )
         if k + 1 == warmup:
+            cpu0 = tree_cpu_seconds()
             t0 = time.perf_counter()
             continue
         if t0 is not None:
@@ -315,6 +344,8 @@ def measure(name: str, folder: Path, workers: int, warmup: int, max_batches: int
             if timed >= max_batches:
                 break
     elapsed = time.perf_counter() - t0
+    cpu1 = tree_cpu_seconds()
+    cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
     del it
     return {
         "pipeline": name,
@@ -323,6 +354,9 @@ def measure(name: str, folder: Path, workers: int, warmup: int, max_batches: int
         "batches": timed,
         "seconds": elapsed,
         "images_per_s": images / elapsed,
+        # CPU time of the process tree per image: less sensitive than images/s to other
+        # work on a shared machine (it includes waiting threads' spinning, if any)
+        "cpu_ms_per_image": None if cpu is None else 1000 * cpu / images,
         "warmup_batches": warmup,
         "startup_and_warmup_s": t0 - t_build,
         "batch": first_shape,
