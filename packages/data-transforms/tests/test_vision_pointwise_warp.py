@@ -166,6 +166,41 @@ def test_nearest_affine_with_scale_shear_and_float_input_equals_pillow():
     np.testing.assert_array_equal(geometry.warp(gray, m, (nh, nw), geometry.NEAREST, 0.0), ref)
 
 
+def test_steps_inside_equals_counting():
+    rng = np.random.default_rng(5)
+    for _ in range(400):
+        p, d = int(rng.integers(-3000, 3000)), int(rng.integers(-70, 71))
+        lo, n = int(rng.integers(-100, 100)), int(rng.integers(0, 60))
+        hi = lo + int(rng.integers(0, 900))
+        inside = [t for t in range(n) if lo <= p + t * d < hi]
+        t0, t1 = geometry._steps_inside(p, d, lo, hi, n)
+        assert 0 <= t0 <= n and 0 <= t1 <= n
+        assert list(range(t0, t1)) == inside, (p, d, lo, hi, n)
+
+
+def test_nearest_affine_rows_partly_or_wholly_outside_equal_pillow():
+    # Each output row's inside run is computed, not checked per pixel: translations that
+    # put rows wholly outside, shears that cut rows on both sides, 1-column images.
+    rng = np.random.default_rng(11)
+    for shape in ((23, 29, 3), (17, 1, 3), (1, 31, 3), (19, 13, 4), (21, 16)):
+        img = _img(shape, seed=2)
+        h, w = shape[:2]
+        pil = Image.fromarray(img)
+        for _ in range(12):
+            m = _geometry.affine_matrix(
+                w,
+                h,
+                rng.uniform(-180, 180),
+                tuple(rng.uniform(-1.5, 1.5, 2) * (w, h)),
+                rng.uniform(0.3, 2.5),
+                tuple(rng.uniform(-50, 50, 2)),
+            )
+            size = (int(rng.integers(1, 2 * w + 2)), int(rng.integers(1, 2 * h + 2)))
+            ref = pil.transform(size, Image.Transform.AFFINE, m, Image.Resampling.NEAREST)
+            out = geometry.warp(img, m, size[::-1], geometry.NEAREST, 0)
+            np.testing.assert_array_equal(out.reshape(np.asarray(ref).shape), np.asarray(ref))
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 def test_nearest_scale_and_huge_coordinates_take_the_float_kernel(shape):
     # Pillow runs pure scale/translation (ScaleAffine) and coordinates past +-32768

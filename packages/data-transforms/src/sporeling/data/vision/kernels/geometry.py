@@ -162,6 +162,20 @@ def _affine_nearest_kernel(src, out, h, w, c, ho, wo, a, fill):  # pragma: no co
             o += np.uint64(c)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _steps_inside(p, d, lo, hi, n):  # pragma: no cover - compiled
+    """The steps t in [0, n) with lo <= p + t * d < hi, as a half-open range (integers)."""
+    if d == 0:
+        return (0, n) if lo <= p < hi else (0, 0)
+    if d > 0:
+        t0 = -((p - lo) // d)  # ceil((lo - p) / d)
+        t1 = -((p - hi) // d)  # first t with p + t * d >= hi
+    else:
+        t0 = (p - hi) // (-d) + 1  # first t with p + t * d < hi
+        t1 = (p - lo) // (-d) + 1  # first t with p + t * d < lo
+    return min(max(t0, 0), n), min(max(t1, 0), n)
+
+
 @numba.njit(cache=True, nogil=True)
 def _affine_fixed_kernel(
     src, out, h, w, c, ho, wo, a0, a1, a3, a4, xo, yo, fill
@@ -172,28 +186,42 @@ def _affine_fixed_kernel(
     # integer cost (the float kernel computed each point in double precision: 1.6x
     # Pillow's time, and a pixel off Pillow's where a coordinate rounds differently).
     # Pixels whose source is outside get the fill colour (Pillow's pre-filled output).
+    # The source is inside for one run of each row (both coordinates are linear in the
+    # step): that run is found with integer arithmetic, so its loop has no bounds checks.
     for y in range(ho):
-        xx = xo
-        yy = yo
+        tx0, tx1 = _steps_inside(xo, a0, 0, w << 16, wo)
+        ty0, ty1 = _steps_inside(yo, a3, 0, h << 16, wo)
+        t0, t1 = max(tx0, ty0), min(tx1, ty1)
+        if t1 < t0:
+            t1 = t0
         o = np.uint64(y * wo * c)
-        for _ in range(wo):
-            xin = xx >> 16
-            yin = yy >> 16
-            if xin >= 0 and xin < w and yin >= 0 and yin < h:
-                k = np.uint64((yin * w + xin) * c)
-                if c == 3:
-                    out[o] = src[k]
-                    out[o + np.uint64(1)] = src[k + np.uint64(1)]
-                    out[o + np.uint64(2)] = src[k + np.uint64(2)]
-                else:
-                    for ch in range(c):
-                        out[o + np.uint64(ch)] = src[k + np.uint64(ch)]
-            else:
-                for ch in range(c):
-                    out[o + np.uint64(ch)] = fill[ch]
+        for _ in range(t0):
+            for ch in range(c):
+                out[o + np.uint64(ch)] = fill[ch]
             o += np.uint64(c)
-            xx += a0
-            yy += a3
+        xx = xo + t0 * a0
+        yy = yo + t0 * a3
+        if c == 3:
+            for _ in range(t1 - t0):
+                k = np.uint64(((yy >> 16) * w + (xx >> 16)) * 3)
+                out[o] = src[k]
+                out[o + np.uint64(1)] = src[k + np.uint64(1)]
+                out[o + np.uint64(2)] = src[k + np.uint64(2)]
+                o += np.uint64(3)
+                xx += a0
+                yy += a3
+        else:
+            for _ in range(t1 - t0):
+                k = np.uint64(((yy >> 16) * w + (xx >> 16)) * c)
+                for ch in range(c):
+                    out[o + np.uint64(ch)] = src[k + np.uint64(ch)]
+                o += np.uint64(c)
+                xx += a0
+                yy += a3
+        for _ in range(t1, wo):
+            for ch in range(c):
+                out[o + np.uint64(ch)] = fill[ch]
+            o += np.uint64(c)
         xo += a1
         yo += a4
 
