@@ -50,6 +50,11 @@ def test_layout_errors():
     with pytest.raises(ValueError, match="pipeline_stage 2 x data_parallel 2 x model_parallel 1 "):
         apply_parallel({"parallel_config": {**pp, "data_parallel": 2, "optimizer_shard": True}})
     assert apply_parallel({}).world == 1
+    from sporeling.transformer.runner import train
+
+    for arch in ("t5", "vit"):  # one process only: a parallel layout is refused, not ignored
+        with pytest.raises(ValueError, match=f"arch 'gpt' only; arch '{arch}' trains on one"):
+            train({"arch": arch, "parallel_config": {"data_parallel": 2}})
 
 
 def test_pipeline_wrapper_errors():

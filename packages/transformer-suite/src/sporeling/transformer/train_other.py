@@ -60,9 +60,28 @@ def exact_match(net: T5Model, length: int, n: int, seed: int) -> float:
     return float(np.mean([o == w for o, w in zip(outs, want)]))
 
 
+def _one_process_only(cfg: dict[str, Any], arch: str) -> None:
+    """T5 and ViT train on one process: a parallel layout in their config is refused rather
+    than ignored."""
+    pc = cfg.get("parallel_config") or {}
+    asked = {
+        k: pc[k]
+        for k in ("data_parallel", "model_parallel", "pipeline_stage")
+        if int(pc.get(k, 1) or 1) > 1
+    }
+    if pc.get("optimizer_shard"):
+        asked["optimizer_shard"] = pc["optimizer_shard"]
+    if asked:
+        raise ValueError(
+            f"parallel_config {asked}: parallel training is implemented for arch 'gpt' only; "
+            f"arch {arch!r} trains on one process (leave parallel_config at its defaults)"
+        )
+
+
 def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     from .runner import _context
 
+    _one_process_only(cfg, "t5")
     t, d = cfg.get("train", {}), cfg.get("data", {})
     out = Path(cfg.get("output_dir", "out"))
     out.mkdir(parents=True, exist_ok=True)
@@ -134,6 +153,7 @@ def evaluate_t5(out_dir: str | Path, n: int = 500) -> float:
 def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     from .runner import _context
 
+    _one_process_only(cfg, "vit")
     t, d = cfg.get("train", {}), cfg.get("data", {})
     out = Path(cfg.get("output_dir", "out"))
     out.mkdir(parents=True, exist_ok=True)
