@@ -52,9 +52,11 @@ def test_layout_errors():
     assert apply_parallel({}).world == 1
     from sporeling.transformer.runner import train
 
-    for arch in ("t5", "vit"):  # one process only: a parallel layout is refused, not ignored
-        with pytest.raises(ValueError, match=f"arch 'gpt' only; arch '{arch}' trains on one"):
-            train({"arch": arch, "parallel_config": {"data_parallel": 2}})
+    # what T5 and ViT do not implement is refused, not ignored
+    with pytest.raises(ValueError, match=r"'data_parallel': 2\}: not implemented for arch 't5'"):
+        train({"arch": "t5", "parallel_config": {"data_parallel": 2}})
+    with pytest.raises(ValueError, match="arch 'vit' .its parallel layouts: data_parallel and"):
+        train({"arch": "vit", "parallel_config": {"model_parallel": 2}})
 
 
 def test_pipeline_wrapper_errors():
@@ -140,3 +142,11 @@ def test_dp_optimizer_shard_and_mp_under_mpiexec():
         "reshard:",
     ):
         assert proc.stdout.count(f" {what}") == 2, proc.stdout
+
+
+def test_vit_data_parallel_under_mpiexec(tmp_path):
+    """vit_parallel.py: train_vit with dp=2 and dp=2 + optimizer_shard writes the
+    single-process run's parameters (each rank keeps its half of every batch)."""
+    out = _mpiexec("vit_parallel.py", 2, str(tmp_path))
+    for what in ("vit dp2:", "vit dp2_shard:"):
+        assert out.count(f" {what}") == 2, out

@@ -34,15 +34,22 @@ def _has_test_split(root: Path) -> bool:
     )
 
 
-def _prepare(data: Any, batch_size: int, drop_remainder: bool) -> Any:
-    """uint8 HWC image -> normalised float32 CHW; uint32 label -> int32; batched."""
+def _prepare(
+    data: Any, batch_size: int, drop_remainder: bool, num_shards: int = 1, shard_id: int = 0
+) -> Any:
+    """uint8 HWC image -> normalised float32 CHW; uint32 label -> int32; batched (with
+    ``num_shards`` > 1: this shard's contiguous part of every batch)."""
     image_ops = [
         vision.Rescale(1.0 / (255.0 * MNIST_STD), -MNIST_MEAN / MNIST_STD),
         vision.HWC2CHW(),
     ]
     data = data.map(operations=image_ops, input_columns="image")
     data = data.map(operations=transforms.TypeCast(np.int32), input_columns="label")
-    return data.batch(batch_size, drop_remainder=drop_remainder)
+    if num_shards == 1:
+        return data.batch(batch_size, drop_remainder=drop_remainder)
+    part = batch_size // num_shards
+    keep = _ShardOfBatch(shard_id * part, (shard_id + 1) * part)
+    return data.batch(batch_size, drop_remainder=drop_remainder, per_batch_map=keep)
 
 
 def mnist_datasets(
@@ -52,11 +59,16 @@ def mnist_datasets(
     limit: int = 0,
     seed: int = 0,
     eval_batch_size: int = 500,
+    num_shards: int = 1,
+    shard_id: int = 0,
 ) -> tuple[Any, Any]:
     """(train, test) batched ``sporeling.data`` pipelines over an MNIST folder: the training
     images reshuffled every epoch (seeded), the test images in order. Without ``t10k-*`` files
     the last ``holdout`` training images are the test set; ``limit`` > 0 keeps only the first
-    ``limit`` training images."""
+    ``limit`` training images. ``num_shards`` > 1 (data parallel): every shard reads the
+    training batches one process reads and keeps its contiguous part of each; the test set
+    stays whole."""
+    _check_shards(batch_size, num_shards, shard_id, "mnist_datasets")
     root = Path(folder)
     if not root.is_dir():
         raise FileNotFoundError(f"data.path: {str(root)!r} is not a folder (an MNIST folder)")
@@ -72,7 +84,10 @@ def mnist_datasets(
     if limit:
         n = min(n, int(limit))
     train = ds.MnistDataset(root, usage="train", sampler=ds.SubsetRandomSampler(list(range(n))))
-    return _prepare(train, batch_size, True), _prepare(test, eval_batch_size, False)
+    return (
+        _prepare(train, batch_size, True, num_shards, shard_id),
+        _prepare(test, eval_batch_size, False),
+    )
 
 
 class TokenWindows:
@@ -115,13 +130,22 @@ class GeneratedRows:
 
 
 class _ShardOfBatch:
-    """``per_batch_map``: rows ``[lo, hi)`` of every (global) batch, this shard's part."""
+    """``per_batch_map``: rows ``[lo, hi)`` of every (global) batch's columns, this shard's
+    part."""
 
     def __init__(self, lo: int, hi: int) -> None:
         self.lo, self.hi = lo, hi
 
-    def __call__(self, rows: list[Any], _info: Any) -> tuple[list[Any]]:
-        return (rows[self.lo : self.hi],)
+    def __call__(self, *columns_and_info: Any) -> tuple[Any, ...]:
+        return tuple(c[self.lo : self.hi] for c in columns_and_info[:-1])
+
+
+def _check_shards(batch_size: int, num_shards: int, shard_id: int, what: str) -> None:
+    if num_shards < 1 or not 0 <= shard_id < num_shards or batch_size % num_shards:
+        raise ValueError(
+            f"{what}: batch_size {batch_size} must split into num_shards "
+            f"{num_shards} equal parts and shard_id {shard_id} be in [0, {num_shards})"
+        )
 
 
 def sampled_batches(
@@ -142,11 +166,7 @@ def sampled_batches(
     ``batch_size // num_shards`` of them, so a data-parallel run sees one process's batches
     (and its loss curve) whatever the number of shards."""
     n = steps * batch_size
-    if num_shards < 1 or not 0 <= shard_id < num_shards or batch_size % num_shards:
-        raise ValueError(
-            f"sampled_batches: batch_size {batch_size} must split into num_shards "
-            f"{num_shards} equal parts and shard_id {shard_id} be in [0, {num_shards})"
-        )
+    _check_shards(batch_size, num_shards, shard_id, "sampled_batches")
     if fixed:
         rows = np.random.default_rng(seed).integers(0, len(source), n)
         sampler: Any = ds.SubsetSampler(rows.tolist())
@@ -156,8 +176,6 @@ def sampled_batches(
     data = ds.GeneratorDataset(source, column_names=column_names, sampler=sampler)
     if num_shards == 1:
         return data.batch(batch_size, drop_remainder=True)
-    if len(column_names) != 1:
-        raise ValueError(f"sampled_batches: num_shards > 1 takes one column, got {column_names}")
     part = batch_size // num_shards
     keep = _ShardOfBatch(shard_id * part, (shard_id + 1) * part)
     return data.batch(batch_size, drop_remainder=True, per_batch_map=keep)

@@ -60,21 +60,22 @@ def exact_match(net: T5Model, length: int, n: int, seed: int) -> float:
     return float(np.mean([o == w for o, w in zip(outs, want)]))
 
 
-def _one_process_only(cfg: dict[str, Any], arch: str) -> None:
-    """T5 and ViT train on one process: a parallel layout in their config is refused rather
-    than ignored."""
+def _one_process_only(cfg: dict[str, Any], arch: str, allowed: tuple[str, ...] = ()) -> None:
+    """A parallel layout these runs do not implement is refused rather than ignored (T5:
+    any; ViT: all but ``allowed``, data_parallel and optimizer_shard)."""
     pc = cfg.get("parallel_config") or {}
     asked = {
         k: pc[k]
         for k in ("data_parallel", "model_parallel", "pipeline_stage")
-        if int(pc.get(k, 1) or 1) > 1
+        if int(pc.get(k, 1) or 1) > 1 and k not in allowed
     }
-    if pc.get("optimizer_shard"):
+    if pc.get("optimizer_shard") and "optimizer_shard" not in allowed:
         asked["optimizer_shard"] = pc["optimizer_shard"]
     if asked:
+        can = " and ".join(allowed) if allowed else "none: it trains on one process"
         raise ValueError(
-            f"parallel_config {asked}: parallel training is implemented for arch 'gpt' only; "
-            f"arch {arch!r} trains on one process (leave parallel_config at its defaults)"
+            f"parallel_config {asked}: not implemented for arch {arch!r} (its parallel "
+            f"layouts: {can}; arch 'gpt' has them all)"
         )
 
 
@@ -151,16 +152,28 @@ def evaluate_t5(out_dir: str | Path, n: int = 500) -> float:
 
 
 def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
+    from .parallel import apply_parallel
     from .runner import _context
 
-    _one_process_only(cfg, "vit")
+    _one_process_only(cfg, "vit", ("data_parallel", "optimizer_shard"))
+    # data parallel: the core's DATA_PARALLEL (the step averages the gradients); every rank
+    # reads one process's batches and keeps its share of each
+    info = apply_parallel(cfg)
     t, d = cfg.get("train", {}), cfg.get("data", {})
     out = Path(cfg.get("output_dir", "out"))
     out.mkdir(parents=True, exist_ok=True)
     bs, epochs, seed = int(t["batch_size"]), int(t.get("epochs", 1)), int(t.get("seed", 0))
     train_ds, test_ds = mnist_datasets(
-        d["path"], bs, int(d.get("holdout", 10000)), int(d.get("limit", 0) or 0), seed
+        d["path"],
+        bs,
+        int(d.get("holdout", 10000)),
+        int(d.get("limit", 0) or 0),
+        seed,
+        num_shards=info.dp,
+        shard_id=info.dp_rank,
     )
+    if info.rank != 0:
+        log = _quiet
     set_seed(seed)
     net = ViT(ViTConfig.from_dict(cfg.get("model", {})))
     steps = epochs * train_ds.get_dataset_size()
@@ -189,7 +202,14 @@ def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         )
     finally:
         set_context(mode=PYNATIVE_MODE, enable_graph_kernel=fusion_before)
-    return _finish(out, cfg, net, {"wall_s": time.perf_counter() - t0, "test_accuracy": history})
+    results = {"wall_s": time.perf_counter() - t0, "test_accuracy": history}
+    if info.rank != 0:  # rank 0 writes the run (every rank holds the same parameters)
+        return {**results, "rank": info.rank}
+    return _finish(out, cfg, net, results)
+
+
+def _quiet(*_: Any) -> None:
+    pass
 
 
 def load_vit(out_dir: str | Path) -> tuple[ViT, dict[str, Any]]:

@@ -1,0 +1,60 @@
+"""Under ``mpiexec -n 2``: ``train_vit`` (the CLI's ViT run) with data_parallel=2, and with
+data_parallel=2 + optimizer_shard, on a tiny generated MNIST folder: each rank keeps its half
+of every batch one process reads, so the checkpoint rank 0 writes holds the single-process
+run's parameters and the test accuracies are the same."""
+
+import gzip
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from sporeling.core import communication as comm
+from sporeling.core import load_checkpoint
+from sporeling.core.parallel import reset_auto_parallel_context, set_auto_parallel_context
+from sporeling.transformer.runner import train
+from sporeling.transformer.settings import load_config
+
+root = Path(sys.argv[1])
+comm.init()
+rank = comm.get_rank()
+mnist = root / "mnist"
+if rank == 0:
+    mnist.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    imgs = rng.integers(0, 255, (40, 28, 28), dtype=np.uint8)
+    labels = rng.integers(0, 10, 40).astype(np.uint8)
+    with gzip.open(mnist / "train-images-idx3-ubyte.gz", "wb") as f:
+        dims = b"".join(n.to_bytes(4, "big") for n in (40, 28, 28))
+        f.write(bytes([0, 0, 8, 3]) + dims + imgs.tobytes())
+    with gzip.open(mnist / "train-labels-idx1-ubyte.gz", "wb") as f:
+        f.write(bytes([0, 0, 8, 1]) + (40).to_bytes(4, "big") + labels.tobytes())
+comm.barrier()
+
+common = [f"data.path={mnist}", "data.holdout=8", "train.batch_size=8", "train.epochs=2",
+          "model.num_layers=1", "model.hidden_size=16", "model.num_heads=2",
+          "context.mode=pynative"]  # fmt: skip
+
+
+def run(tag, *extra):
+    reset_auto_parallel_context()
+    if extra:  # slice the optimizer's small state too
+        set_auto_parallel_context(parallel_optimizer_config={"parallel_optimizer_threshold": 0})
+    cfg = load_config("vit_mnist", [f"output_dir={root / tag}", *common, *extra])
+    return train(cfg, log=lambda *_: None)
+
+
+one = run(f"single{rank}")
+for tag, extra in (
+    ("dp2", ["parallel_config.data_parallel=2"]),
+    ("dp2_shard", ["parallel_config.data_parallel=2", "parallel_config.optimizer_shard=true"]),
+):
+    res = run(tag, *extra)
+    assert res["test_accuracy"] == one["test_accuracy"], (tag, res, one)
+    comm.barrier()  # rank 0 wrote the checkpoint
+    a = load_checkpoint(str(root / f"single{rank}" / "model.safetensors"))
+    b = load_checkpoint(str(root / tag / "model.safetensors"))
+    assert sorted(a) == sorted(b)
+    for n in a:
+        np.testing.assert_allclose(b[n].asnumpy(), a[n].asnumpy(), rtol=0, atol=2e-6, err_msg=n)
+    print(f"rank {rank} vit {tag}: parameters equal the single-process run", flush=True)
