@@ -41,6 +41,7 @@ def test_cpu_kernel_blocks_and_fallback_match_numpy(monkeypatch):
         x = rng.standard_normal((6, 7, 9)).astype(dtype)
         want = np.where(x > 0, g, 0)
         monkeypatch.setattr(kernel, "n_blocks", lambda rows, elements: 3)
+        monkeypatch.setattr(kernel, "NUMPY_UP_TO", 0)  # the Numba kernel even when small
         np.testing.assert_array_equal(kernel.relu_grad(g, x), want)
         assert kernel.relu_grad(g[:, ::2], x[:, ::2]) is None  # not contiguous: NumPy path
         _, pull = ops.vjp(ops.relu, Tensor(x[:, ::2]))
@@ -60,10 +61,45 @@ def test_cpu_kernel_odd_sizes_and_special_values_bit_exact(monkeypatch):
             g[: min(size, 7)] = special[: min(size, 7)]
             x[-min(size, 7) :] = special[: min(size, 7)]
             want = np.where(x > 0, g, dtype(0))
-            for blocks in (1, 2, 5):
+            for blocks in (0, 1, 2, 5):  # 0: the NumPy path of small arrays
+                monkeypatch.setattr(kernel, "NUMPY_UP_TO", size if blocks == 0 else 0)
                 monkeypatch.setattr(kernel, "n_blocks", lambda rows, elements, b=blocks: b)
                 got = kernel.relu_grad(g, x)
                 assert got.dtype == dtype
                 np.testing.assert_array_equal(
                     got.view(f"u{got.itemsize}"), want.view(f"u{got.itemsize}")
                 )
+
+
+def test_small_arrays_take_the_numpy_path_bit_exact():
+    """Up to NUMPY_UP_TO elements: NumPy's integer-mask path (no Numba kernel call), equal
+    bit for bit to where(x > 0, g, 0) for shapes around the bound, both float dtypes."""
+    from sporeling.core.kernels.cpu import relu_grad as kernel
+
+    rng = np.random.default_rng(4)
+    calls = []
+    real = kernel._relu_grad_kernel
+    try:
+        kernel._relu_grad_kernel = lambda *a: (calls.append(a[3:]), real(*a))
+        for dtype in (np.float32, np.float64):
+            for shape in (
+                (1,),
+                (3, 5),
+                (64, 256),
+                (kernel.NUMPY_UP_TO,),
+                (kernel.NUMPY_UP_TO + 1,),
+            ):
+                g = rng.standard_normal(shape).astype(dtype)
+                x = rng.standard_normal(shape).astype(dtype)
+                g.flat[:4] = [np.nan, np.inf, -np.inf, -0.0]
+                x.flat[:4] = [-1.0, 0.0, -0.0, -2.0]
+                x.flat[-1] = np.nan
+                want = np.where(x > 0, g, dtype(0))
+                before = len(calls)
+                got = kernel.relu_grad(g, x)
+                assert got.dtype == dtype and got.shape == shape
+                u = f"u{got.itemsize}"
+                np.testing.assert_array_equal(got.view(u), want.view(u))
+                assert (len(calls) > before) == (g.size > kernel.NUMPY_UP_TO)
+    finally:
+        kernel._relu_grad_kernel = real

@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import _hooks
 from ..tensor import Tensor
-from .tape import GradMode, _zeros_for, backward
+from .tape import GradMode, _zeros_for, backward, new_epoch
 
 __all__ = [
     "grad",
@@ -197,6 +197,7 @@ def _differentiate(
     _DEPTH[0] += 1
     prev = GradMode.enabled
     GradMode.enabled = True
+    epoch = new_epoch()  # the nodes fn records: nobody else can reach them (see below)
     try:
         out = fn(*new_args, **kwargs)
         primal, aux = _split_aux(out, has_aux)
@@ -211,7 +212,10 @@ def _differentiate(
                 raise ValueError(f"grad: expected {len(outs)} sensitivities, got {len(cts)}")
         targets = [t for p in (pos or ()) for t in _flat_tensors(new_args[p])] + ws
         nested = _DEPTH[0] > 1 or any(t._node is not None for t in targets)
-        found = backward(outs, cts, targets, create_graph=nested)
+        # Not nested, the output leaves with its graph cut (stop_gradient below), so the
+        # nodes fn recorded are freed as the sweep passes them (peak memory: activations
+        # or gradients, not both). Nested, an outer sweep still needs them.
+        found = backward(outs, cts, targets, create_graph=nested, release=None if nested else epoch)
     finally:
         _DEPTH[0] -= 1
         GradMode.enabled = prev

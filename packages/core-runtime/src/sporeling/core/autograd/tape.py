@@ -4,6 +4,13 @@ Each recorded op call becomes a :class:`Node` that keeps its input tensors, its
 parameters and its output arrays. The backward sweep calls each primitive's ``vjp`` (made
 of ops) in reverse topological order. With ``create_graph=True`` those ops are recorded
 too, which is how second-order gradients work.
+
+A sweep may *release* the nodes it has finished (``backward(..., release=epoch)``, as
+``grad``/``value_and_grad`` do for a graph their function built and nobody else can
+reach): each node drops its inputs, parameters and outputs as soon as its ``vjp`` has run,
+so activations are freed during the sweep instead of all at its end (PyTorch's
+``retain_graph=False``). Only nodes recorded since ``epoch`` (:func:`new_epoch`) are
+released; a later sweep that reaches a released node raises.
 """
 
 from __future__ import annotations
@@ -13,7 +20,14 @@ from typing import Any
 
 from ..tensor import Tensor
 
-__all__ = ["Node", "GradMode", "backward", "backward_into_leaves", "GRADIENT_READY_HOOKS"]
+__all__ = [
+    "Node",
+    "GradMode",
+    "backward",
+    "backward_into_leaves",
+    "new_epoch",
+    "GRADIENT_READY_HOOKS",
+]
 
 #: Callbacks ``hook(tensor, gradient)`` run during a first-order sweep with explicit
 #: targets (``grad``/``value_and_grad``) as soon as a target's gradient is final, in the
@@ -39,10 +53,22 @@ class _GradMode(threading.local):
 GradMode = _GradMode()
 
 
-class Node:
-    """One recorded op call."""
+#: how many epochs :func:`new_epoch` has begun; each node records the one it was made in
+_EPOCH = 0
 
-    __slots__ = ("prim", "inputs", "params", "out_data", "needs", "device")
+
+def new_epoch() -> int:
+    """Begin a new epoch and return it: nodes recorded from now on carry it (or a later one),
+    so a sweep given ``release=epoch`` releases only those."""
+    global _EPOCH
+    _EPOCH += 1
+    return _EPOCH
+
+
+class Node:
+    """One recorded op call (``inputs`` is None once a sweep has released it)."""
+
+    __slots__ = ("prim", "inputs", "params", "out_data", "needs", "device", "epoch")
 
     def __init__(
         self,
@@ -59,6 +85,13 @@ class Node:
         self.out_data = out_data
         self.needs = needs
         self.device = device
+        self.epoch = _EPOCH
+
+    def release(self) -> None:
+        """Drop what the node keeps for its vjp; the graph cannot be swept through it again."""
+        self.inputs = None  # type: ignore[assignment]
+        self.params = None  # type: ignore[assignment]
+        self.out_data = None  # type: ignore[assignment]
 
     def outputs(self) -> list[Tensor]:
         """Output tensors linked to this node (rebuilt, so no reference cycle is kept)."""
@@ -84,6 +117,12 @@ def _toposort(roots: list[Node]) -> list[Node]:
         while stack:
             node, i = stack.pop()
             inputs = node.inputs
+            if inputs is None:
+                raise RuntimeError(
+                    f"backward: the graph through {node.prim.name} was already freed by an "
+                    "earlier grad/value_and_grad that differentiated it; compute the "
+                    "tensor again inside the function being differentiated"
+                )
             while i < len(inputs):
                 parent = inputs[i]._node
                 i += 1
@@ -120,11 +159,14 @@ def backward(
     cotangents: list[Tensor],
     targets: list[Tensor] | None,
     create_graph: bool,
+    release: int | None = None,
 ) -> dict[int, tuple[Tensor, Tensor]]:
     """Propagate ``cotangents`` from ``outputs``.
 
     Returns ``{id(tensor): (tensor, gradient)}`` for each of ``targets`` that received a
-    gradient, or, with ``targets=None``, for every leaf that requires gradients.
+    gradient, or, with ``targets=None``, for every leaf that requires gradients. With
+    ``release`` (an epoch from :func:`new_epoch`), each node recorded since that epoch is
+    released as soon as its vjp has run (its inputs and outputs can be freed).
     """
     target_ids = None if targets is None else {id(t) for t in targets}
     found: dict[int, tuple[Tensor, Tensor]] = {}
@@ -198,6 +240,8 @@ def backward(
                     if not pending[id(inp)]:
                         for hook in hooks:
                             hook(*found[id(inp)])
+            if release is not None and node.epoch >= release:
+                node.release()  # nothing of this sweep reads it again: free activations now
         for key, (t, g) in found.items() if hooks else ():
             if pending.get(key, 1):  # never reached zero: report now
                 for hook in hooks:
