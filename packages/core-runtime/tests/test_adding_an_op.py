@@ -61,6 +61,7 @@ TESTED_THROUGH = {
     "scatter_along_axis": "gather_elements",
     "class_pick": "cross_entropy",
     "class_put": "cross_entropy",
+    "sparse_softmax_cross_entropy": "sparse_softmax_cross_entropy_with_logits",
     "conv_transpose": "conv2d",
     "conv_weight_grad": "conv2d",
     "resample_taps": "interpolate",

@@ -12,6 +12,7 @@ FLOATS = ("float16", "float32", "float64")
 TOL16 = {"float16": (2e-2, 2e-2)}
 T4 = np.array([1, 0, 4, 2])
 T4_IGN = np.array([1, -100, 4, 2])
+T7 = np.array([12, 0, 5, 5, 3, 12, 7])
 T3D = np.array([[0, 2, 1], [3, 3, -1]])  # for (2, 4, 3) inputs, ignore_index=-1
 W5 = np.array([0.5, 1.0, 2.0, 1.5, 0.25])
 
@@ -178,6 +179,41 @@ RECORDS = [
         lambda x: (special.softmax(x, 1) - np.eye(5)[T4]) / 4,
         [((4, 5),)],
         ("float32", "float64"),
+        order=2,
+    ),
+    # the fused primitives on odd shapes: one row, one class, a repeated class, 7x13
+    OpRecord(
+        "sparse_softmax_cross_entropy_with_logits_1x3",
+        lambda x: ops.sparse_softmax_cross_entropy_with_logits(x, on(np.array([2]), x)),
+        lambda x: ref_nll(special.log_softmax(x, 1), np.array([2])),
+        [((1, 3),)],
+        FLOATS,
+        order=2,
+        tol=TOL16,
+    ),
+    OpRecord(
+        "sparse_softmax_cross_entropy_with_logits_3x1",
+        lambda x: ops.sparse_softmax_cross_entropy_with_logits(x, on(np.zeros(3, int), x)),
+        lambda x: ref_nll(special.log_softmax(x, 1), np.zeros(3, int)),
+        [((3, 1),)],
+        ("float32", "float64"),
+        order=2,
+    ),
+    OpRecord(
+        "sparse_softmax_cross_entropy_with_logits_7x13",
+        lambda x: ops.sparse_softmax_cross_entropy_with_logits(x, on(T7, x)),
+        lambda x: ref_nll(special.log_softmax(x, 1), T7),
+        [((7, 13),)],
+        ("float32", "float64"),
+        order=2,
+    ),
+    OpRecord(
+        "sparse_softmax_cross_entropy_grad_7x13",
+        lambda x: ops.sparse_softmax_cross_entropy_with_logits(x, on(T7, x), True),
+        lambda x: (special.softmax(x, 1) - np.eye(13)[T7]) / 7,
+        [((7, 13),)],
+        ("float32", "float64"),
+        order=2,
     ),
     OpRecord(
         "smooth_l1_loss",
@@ -422,6 +458,11 @@ T = Tensor(T4)
             "sparse_softmax_cross_entropy_with_logits.*labels",
         ),
         (
+            lambda: ops.sparse_softmax_cross_entropy_with_logits(X, Tensor([1, 0, 5, 2])),
+            ValueError,
+            "sparse_softmax_cross_entropy_with_logits.*target.*0, 5",
+        ),
+        (
             lambda: ops.sparse_softmax_cross_entropy_with_logits(X, T, is_grad=1),
             TypeError,
             "sparse_softmax_cross_entropy_with_logits.*is_grad",
@@ -436,3 +477,27 @@ T = Tensor(T4)
 def test_errors(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_sparse_softmax_cross_entropy_extreme_logits_and_a_train_step():
+    """Large logits stay finite (the row maximum is subtracted); the loss cell's mean path
+    (one fused op) gives the same loss and gradients as log_softmax + nll_loss."""
+    from sporeling.core import Parameter, nn, value_and_grad
+
+    x = np.array([[1e4, -1e4, 0.0], [50.0, 50.0, 50.0]], np.float32)
+    t = np.array([1, 2])
+    got = ops.sparse_softmax_cross_entropy_with_logits(Tensor(x), Tensor(t)).asnumpy()
+    want = ref_nll(special.log_softmax(x.astype(np.float64), 1), t)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+    rng = np.random.default_rng(7)
+    w = Parameter(rng.standard_normal((6, 4)).astype(np.float32), name="w")
+    xs = Tensor(rng.standard_normal((5, 6)).astype(np.float32))
+    ts = Tensor(np.array([0, 3, 3, 1, 2], np.int32))
+    cell = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    v1, (g1,) = value_and_grad(lambda: cell(ops.matmul(xs, w), ts), None, [w])()
+    v2, (g2,) = value_and_grad(
+        lambda: ops.nll_loss(ops.log_softmax(ops.matmul(xs, w), 1), ts), None, [w]
+    )()
+    np.testing.assert_allclose(v1.asnumpy(), v2.asnumpy(), rtol=1e-6)
+    np.testing.assert_allclose(g1.asnumpy(), g2.asnumpy(), rtol=1e-5, atol=1e-7)

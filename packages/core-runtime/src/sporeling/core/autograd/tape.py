@@ -10,7 +10,9 @@ A sweep may *release* the nodes it has finished (``backward(..., release=epoch)`
 reach): each node drops its inputs, parameters and outputs as soon as its ``vjp`` has run,
 so activations are freed during the sweep instead of all at its end (PyTorch's
 ``retain_graph=False``). Only nodes recorded since ``epoch`` (:func:`new_epoch`) are
-released; a later sweep that reaches a released node raises.
+released. A later sweep stops at a released node: a tensor computed inside an earlier
+``grad`` call is a constant to it, as in MindSpore, where gradients flow only through the
+function being differentiated (an RNN state kept from the last step, say).
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ class Node:
         self.epoch = _EPOCH
 
     def release(self) -> None:
-        """Drop what the node keeps for its vjp; the graph cannot be swept through it again."""
+        """Drop what the node keeps for its vjp; later sweeps treat its outputs as constants."""
         self.inputs = None  # type: ignore[assignment]
         self.params = None  # type: ignore[assignment]
         self.out_data = None  # type: ignore[assignment]
@@ -110,23 +112,22 @@ def _toposort(roots: list[Node]) -> list[Node]:
     order: list[Node] = []
     seen: set[int] = set()
     for root in roots:
-        if id(root) in seen:
+        if id(root) in seen or root.inputs is None:
             continue
         seen.add(id(root))
         stack: list[tuple[Node, int]] = [(root, 0)]
         while stack:
             node, i = stack.pop()
             inputs = node.inputs
-            if inputs is None:
-                raise RuntimeError(
-                    f"backward: the graph through {node.prim.name} was already freed by an "
-                    "earlier grad/value_and_grad that differentiated it; compute the "
-                    "tensor again inside the function being differentiated"
-                )
             while i < len(inputs):
                 parent = inputs[i]._node
                 i += 1
-                if parent is not None and node.needs[i - 1] and id(parent) not in seen:
+                if (
+                    parent is not None
+                    and node.needs[i - 1]
+                    and id(parent) not in seen
+                    and parent.inputs is not None  # a released node: a constant (see top)
+                ):
                     seen.add(id(parent))
                     stack.append((node, i))
                     stack.append((parent, 0))

@@ -200,6 +200,16 @@ def dense(input: Any, weight: Any, bias: Any = None) -> Tensor:  # noqa: A002 - 
     [[11.0]]
     """
     x, w = promote_args("dense", input, weight, ("input", "weight"))
+    if (
+        len(_STATE) == 1  # eager (a graph's bias pass makes dense_bias itself)
+        and isinstance(bias, Tensor)
+        and bias._data.dtype == x._data.dtype
+        and bias.shape == w.shape[:1]
+        and x.ndim >= 1
+    ):
+        # the bias added into the product's fresh result in place: no second (N, out)
+        # array, one op call fewer (an MLP's bias adds were ~0.1 ms of a 4 ms step)
+        return dense_bias_p.bind(x, w, bias)
     y = dense_p.bind(x, w)
     if bias is not None:
         from ._elementwise import add

@@ -20,7 +20,7 @@ from .._primitive import Primitive, ShapedArray
 from ..errors import describe, op_error
 from ..tensor import Tensor
 from ._compare import maximum, select
-from ._core import as_tensor, broadcast_shapes, broadcast_to, cast, full, reduce_sum, reshape
+from ._core import as_tensor, broadcast_shapes, broadcast_to, cast, reduce_sum, reshape
 from ._elementwise import _check_family, float_input, log, neg
 from .activation import log_softmax, logsigmoid, softmax
 
@@ -389,6 +389,67 @@ def softmax_cross_entropy_with_logits(logits: Any, labels: Any) -> tuple[Tensor,
     return softmax_xent_p.bind(x, lab)
 
 
+# ---- fused mean cross entropy (class indices) --------------------------------------------
+
+
+def _sxent_abstract(x: ShapedArray, idx: ShapedArray) -> ShapedArray:
+    return ShapedArray((), _pick_abstract(x, idx, axis=1, op=_SXENT).dtype)
+
+
+def _sxent_impl(xp: Any, x: Any, idx: Any) -> Any:
+    """The mean over rows of ``logsumexp(x[i]) - x[i, idx[i]]`` (the batch mean of
+    ``-log_softmax(x)[i, idx[i]]``), with no (N, C) log-probabilities kept."""
+    _check_range(xp, idx, x.shape[1], _SXENT)
+    xf = x if x.dtype in (np.float32, np.float64) else x.astype(np.float32)
+    m = xp.max(xf, axis=1, keepdims=True) if xf.size else xp.zeros((len(xf), 1), xf.dtype)
+    lse = xp.log(xp.sum(xp.exp(xf - m), axis=1)) + m[:, 0]
+    picked = xp.take_along_axis(xf, idx.astype(np.int64)[:, None], 1)[:, 0]
+    n = xf.shape[0]
+    return xp.sum(lse - picked) / n if n else xp.asarray(np.nan, xf.dtype)
+
+
+def _sxent_grad_impl(xp: Any, x: Any, idx: Any) -> Any:
+    """``(softmax(x) - one_hot(idx)) / N``: the mean loss's gradient for its logits."""
+    xf = x if x.dtype in (np.float32, np.float64) else x.astype(np.float32)
+    m = xp.max(xf, axis=1, keepdims=True) if xf.size else xp.zeros((len(xf), 1), xf.dtype)
+    e = xp.exp(xf - m)
+    inv_n = 1.0 / max(xf.shape[0], 1)
+    e *= (inv_n / xp.sum(e, axis=1, keepdims=True)).astype(e.dtype)
+    rows = xp.arange(xf.shape[0])
+    e[rows, idx.astype(np.int64)] -= e.dtype.type(inv_n)
+    return e
+
+
+def _sxent_grad_vjp(g: Tensor, x: Tensor, idx: Tensor, *, out: Tensor) -> tuple[Any, Any]:
+    # d/dx of softmax(x)/N applied to g: p * (g - sum(g * p)) / N, p = softmax(x)
+    def dx() -> Tensor:
+        p = softmax(x, 1)
+        return p * (g - reduce_sum(g * p, 1, keep_dims=True)) * (1.0 / max(x.shape[0], 1))
+
+    return dx, None
+
+
+_SXENT = "sparse_softmax_cross_entropy_with_logits"
+#: the gradient of :data:`sparse_xent_p`, one op (its own vjp, for second order, in ops)
+sparse_xent_grad_p = Primitive(
+    "sparse_softmax_cross_entropy_grad",
+    "opaque",
+    lambda x, idx: ShapedArray(x.shape, _pick_abstract(x, idx, axis=1, op=_SXENT).dtype),
+    impl=_sxent_grad_impl,
+    vjp=_sxent_grad_vjp,
+)
+#: the batch mean of the cross entropy of logits (N, C) and class indices (N,) as one op:
+#: forward one pass of NumPy reductions, backward one op (a 128x10 MLP loss was 14
+#: primitive calls, ~0.3 ms; PyTorch's ~0.03 ms)
+sparse_xent_p = Primitive(
+    "sparse_softmax_cross_entropy",
+    "opaque",
+    _sxent_abstract,
+    impl=_sxent_impl,
+    vjp=lambda g, x, idx, *, out: (lambda: sparse_xent_grad_p.bind(x, idx) * g, None),
+)
+
+
 def sparse_softmax_cross_entropy_with_logits(
     logits: Any, labels: Any, is_grad: bool = False
 ) -> Tensor:
@@ -407,9 +468,8 @@ def sparse_softmax_cross_entropy_with_logits(
     if not isinstance(is_grad, (bool, np.bool_)):
         raise op_error(op, "is_grad", is_grad, "a bool", TypeError)
     if not is_grad:
-        return _nll(op, log_softmax(x, 1), t, None, None, "mean", 0.0)
-    ones = full(t.shape, 1.0 / max(x.shape[0], 1), x.dtype, x._device)
-    return softmax(x, 1) / max(x.shape[0], 1) - put_p.bind(ones, t, axis=1, size=x.shape[1], op=op)
+        return sparse_xent_p.bind(x, t)
+    return sparse_xent_grad_p.bind(x, t)
 
 
 # ---- regression and binary losses --------------------------------------------------------

@@ -139,6 +139,8 @@ def _external_leaves(roots: list[Any], own: set[int]) -> list[Tensor]:
             stack.append(t._node)
     while stack:
         node = stack.pop()
+        if node.inputs is None:  # released by an earlier grad: a constant (autograd.tape)
+            continue
         for inp, need in zip(node.inputs, node.needs, strict=True):
             if not need:
                 continue
