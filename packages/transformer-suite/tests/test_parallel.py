@@ -53,8 +53,8 @@ def test_layout_errors():
     from sporeling.transformer.runner import train
 
     # what T5 and ViT do not implement is refused, not ignored
-    with pytest.raises(ValueError, match=r"'data_parallel': 2\}: not implemented for arch 't5'"):
-        train({"arch": "t5", "parallel_config": {"data_parallel": 2}})
+    with pytest.raises(ValueError, match=r"'model_parallel': 2\}: not implemented for arch 't5'"):
+        train({"arch": "t5", "parallel_config": {"model_parallel": 2}})
     with pytest.raises(ValueError, match="arch 'vit' .its parallel layouts: data_parallel and"):
         train({"arch": "vit", "parallel_config": {"model_parallel": 2}})
 
@@ -144,9 +144,10 @@ def test_dp_optimizer_shard_and_mp_under_mpiexec():
         assert proc.stdout.count(f" {what}") == 2, proc.stdout
 
 
-def test_vit_data_parallel_under_mpiexec(tmp_path):
-    """vit_parallel.py: train_vit with dp=2 and dp=2 + optimizer_shard writes the
-    single-process run's parameters (each rank keeps its half of every batch)."""
-    out = _mpiexec("vit_parallel.py", 2, str(tmp_path))
-    for what in ("vit dp2:", "vit dp2_shard:"):
+def test_vit_and_t5_data_parallel_under_mpiexec(tmp_path):
+    """t5_vit_parallel.py: train_vit with dp=2 and dp=2 + optimizer_shard, and train_t5 with
+    dp=2, write the single-process run's parameters (each rank keeps its half of every
+    batch; T5's token mean rescaled to the whole batch's)."""
+    out = _mpiexec("t5_vit_parallel.py", 2, str(tmp_path))
+    for what in ("vit dp2:", "vit dp2_shard:", "t5 dp2:"):
         assert out.count(f" {what}") == 2, out

@@ -30,7 +30,15 @@ from .models.vit import ViT, ViTConfig
 from .pipelines import GeneratedRows, mnist_datasets, sampled_batches
 from .tasks import EOS, PAD, reverse_digits, reverse_digits_row
 
-__all__ = ["train_t5", "evaluate_t5", "train_vit", "evaluate_vit", "load_t5", "load_vit"]
+__all__ = [
+    "GlobalTokenMean",
+    "train_t5",
+    "evaluate_t5",
+    "train_vit",
+    "evaluate_vit",
+    "load_t5",
+    "load_vit",
+]
 
 
 def _optimizer(net: nn.Cell, opt: dict[str, Any], steps: int) -> nn.Optimizer:
@@ -79,10 +87,37 @@ def _one_process_only(cfg: dict[str, Any], arch: str, allowed: tuple[str, ...] =
         )
 
 
+class GlobalTokenMean(nn.Cell):
+    """Data parallel T5: each rank's masked-mean loss rescaled so that the data-parallel
+    average of the ranks' losses (and gradients) is the whole batch's token mean, as one
+    process computes it (``sum / (count + 1e-5)``; the halves of a batch hold different
+    numbers of target tokens, so a plain average of their means would differ)."""
+
+    def __init__(self, with_loss: T5WithLoss, dp: int) -> None:
+        super().__init__(auto_prefix=False)
+        self.with_loss = with_loss
+        self.dp = float(dp)
+
+    def construct(self, source_ids: Any, source_mask: Any, target_ids: Any) -> Any:
+        from sporeling.core import communication as comm
+        from sporeling.core import dtype as mstype
+        from sporeling.core import ops
+
+        real = ops.not_equal(ops.cast(target_ids, mstype.int32), self.with_loss.pad)
+        local = ops.reduce_sum(ops.cast(real, mstype.float32))
+        total = comm.all_reduce(local)
+        weight = ops.stop_gradient((local + 1e-5) * self.dp / (total + 1e-5))
+        return self.with_loss(source_ids, source_mask, target_ids) * weight
+
+
 def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
+    from .parallel import apply_parallel
     from .runner import _context
 
-    _one_process_only(cfg, "t5")
+    _one_process_only(cfg, "t5", ("data_parallel", "optimizer_shard"))
+    info = apply_parallel(cfg)  # data parallel: the core's DATA_PARALLEL, batches as ViT's
+    if info.rank != 0:
+        log = _quiet
     t, d = cfg.get("train", {}), cfg.get("data", {})
     out = Path(cfg.get("output_dir", "out"))
     out.mkdir(parents=True, exist_ok=True)
@@ -103,13 +138,17 @@ def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     seed = int(t.get("seed", 0))
     with_loss = T5WithLoss(net)
 
-    def digits(seed: int, steps: int, fixed: bool = False) -> Any:
-        # sporeling.data: generated examples drawn by a sampler, batched
+    def digits(seed: int, steps: int, fixed: bool = False, shards: int = 1) -> Any:
+        # sporeling.data: generated examples drawn by a sampler, batched (data parallel:
+        # this rank's share of every batch one process draws)
         rows = GeneratedRows(lambda rng: reverse_digits_row(rng, length), seed)
-        return sampled_batches(rows, ["source", "source_mask", "target"], bs, steps, seed, fixed)
+        cols = ["source", "source_mask", "target"]
+        shard = info.dp_rank if shards > 1 else 0
+        return sampled_batches(rows, cols, bs, steps, seed, fixed, shards, shard)
 
+    train_net = GlobalTokenMean(with_loss, info.dp) if info.dp > 1 else with_loss
     step = nn.TrainOneStepCell(
-        with_loss, _optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps)
+        train_net, _optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps)
     )
     model = Model(step, eval_network=with_loss, metrics={"loss": Loss()})
     fusion_before = _context(cfg)
@@ -125,7 +164,7 @@ def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     try:
         model.fit(
             math.ceil(steps / interval),
-            digits(seed, interval),
+            digits(seed, interval, shards=info.dp),
             digits(seed + 1, int(t.get("eval_iters", 4)), fixed=True),
             callbacks=[LambdaCallback(on_train_epoch_end=epoch_end)],
         )
@@ -134,7 +173,10 @@ def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     em = exact_match(net, length, int(t.get("test_size", 500)), seed + 2)
     log(f"exact match {em:.3f} on {int(t.get('test_size', 500))} held-out strings")
-    return _finish(out, cfg, net, {"wall_s": wall, "val_loss": history, "exact_match": em})
+    results = {"wall_s": wall, "val_loss": history, "exact_match": em}
+    if info.rank != 0:  # rank 0 writes the run (every rank holds the same parameters)
+        return {**results, "rank": info.rank}
+    return _finish(out, cfg, net, results)
 
 
 def load_t5(out_dir: str | Path) -> tuple[T5Model, dict[str, Any]]:

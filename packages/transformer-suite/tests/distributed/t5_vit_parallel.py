@@ -1,7 +1,9 @@
 """Under ``mpiexec -n 2``: ``train_vit`` (the CLI's ViT run) with data_parallel=2, and with
 data_parallel=2 + optimizer_shard, on a tiny generated MNIST folder: each rank keeps its half
 of every batch one process reads, so the checkpoint rank 0 writes holds the single-process
-run's parameters and the test accuracies are the same."""
+run's parameters and the test accuracies are the same. ``train_t5`` (digit reversal) with
+data_parallel=2: the same parameters and validation losses (each rank's token mean rescaled
+to the whole batch's, ``GlobalTokenMean``)."""
 
 import gzip
 import sys
@@ -36,12 +38,21 @@ common = [f"data.path={mnist}", "data.holdout=8", "train.batch_size=8", "train.e
           "context.mode=pynative"]  # fmt: skip
 
 
-def run(tag, *extra):
+def run(tag, *extra, config="vit_mnist", base=common):
     reset_auto_parallel_context()
     if extra:  # slice the optimizer's small state too
         set_auto_parallel_context(parallel_optimizer_config={"parallel_optimizer_threshold": 0})
-    cfg = load_config("vit_mnist", [f"output_dir={root / tag}", *common, *extra])
+    cfg = load_config(config, [f"output_dir={root / tag}", *base, *extra])
     return train(cfg, log=lambda *_: None)
+
+
+def same_checkpoints(tag, single):
+    comm.barrier()  # rank 0 wrote the checkpoint
+    a = load_checkpoint(str(root / single / "model.safetensors"))
+    b = load_checkpoint(str(root / tag / "model.safetensors"))
+    assert sorted(a) == sorted(b)
+    for n in a:
+        np.testing.assert_allclose(b[n].asnumpy(), a[n].asnumpy(), rtol=0, atol=2e-6, err_msg=n)
 
 
 one = run(f"single{rank}")
@@ -51,10 +62,16 @@ for tag, extra in (
 ):
     res = run(tag, *extra)
     assert res["test_accuracy"] == one["test_accuracy"], (tag, res, one)
-    comm.barrier()  # rank 0 wrote the checkpoint
-    a = load_checkpoint(str(root / f"single{rank}" / "model.safetensors"))
-    b = load_checkpoint(str(root / tag / "model.safetensors"))
-    assert sorted(a) == sorted(b)
-    for n in a:
-        np.testing.assert_allclose(b[n].asnumpy(), a[n].asnumpy(), rtol=0, atol=2e-6, err_msg=n)
+    same_checkpoints(tag, f"single{rank}")
     print(f"rank {rank} vit {tag}: parameters equal the single-process run", flush=True)
+
+t5 = ["train.max_iters=4", "train.eval_interval=2", "train.batch_size=8", "train.test_size=4",
+      "data.length=4", "context.mode=pynative"]  # fmt: skip
+one = run(f"t5_single{rank}", config="t5_reverse", base=t5)
+res = run("t5_dp2", "parallel_config.data_parallel=2", config="t5_reverse", base=t5)
+np.testing.assert_allclose(res["val_loss"], one["val_loss"], rtol=1e-6, err_msg="t5 val_loss")
+same_checkpoints("t5_dp2", f"t5_single{rank}")
+print(
+    f"rank {rank} t5 dp2: parameters and val losses {res['val_loss']} equal one process's",
+    flush=True,
+)
