@@ -149,5 +149,5 @@ def test_vit_and_t5_data_parallel_under_mpiexec(tmp_path):
     dp=2, write the single-process run's parameters (each rank keeps its half of every
     batch; T5's token mean rescaled to the whole batch's)."""
     out = _mpiexec("t5_vit_parallel.py", 2, str(tmp_path))
-    for what in ("vit dp2:", "vit dp2_shard:", "t5 dp2:"):
+    for what in ("vit dp2:", "vit dp2_shard:", "t5_dp2:", "t5_dp2_shard:"):
         assert out.count(f" {what}") == 2, out

@@ -2,8 +2,8 @@
 data_parallel=2 + optimizer_shard, on a tiny generated MNIST folder: each rank keeps its half
 of every batch one process reads, so the checkpoint rank 0 writes holds the single-process
 run's parameters and the test accuracies are the same. ``train_t5`` (digit reversal) with
-data_parallel=2: the same parameters and validation losses (each rank's token mean rescaled
-to the whole batch's, ``GlobalTokenMean``)."""
+data_parallel=2, and + optimizer_shard: the same parameters and validation losses (each
+rank's token mean rescaled to the whole batch's, ``GlobalTokenMean``)."""
 
 import gzip
 import sys
@@ -68,10 +68,14 @@ for tag, extra in (
 t5 = ["train.max_iters=4", "train.eval_interval=2", "train.batch_size=8", "train.test_size=4",
       "data.length=4", "context.mode=pynative"]  # fmt: skip
 one = run(f"t5_single{rank}", config="t5_reverse", base=t5)
-res = run("t5_dp2", "parallel_config.data_parallel=2", config="t5_reverse", base=t5)
-np.testing.assert_allclose(res["val_loss"], one["val_loss"], rtol=1e-6, err_msg="t5 val_loss")
-same_checkpoints("t5_dp2", f"t5_single{rank}")
-print(
-    f"rank {rank} t5 dp2: parameters and val losses {res['val_loss']} equal one process's",
-    flush=True,
-)
+for tag, extra in (
+    ("t5_dp2", ["parallel_config.data_parallel=2"]),
+    ("t5_dp2_shard", ["parallel_config.data_parallel=2", "parallel_config.optimizer_shard=true"]),
+):
+    res = run(tag, *extra, config="t5_reverse", base=t5)
+    np.testing.assert_allclose(res["val_loss"], one["val_loss"], rtol=1e-6, err_msg=tag)
+    same_checkpoints(tag, f"t5_single{rank}")
+    print(
+        f"rank {rank} {tag}: parameters and val losses {res['val_loss']} equal one process's",
+        flush=True,
+    )
