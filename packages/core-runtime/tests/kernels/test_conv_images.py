@@ -38,6 +38,16 @@ MICRO_CASES = [  # float32 shapes whose products go to the AVX-512 micro-kernel 
     # groups of 16 output channels, 8 rows each: weight gradient in blocks of 16 columns
     ((3, 16, 6, 6), (32, 8, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 2),
 ]
+IMPLICIT_CASES = [  # stride 1, output rows of whole blocks of 16: forward without im2col
+    # rows of 16 (blocks of 16); the input gradient as a forward of gy (no col2im)
+    ((2, 16, 6, 16), (16, 16, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
+    # rows of 32, groups, dilation 2 over rows, one-sided pads, batch 1
+    ((1, 16, 7, 32), (16, 8, 3, 3), (1, 1), ((2, 1), (1, 1)), (2, 1), 2),
+    # 1x1 with a pad of 1: forward implicit, input gradient not (its pad would be -1)
+    ((2, 8, 4, 16), (8, 8, 1, 1), (1, 1), ((1, 1), (0, 0)), (1, 1), 1),
+    # kernel 2x3 wider than tall, pads below d*(k-1), rows of 48 (three blocks of 16)
+    ((3, 8, 5, 48), (24, 8, 2, 3), (1, 1), ((0, 1), (1, 1)), (1, 1), 1),
+]
 
 
 def _window(tap, stride, dilation, out_sp):
@@ -130,6 +140,25 @@ def test_micro_kernel_products_match_the_float64_reference(case, monkeypatch):
         microgemm.available() and shape[1] // groups * kernels % 8 == 0
     )
     monkeypatch.setattr(conv_images, "_micro", lambda *a: False)
+    test_kernels_match_the_float64_reference(case, np.float32)
+
+
+@pytest.mark.parametrize("case", IMPLICIT_CASES)
+def test_implicit_forward_and_flipped_input_gradient(case, monkeypatch):
+    """Stride-1 forwards read the padded input in place (microgemm.conv_rows) and stride-1
+    input gradients run as such forwards of gy; both against the float64 reference."""
+    shape, wshape, stride, pads, dilation, groups = case
+    geo = (stride[0], stride[1], pads[0][0], pads[1][0], dilation[0], dilation[1])
+    out_w = shape[3] + sum(pads[1]) - dilation[1] * (wshape[3] - 1)
+    assert conv_images._implicit(np.float32, geo, wshape[0] // groups, out_w) == (
+        microgemm.available()
+    )
+    flipped = conv_images._as_forward(np.zeros(wshape, np.float32), geo, groups, shape)
+    low = (dilation[0] * (wshape[2] - 1) - pads[0][0], dilation[1] * (wshape[3] - 1) - pads[1][0])
+    assert (flipped is not None) == (microgemm.available() and min(low) >= 0)
+    test_kernels_match_the_float64_reference(case, np.float32)
+    test_kernels_match_the_float64_reference(case, np.float64)  # float64: OpenBLAS
+    monkeypatch.setattr(conv_images, "_implicit", lambda *a: False)
     test_kernels_match_the_float64_reference(case, np.float32)
 
 
@@ -261,3 +290,20 @@ def test_numerical_gradients_on_the_per_image_path(groups, spy, monkeypatch):
 
     check_grad(fn, [x, w])
     assert "conv2d_weight_grad_images" in spy
+
+
+def test_implicit_paths_on_several_threads(monkeypatch):
+    """Each thread has its own padded buffer (borders zero across its images)."""
+    monkeypatch.setattr(conv_images, "max_blocks", lambda: 3)
+    monkeypatch.setattr(conv_images, "PARALLEL_MIN", 0)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((7, 8, 5, 16)).astype(np.float32)
+    w = rng.standard_normal((8, 8, 3, 3)).astype(np.float32)
+    pads, geo = ((1, 1), (1, 1)), (1, 1, 1, 1, 1, 1)
+    want = ref_conv(x, w, (1, 1), pads, (1, 1), 1)
+    got = conv_images.conv2d_images(x, w, geo, 1, want.shape[2:])
+    np.testing.assert_allclose(got, want, **_tol(np.float32))
+    gy = rng.standard_normal(want.shape).astype(np.float32)
+    dx_want, _ = ref_grads(x, w, gy, (1, 1), pads, (1, 1), 1)
+    dx = conv_images.conv2d_data_grad_images(gy, w, geo, 1, x.shape)
+    np.testing.assert_allclose(dx, dx_want, **_tol(np.float32))

@@ -257,6 +257,66 @@ def _weight_grad_kernel_mk(
                 )
 
 
+@numba.jit(**_JIT)
+def _forward_kernel_implicit(x, wp, out, xp, offs, geo, groups, lo, hi):  # pragma: no cover
+    """Stride-1 forward without im2col: each image copied into the interior of ``xp`` (this
+    thread's zero-padded buffer, (C, HP, WP); the border stays zero), then per group
+    :func:`.microgemm.conv_rows` reads each block's K input runs from it (``offs``)."""
+    ph, pw = geo[2], geo[3]
+    _, cin, h, w = x.shape
+    cout, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    hp, wpr = xp.shape[1], xp.shape[2]
+    cig, cog = cin // groups, cout // groups
+    for n in range(lo, hi):
+        for c in range(cin):
+            for yy in range(h):
+                row, src = xp[c, ph + yy], x[n, c, yy]
+                for xx in range(w):
+                    row[pw + xx] = src[xx]
+        for g in range(groups):
+            b = _at(xp, g * cig * hp * wpr)
+            c_addr = _at(out, (n * cout + g * cog) * oh * ow)
+            microgemm.conv_rows(wp[g], offs, b, wpr, c_addr, oh * ow, oh, ow)
+
+
+def _implicit(dtype: Any, geo: Geometry, cog: int, ow: int) -> bool:
+    """Whether the forward skips im2col (:func:`_forward_kernel_implicit`): stride 1, rows
+    of whole blocks of 16 output pixels, and what :func:`_micro` asks for."""
+    return geo[0] == 1 and geo[1] == 1 and ow % 16 == 0 and _micro(dtype, cog, 32)
+
+
+def _padded_plan(
+    x_shape: tuple[int, ...], geo: Geometry, kernel: tuple[int, int], groups: int, out_hw: Any
+) -> tuple[tuple[int, int], np.ndarray]:
+    """The padded plane (HP, WP) for :func:`_forward_kernel_implicit` and the offsets of
+    one group's K = (channel, tap) input runs in it."""
+    (h, w), (kh, kw), (oh, ow) = x_shape[2:], kernel, out_hw
+    hp = max(geo[2] + h, oh + geo[4] * (kh - 1))
+    wpr = max(geo[3] + w, ow + geo[5] * (kw - 1))
+    cig = x_shape[1] // groups
+    c, i, j = np.meshgrid(np.arange(cig), np.arange(kh), np.arange(kw), indexing="ij")
+    offs = (c * hp * wpr + i * geo[4] * wpr + j * geo[5]).reshape(-1).astype(np.int64)
+    return (hp, wpr), offs
+
+
+def _as_forward(
+    w: np.ndarray, geo: Geometry, groups: int, in_shape: tuple[int, ...]
+) -> tuple[np.ndarray, Geometry] | None:
+    """A stride-1 input gradient as a forward convolution of ``gy`` (weights flipped, in and
+    out channels swapped per group, low pads ``d*(k-1) - p``), when that forward skips im2col
+    (:func:`_implicit`): no col2im, the result lands in NCHW. Else None."""
+    kh, kw = w.shape[2], w.shape[3]
+    pads = (geo[4] * (kh - 1) - geo[2], geo[5] * (kw - 1) - geo[3])
+    if geo[0] != 1 or geo[1] != 1 or min(pads) < 0:
+        return None
+    cog, cig = w.shape[0] // groups, w.shape[1]
+    if not _implicit(w.dtype, geo, cig, in_shape[3]):
+        return None
+    wg = w[:, :, ::-1, ::-1].reshape(groups, cog, cig, kh, kw).transpose(0, 2, 1, 3, 4)
+    wt = np.ascontiguousarray(wg).reshape(groups * cig, cog, kh, kw)
+    return wt, (1, 1, pads[0], pads[1], geo[4], geo[5])
+
+
 def _micro(dtype: Any, rows: int, length: int) -> bool:
     """Whether the products go to the micro-kernel: float32, an AVX-512 CPU, blocks of 8
     rows (``rows`` of C per group) and at least one block of 32 columns."""
@@ -349,6 +409,16 @@ def conv2d_images(
     g2 = _geometry(geo, kernel)
     gemm, one, zero = _cblas(_CHARS[x.dtype]), x.dtype.type(1), x.dtype.type(0)
     w2 = w.reshape(cout, -1)
+    if _implicit(x.dtype, geo, cout // groups, out_hw[1]):
+        wp = _packed(w2, groups, transposed=False)
+        (hp, wpr), offs = _padded_plan(x.shape, geo, kernel, groups, out_hw)
+        xp = np.zeros((threads, c, hp, wpr), x.dtype)
+
+        def block(k: int, lo: int, hi: int) -> None:
+            _forward_kernel_implicit(x, wp, out, xp[k], offs, g2, groups, lo, hi)
+
+        _run(block, n, threads)
+        return out
     if _micro(x.dtype, cout // groups, length):
         wp = _packed(w2, groups, transposed=False)
 
@@ -371,6 +441,9 @@ def conv2d_data_grad_images(
     """Gradient for the input of :func:`conv2d_images` (a transposed convolution of ``gy``)."""
     n = gy.shape[0]
     cout, kernel = w.shape[0], (w.shape[2], w.shape[3])
+    flipped = _as_forward(w, geo, groups, in_shape)
+    if flipped is not None:
+        return conv2d_images(gy, *flipped, groups, in_shape[2:])
     dx = np.empty(in_shape, gy.dtype)
     rows, length = in_shape[1] * kernel[0] * kernel[1], gy.shape[2] * gy.shape[3]
     threads = _threads(n, rows * length)

@@ -30,7 +30,16 @@ from numba.extending import intrinsic
 
 from ._config import JIT_SERIAL
 
-__all__ = ["MR", "NR", "available", "gemm_blocks", "gemm_rows", "pack_cols", "pack_rows"]
+__all__ = [
+    "MR",
+    "NR",
+    "available",
+    "conv_rows",
+    "gemm_blocks",
+    "gemm_rows",
+    "pack_cols",
+    "pack_rows",
+]
 
 MR = 8  #: rows of C per block (broadcast values of A per step)
 _NV, _VW = 2, 16  # vectors per block row, lanes per vector
@@ -56,8 +65,9 @@ _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
 
 
-def _codegen(nv: int) -> Any:
-    """LLVM IR of ``C[0:8, 0:16*nv] (=, or += when acc) A[0:8, 0:k] @ B[0:k, 0:16*nv]``."""
+def _codegen(nv: int, table: bool = False) -> Any:
+    """LLVM IR of ``C[0:8, 0:16*nv] (=, or += when acc) A[0:8, 0:k] @ B[0:k, 0:16*nv]``; with
+    ``table``, B's row ``step`` starts ``offsets[step]`` floats after B (implicit GEMM)."""
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         a_i, sa, sk, b_i, ldb_, c_i, ldc_, kk, acc_ = args
@@ -88,7 +98,11 @@ def _codegen(nv: int) -> Any:
             accs.append(p)
         builder.cbranch(builder.icmp_signed("<", step, kk), body, done)
         builder.position_at_end(body)
-        brow = builder.gep(b_p, [builder.mul(step, ldb_)])
+        if table:  # ldb_ is the address of the int64 offsets
+            offs = builder.inttoptr(ldb_, _I64.as_pointer())
+            brow = builder.gep(b_p, [builder.load(builder.gep(offs, [step]))])
+        else:
+            brow = builder.gep(b_p, [builder.mul(step, ldb_)])
         bvec = []
         for v in range(nv):
             ptr = builder.bitcast(builder.gep(brow, [ir.Constant(_I64, v * _VW)]), vptr)
@@ -161,6 +175,60 @@ def _block16(
 ) -> Any:
     """:func:`_block32` for 16 columns (eight accumulators)."""
     return _SIG, _codegen(1)
+
+
+_SIG_TABLE = types.void(
+    types.uint64,
+    types.int64,
+    types.int64,
+    types.uint64,
+    types.uint64,  # the address of B's row offsets (int64, in floats), instead of ldb
+    types.uint64,
+    types.int64,
+    types.int64,
+    types.boolean,
+)
+
+
+@intrinsic
+def _table32(
+    typingctx: Any, a: Any, sa: Any, sk: Any, b: Any, offs: Any, c: Any, ldc: Any, k: Any, acc: Any
+) -> Any:
+    """:func:`_block32` with B's rows at ``b + offsets[step]``: the rows of a convolution's
+    columns read straight from the (padded) input, one offset per (channel, tap)."""
+    return _SIG_TABLE, _codegen(2, table=True)
+
+
+@intrinsic
+def _table16(
+    typingctx: Any, a: Any, sa: Any, sk: Any, b: Any, offs: Any, c: Any, ldc: Any, k: Any, acc: Any
+) -> Any:
+    """:func:`_table32` for 16 columns."""
+    return _SIG_TABLE, _codegen(1, table=True)
+
+
+@numba.jit(**_JIT)
+def conv_rows(ap, offs, xp_addr, wp_row, c_addr, ldc, oh, ow):  # pragma: no cover
+    """Implicit-GEMM stride-1 convolution of one image and group: ``C[co, y, x] = sum_k
+    A[co, k] xp[offs[k] + y * wp_row + x]`` for ``A`` packed by :func:`pack_rows` (``ap``),
+    ``xp`` the padded input (its rows ``wp_row`` floats apart), ``C`` the output channels'
+    planes (``ldc`` floats apart, rows of ``ow``); ``ow`` a multiple of 16. No im2col: each
+    block of 32 (or 16) output pixels of a row reads its K input runs where they lie."""
+    k = offs.shape[0]
+    o_addr = offs.ctypes.data
+    wide = ow % NR == 0
+    step = NR if wide else NR // 2
+    for i in range(ap.shape[0]):
+        a_addr = ap.ctypes.data + np.uint64(i * k * MR * 4)
+        c_blk = c_addr + np.uint64(i * MR * ldc * 4)
+        for y in range(oh):
+            for x in range(0, ow, step):
+                b = xp_addr + np.uint64((y * wp_row + x) * 4)
+                c = c_blk + np.uint64((y * ow + x) * 4)
+                if wide:
+                    _table32(a_addr, 1, MR, b, o_addr, c, ldc, k, False)
+                else:
+                    _table16(a_addr, 1, MR, b, o_addr, c, ldc, k, False)
 
 
 @numba.jit(**_JIT)
