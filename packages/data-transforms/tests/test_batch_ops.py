@@ -217,6 +217,24 @@ def test_horizontal_flip_per_sample():
 
 
 @pytest.mark.parametrize(
+    "shape_dtype",
+    [((40, 7, 9, 3), np.uint8), ((40, 7, 9), np.uint8), ((40, 5, 6, 4), np.uint8),
+     ((40, 5, 6, 3), np.float32), ((40, 5, 1, 3), np.uint8), ((40, 3, 8, 2), np.int16)],
+)  # fmt: skip
+def test_horizontal_flip_per_sample_shapes_and_dtypes(shape_dtype):
+    # Contiguous batches take the per-image word kernels sample by sample: each sample
+    # is exactly the mirror or a copy, about half of them mirrored.
+    shape, dtype = shape_dtype
+    images = np.random.default_rng(3).integers(0, 255, shape).astype(dtype)
+    with use_rng(np.random.default_rng(8)):
+        out = BatchRandomHorizontalFlip(0.5)(images)
+    assert out.shape == images.shape and out.dtype == images.dtype
+    mirrored = [bool((out[i] == images[i, :, ::-1]).all()) for i in range(40)]
+    assert all(m or (out[i] == images[i]).all() for i, m in enumerate(mirrored))
+    assert 8 < sum(mirrored) < 32 or shape[2] == 1
+
+
+@pytest.mark.parametrize(
     ("kwargs", "enhance"),
     [
         ({"brightness": 0.6}, ImageEnhance.Brightness),

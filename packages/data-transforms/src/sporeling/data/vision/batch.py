@@ -42,6 +42,7 @@ import numpy as np
 from sporeling.data import config
 from sporeling.data.transforms._base import TensorOperation, to_numpy
 from sporeling.data.vision import _batch_kernels as _k
+from sporeling.data.vision.kernels import layout as klayout
 
 __all__ = [
     "BatchRandomColorAdjust",
@@ -550,8 +551,18 @@ class BatchRandomHorizontalFlip(_BatchOp):
         rng = self._batch_rng(batch_info)
         flips = np.asarray(rng.random(images.shape[0]) < self.prob, np.uint8)
         fmt = self.image_batch_format if images.ndim == 4 else "NHWC"
-        out = np.empty_like(images)
-        _k._hflip_kernel(_hwc_view(images, fmt), flips, _hwc_view(out, fmt))
+        out = np.empty(images.shape, images.dtype)
+        src, dst = _hwc_view(images, fmt), _hwc_view(out, fmt)
+        if src.flags.c_contiguous and dst.flags.c_contiguous:
+            # per sample: the per-image op's word kernels (an RGB pixel moved as one
+            # 32-bit word), 4-5x the byte-by-byte batch kernel on 224x224 RGB
+            for i in range(src.shape[0]):
+                if flips[i]:
+                    klayout.hflip_into(src[i], dst[i])
+                else:
+                    dst[i] = src[i]
+        else:
+            _k._hflip_kernel(src, flips, dst)
         return out
 
 

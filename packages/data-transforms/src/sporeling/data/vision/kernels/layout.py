@@ -125,9 +125,16 @@ def hflip(img: np.ndarray) -> np.ndarray:
     """Mirror an HW or HWC array left-right into a new C-contiguous array."""
     x = img[:, :, None] if img.ndim == 2 else img
     out = np.empty(x.shape, x.dtype)
+    hflip_into(x, out)
+    return out[:, :, 0] if img.ndim == 2 else out
+
+
+def hflip_into(x: np.ndarray, out: np.ndarray) -> None:
+    """Write HWC `x` mirrored left-right into `out` (same shape and dtype; a C-contiguous
+    pair of RGB/word-sized pixels takes the word kernels, anything else the generic one)."""
     h, w, c = x.shape
     pixel = c * x.dtype.itemsize
-    if not x.flags.c_contiguous or w < 2 or x.dtype.hasobject:
+    if not (x.flags.c_contiguous and out.flags.c_contiguous) or w < 2 or x.dtype.hasobject:
         _hflip_kernel(x, out)
     elif pixel in (1, 2, 4, 8):
         word = np.dtype(f"u{pixel}")
@@ -139,7 +146,6 @@ def hflip(img: np.ndarray) -> np.ndarray:
         _hflip_rgb_words_kernel(src32, out32, x, out)
     else:
         _hflip_kernel(x, out)
-    return out[:, :, 0] if img.ndim == 2 else out
 
 
 @numba.njit(cache=True, nogil=True)
