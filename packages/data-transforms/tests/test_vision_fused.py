@@ -170,6 +170,34 @@ def test_fused_map_draft_scaling_within_tolerance(jpeg_folder, fusion, monkeypat
         assert (per_image > 16).mean(axis=1).max() < 0.04
 
 
+def test_jpeg_draft_switch_off_decodes_at_full_scale(jpeg_folder, fusion, monkeypatch):
+    calls = []
+    original = _decode_crop.decode_jpeg_rgbx
+
+    def spy(data, header, scale=1, rows=None):
+        calls.append(scale)
+        return original(data, header, scale, rows)
+
+    monkeypatch.setattr(_decode_crop, "decode_jpeg_rgbx", spy)
+    before = config.get_jpeg_draft()
+    try:
+        config.set_jpeg_draft(False)
+        on = run_map(jpeg_folder, ops(size=32))  # 240-320 px crops: draft would apply
+        op = vision.RandomCropDecodeResize(32, scale=(0.9, 1.0))
+        config.set_jpeg_draft(True)  # the op and the iterator keep the setting they saw
+        with use_rng(np.random.default_rng(0)):
+            op(encode(photo(240, 320)))
+    finally:
+        config.set_jpeg_draft(before)
+    assert calls == [1] * 11
+    config.set_map_fusion(False)
+    off = run_map(jpeg_folder, ops(size=32))
+    for a, b in zip(on, off):  # no draft: within the pass order's one level
+        assert np.abs(a - b).max() <= 1.0 / min(STD) + 1e-5
+    with pytest.raises(TypeError, match="set_jpeg_draft"):
+        config.set_jpeg_draft(1)
+
+
 def test_switch_off_runs_the_unfused_ops(jpeg_folder, fusion, monkeypatch):
     seen = []
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from sporeling.data import config
 from sporeling.data.transforms._base import TensorOperation, Transform
 from sporeling.data.vision._common import DECODE_ERRORS, decode_error, encoded_bytes
 from sporeling.data.vision._decode_crop import decode_resized_crop
@@ -81,8 +82,9 @@ class Decode(Transform):
 
 class RandomCropDecodeResize(TensorOperation):
     """Decode and RandomResizedCrop in one op: the crop box comes from the file's header,
-    large crops of JPEGs decode at 1/2-1/8 scale (Pillow's draft mode), and the crop is
-    resized straight from the decoder's buffer (`_decode_crop`)."""
+    a JPEG is decoded only down to the crop's bottom row (as MindSpore's), large crops at
+    1/2-1/8 scale (Pillow's draft mode; `config.set_jpeg_draft(False)` turns that off),
+    and the crop is resized straight from the decoder's buffer (`_decode_crop`)."""
 
     def __init__(
         self,
@@ -93,6 +95,7 @@ class RandomCropDecodeResize(TensorOperation):
         max_attempts: int = 10,
     ) -> None:
         self._crop = RandomResizedCrop(size, scale, ratio, interpolation, max_attempts)
+        self._draft = config.get_jpeg_draft()
         self.size, self.scale, self.ratio = self._crop.size, self._crop.scale, self._crop.ratio
         self.interpolation, self.max_attempts = interpolation, max_attempts
 
@@ -106,4 +109,5 @@ class RandomCropDecodeResize(TensorOperation):
             self.max_attempts,
             self._crop._filter,
             self._rng(),
+            draft=self._draft,
         )

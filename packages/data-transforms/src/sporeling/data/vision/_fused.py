@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from sporeling.data import config
 from sporeling.data.transforms._base import Transform, _Resolved
 from sporeling.data.vision._convert import HWC2CHW, Normalize
 from sporeling.data.vision._decode import Decode
@@ -59,6 +60,7 @@ class FusedDecodeResizedCrop:
     def __init__(self, decode: _Resolved, crop: _Resolved) -> None:
         self.decode = decode
         self.crop = crop
+        self.draft = config.get_jpeg_draft()
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         if len(args) != 1 or not _is_encoded(args[0]):
@@ -73,6 +75,7 @@ class FusedDecodeResizedCrop:
             op.max_attempts,
             op._filter,
             op._rng(),
+            draft=self.draft,
         )
         return (out,)
 
