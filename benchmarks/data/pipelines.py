@@ -324,6 +324,7 @@ def measure(name: str, folder: Path, workers: int, warmup: int, max_batches: int
     images = 0
     t0 = None
     cpu0: float | None = None
+    cpu1: float | None = None
     timed = 0
     first_shape = None
     for k, batch in enumerate(it):
@@ -341,10 +342,12 @@ def measure(name: str, folder: Path, workers: int, warmup: int, max_batches: int
         if t0 is not None:
             images += int(np.shape(x)[0])
             timed += 1
+            # now, not after the loop: a DataLoader's or Pool's worker processes have
+            # exited (their CPU time gone from /proc) once the epoch's end is reached
+            cpu1 = tree_cpu_seconds()
             if timed >= max_batches:
                 break
     elapsed = time.perf_counter() - t0
-    cpu1 = tree_cpu_seconds()
     cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
     del it
     return {

@@ -162,6 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
+def _positive(measurement: dict[str, Any]) -> bool:
+    """A CPU figure that can be right (a worker process gone before the last reading of
+    /proc would leave a negative one)."""
+    return (measurement.get("cpu_ms_per_image") or 0.0) > 0.0
+
+
 def summarize(runs: dict, names: list[str], workers: list[int]) -> list[dict[str, Any]]:
     rows = []
     for w in workers:
@@ -171,7 +177,7 @@ def summarize(runs: dict, names: list[str], workers: list[int]) -> list[dict[str
             med[name] = statistics.median(ok) if ok else None
         cpu = {}
         for name in names:
-            ok = [x["cpu_ms_per_image"] for x in runs[(name, w)] if x.get("cpu_ms_per_image")]
+            ok = [x["cpu_ms_per_image"] for x in runs[(name, w)] if _positive(x)]
             cpu[name] = statistics.median(ok) if ok else None
         for name in names:
             notes = [x.get("skipped") or x.get("failed") for x in runs[(name, w)]]
