@@ -1,13 +1,13 @@
 """Step-by-step check that ``gpt_shakespeare_char`` trains as the nanoGPT re-implementation
 (``nanogpt_torch.py``) does: the same initial weights (copied from the PyTorch model), the
 same batches, the same learning-rate schedule; prints both losses per step and their largest
-difference. Both float32; Sporeling in graph mode as the training run. Then both evaluate
-the trained weights on the windows tiling the validation split (``nanogpt_torch``'s
-``whole_split_loss`` and ``sporeling-transformer eval --whole``): the two evaluations agree.
+difference. Both float32; Sporeling in graph mode with operator fusion, as the training run.
+Then both evaluate the trained weights on the windows tiling the validation split
+(``nanogpt_torch``'s ``whole_split_loss`` and ``sporeling-transformer eval --whole``).
 
 Needs torch beside the suite (not a dependency):
     python benchmarks/transformer/nanogpt_equivalence.py ../shared/data/tinyshakespeare/input.txt \
-        [--steps 100]
+        [--steps 100] [--no-fusion]
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("data")
     ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--no-fusion", action="store_true", help="graph mode without operator fusion")
     a = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(1337)
@@ -94,7 +95,8 @@ def main() -> None:
         GPTWithLoss(net), make_optimizer(net, opt_cfg, steps_total), clip_norm=1.0
     )
     rng = np.random.default_rng(0)
-    set_context(mode=GRAPH_MODE)
+    # as the training run: graph mode with operator fusion (the runner's default in graph mode)
+    set_context(mode=GRAPH_MODE, enable_graph_kernel=not a.no_fusion)
     worst = 0.0
     try:
         for it in range(a.steps):
@@ -116,7 +118,7 @@ def main() -> None:
                     f"step {it}: torch {loss_t.item():.6f}  sporeling {loss_s:.6f}  |d| {diff:.2e}"
                 )
     finally:
-        set_context(mode=PYNATIVE_MODE)
+        set_context(mode=PYNATIVE_MODE, enable_graph_kernel=False)
     print(f"largest loss difference over {a.steps} steps: {worst:.2e}")
     # the evaluation both sides report: the windows tiling the validation split of the whole
     # text, through nanogpt_torch's loop and through `sporeling-transformer eval --whole`
