@@ -139,8 +139,57 @@ def test_micro_kernel_products_match_the_float64_reference(case, monkeypatch):
     assert conv_images._micro(np.float32, shape[1] // groups * kernels, 64) == (
         microgemm.available() and shape[1] // groups * kernels % 8 == 0
     )
+    monkeypatch.setattr(conv_images, "_implicit_weight_grad", lambda *a: False)
+    test_kernels_match_the_float64_reference(case, np.float32)  # weight gradient on columns
     monkeypatch.setattr(conv_images, "_micro", lambda *a: False)
     test_kernels_match_the_float64_reference(case, np.float32)
+
+
+WEIGHT_CASES = [  # float32 weight gradients read from a padded image (microgemm.weight_rows)
+    # odd sizes (91 pixels: chunks of 16 leave 11), stride 2 over rows, dilation, groups
+    ((3, 16, 14, 13), (32, 8, 3, 2), (2, 1), ((2, 1), (0, 1)), (2, 1), 2),
+    # batch 1, stride 2 both ways, 48 output channels (a block of 32 and one of 16)
+    ((1, 8, 9, 9), (48, 8, 3, 3), (2, 2), ((1, 1), (1, 1)), (1, 2), 1),
+    # 32 channels in (four blocks of 8 rows per tap), 3x3 pad 1, 128 pixels
+    ((2, 32, 8, 16), (32, 32, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
+    # one-sided pads, a kernel wider than the padded image needs rows of, 1x1 stride 2
+    ((2, 8, 6, 7), (16, 8, 2, 4), (1, 1), ((0, 2), (3, 0)), (1, 1), 1),
+    ((2, 16, 7, 7), (16, 16, 1, 1), (2, 2), ((0, 0), (0, 0)), (1, 1), 1),
+]
+
+
+@pytest.mark.parametrize("chunk", [16, 128])
+@pytest.mark.parametrize("case", WEIGHT_CASES)
+def test_weight_gradient_from_the_padded_image(case, chunk, monkeypatch):
+    """The weight gradient without im2col (float32, AVX-512) against the float64 reference,
+    with pixel chunks that leave a remainder; and the same shapes on the column path."""
+    shape, wshape, stride, pads, dilation, groups = case
+    assert conv_images._implicit_weight_grad(
+        np.float32, shape[1] // groups, wshape[0] // groups
+    ) == (microgemm.available())
+    assert not conv_images._implicit_weight_grad(np.float64, 8, 16)
+    assert not conv_images._implicit_weight_grad(np.float32, 4, 16)
+    assert not conv_images._implicit_weight_grad(np.float32, 8, 40)
+    monkeypatch.setattr(conv_images, "_PIXEL_CHUNK", chunk)
+    test_kernels_match_the_float64_reference(case, np.float32)
+    monkeypatch.setattr(conv_images, "_implicit_weight_grad", lambda *a: False)
+    test_kernels_match_the_float64_reference(case, np.float32)
+
+
+def test_weight_gradient_from_the_padded_image_non_contiguous_and_threads(monkeypatch):
+    """Strided x (read element by element into the padded buffer), several threads each
+    with its own buffer and sum."""
+    monkeypatch.setattr(conv_images, "max_blocks", lambda: 3)
+    monkeypatch.setattr(conv_images, "PARALLEL_MIN", 0)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((7, 16, 12, 9)).astype(np.float32).transpose(0, 1, 3, 2)[:, ::2]
+    w = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+    pads, geo = ((1, 1), (1, 1)), (1, 1, 1, 1, 1, 1)
+    want = ref_conv(x, w, (1, 1), pads, (1, 1), 1)
+    gy = rng.standard_normal(want.shape).astype(np.float32)
+    _, dw_want = ref_grads(x, w, gy, (1, 1), pads, (1, 1), 1)
+    dw = conv_images.conv2d_weight_grad_images(x, gy, geo, 1, (3, 3))
+    np.testing.assert_allclose(dw, dw_want, **_tol(np.float32))
 
 
 @pytest.mark.parametrize("case", IMPLICIT_CASES)

@@ -245,15 +245,8 @@ def _pad_to(where: str, col: str, values: list[Any], spec: Any) -> list[np.ndarr
     return out
 
 
-def _free_refs() -> int:
-    """`sys.getrefcount(a_list[k])` of an object only that list refers to (2 on CPython
-    3.11-3.13: the list and the argument), measured rather than assumed, in the same
-    expression `_BufferPool.empty` uses."""
-    probe = [object()]
-    return sys.getrefcount(probe[0])
-
-
-_FREE_REFS = _free_refs()
+# A pooled buffer nobody else refers to: the pool's list and getrefcount's argument.
+_FREE_REFS = 2
 _GIL = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 

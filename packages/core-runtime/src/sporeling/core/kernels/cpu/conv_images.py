@@ -279,6 +279,63 @@ def _forward_kernel_implicit(x, wp, out, xp, offs, geo, groups, lo, hi):  # prag
             microgemm.conv_rows(wp[g], offs, b, wpr, c_addr, oh * ow, oh, ow)
 
 
+@numba.jit(**_JIT)
+def _weight_grad_kernel_implicit(
+    x, gy, dwt, xp, gyt, taps, pix, geo, groups, chunk, lo, hi
+):  # pragma: no cover
+    """Weight gradient without im2col: each image copied into the interior of ``xp`` (as in
+    :func:`_forward_kernel_implicit`), ``gy[n]`` transposed into ``gyt`` (OH*OW, C_out), then
+    per group :func:`.microgemm.weight_rows` adds into ``dwt`` (G, KH*KW*C_in/G, C_out/G:
+    rows tap-major, this thread's sum)."""
+    ph, pw = geo[2], geo[3]
+    _, cin, h, w = x.shape
+    cout, length = gy.shape[1], gy.shape[2] * gy.shape[3]
+    hp, wpr = xp.shape[1], xp.shape[2]
+    cig, cog = cin // groups, cout // groups
+    gf, tf = gy.reshape(-1), gyt.reshape(-1)
+    u_len, u_cout = np.uint64(length), np.uint64(cout)
+    for n in range(lo, hi):
+        for c in range(cin):
+            for yy in range(h):
+                row, src = xp[c, ph + yy], x[n, c, yy]
+                for xx in range(w):
+                    row[pw + xx] = src[xx]
+        for co in range(u_cout):
+            src = (np.uint64(n) * u_cout + co) * u_len
+            for p in range(u_len):
+                tf[p * u_cout + co] = gf[src + p]
+        for g in range(groups):
+            a, b = _at(xp, g * cig * hp * wpr), _at(gyt, g * cog)
+            c_addr = _at(dwt, g * dwt.shape[1] * cog)
+            microgemm.weight_rows(a, hp * wpr, taps, pix, cig, b, cout, c_addr, cog, chunk)
+
+
+def _implicit_weight_grad(dtype: Any, cig: int, cog: int) -> bool:
+    """Whether the weight gradient skips im2col (:func:`_weight_grad_kernel_implicit`):
+    float32 on the micro-kernel, channels per group in blocks of 8 in and 16 out (any
+    stride: A's offsets step over the padded image as the output pixels do)."""
+    return cog % (microgemm.NR // 2) == 0 and _micro(dtype, cig, microgemm.NR)
+
+
+def _pixel_plan(
+    x_shape: tuple[int, ...], geo: Geometry, kernel: tuple[int, int], out_hw: tuple[int, int]
+) -> tuple[tuple[int, int], np.ndarray, np.ndarray]:
+    """The padded plane (HP, WP) for :func:`_weight_grad_kernel_implicit`, the offsets of the
+    kernel taps in it and those of the output pixels (any stride)."""
+    (h, w), (kh, kw), (oh, ow) = x_shape[2:], kernel, out_hw
+    sh, sw, ph, pw, dh, dw = geo
+    hp = max(ph + h, (oh - 1) * sh + dh * (kh - 1) + 1)
+    wpr = max(pw + w, (ow - 1) * sw + dw * (kw - 1) + 1)
+    i, j = np.meshgrid(np.arange(kh), np.arange(kw), indexing="ij")
+    taps = (i * dh * wpr + j * dw).reshape(-1).astype(np.int64)
+    y, xx = np.meshgrid(np.arange(oh), np.arange(ow), indexing="ij")
+    pix = (y * sh * wpr + xx * sw).reshape(-1).astype(np.int64)
+    return (hp, wpr), taps, pix
+
+
+_PIXEL_CHUNK = 128  # pixels per pass of weight_rows: B's chunk (128 x C_out floats) in L1
+
+
 def _implicit(dtype: Any, geo: Geometry, cog: int, ow: int) -> bool:
     """Whether the forward skips im2col (:func:`_forward_kernel_implicit`): stride 1, rows
     of whole blocks of 16 output pixels, and what :func:`_micro` asks for."""
@@ -475,9 +532,27 @@ def conv2d_weight_grad_images(
     cout = gy.shape[1]
     rows, length = c * kernel[0] * kernel[1], gy.shape[2] * gy.shape[3]
     threads = _threads(n, rows * length)
-    cols = np.empty((threads, rows, length), x.dtype)
     sums = np.zeros((threads, groups, rows // groups, cout // groups), x.dtype)
     g2 = _geometry(geo, kernel)
+    if _implicit_weight_grad(x.dtype, c // groups, cout // groups):
+        (hp, wpr), taps, pix = _pixel_plan(x.shape, geo, kernel, gy.shape[2:])
+        xp = np.zeros((threads, c, hp, wpr), x.dtype)
+        gyt = np.empty((threads, length, cout), x.dtype)
+
+        def block(k: int, lo: int, hi: int) -> None:
+            _weight_grad_kernel_implicit(
+                x, gy, sums[k], xp[k], gyt[k], taps, pix, g2, groups, _PIXEL_CHUNK, lo, hi
+            )
+
+        _run(block, n, threads)
+        dwt = sums[0]
+        for k in range(1, threads):
+            dwt += sums[k]
+        # rows (tap, channel) -> (C_out, C_in/G, KH, KW)
+        taps_n = kernel[0] * kernel[1]
+        dw = dwt.reshape(groups, taps_n, c // groups, cout // groups).transpose(0, 3, 2, 1)
+        return np.ascontiguousarray(dw).reshape(cout, c // groups, *kernel)
+    cols = np.empty((threads, rows, length), x.dtype)
     gemm, one = _cblas(_CHARS[x.dtype]), x.dtype.type(1)
     if _micro(x.dtype, rows // groups, 32) and cout // groups >= microgemm.NR // 2:
         gyt = np.empty((threads, length, cout), x.dtype)

@@ -39,6 +39,7 @@ __all__ = [
     "gemm_rows",
     "pack_cols",
     "pack_rows",
+    "weight_rows",
 ]
 
 MR = 8  #: rows of C per block (broadcast values of A per step)
@@ -65,9 +66,11 @@ _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
 
 
-def _codegen(nv: int, table: bool = False) -> Any:
+def _codegen(nv: int, table: bool = False, atable: bool = False) -> Any:
     """LLVM IR of ``C[0:8, 0:16*nv] (=, or += when acc) A[0:8, 0:k] @ B[0:k, 0:16*nv]``; with
-    ``table``, B's row ``step`` starts ``offsets[step]`` floats after B (implicit GEMM)."""
+    ``table``, B's row ``step`` starts ``offsets[step]`` floats after B (implicit GEMM); with
+    ``atable``, A's column ``step`` starts ``offsets[step]`` floats after A (``sk`` is the
+    offsets' address: the pixels of an image read in a padded copy, :func:`weight_rows`)."""
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         a_i, sa, sk, b_i, ldb_, c_i, ldc_, kk, acc_ = args
@@ -109,7 +112,11 @@ def _codegen(nv: int, table: bool = False) -> Any:
             load = builder.load(ptr)
             load.align = 4
             bvec.append(load)
-        acol = builder.gep(a_p, [builder.mul(step, sk)])
+        if atable:
+            aoffs = builder.inttoptr(sk, _I64.as_pointer())
+            acol = builder.gep(a_p, [builder.load(builder.gep(aoffs, [step]))])
+        else:
+            acol = builder.gep(a_p, [builder.mul(step, sk)])
         new = []
         for r in range(MR):
             s = builder.load(builder.gep(acol, [builder.mul(ir.Constant(_I64, r), sa)]))
@@ -205,6 +212,64 @@ def _table16(
 ) -> Any:
     """:func:`_table32` for 16 columns."""
     return _SIG_TABLE, _codegen(1, table=True)
+
+
+_SIG_ATABLE = types.void(
+    types.uint64,
+    types.int64,
+    types.uint64,  # the address of A's column offsets (int64, in floats), instead of sk
+    types.uint64,
+    types.int64,
+    types.uint64,
+    types.int64,
+    types.int64,
+    types.boolean,
+)
+
+
+@intrinsic
+def _apix32(
+    typingctx: Any, a: Any, sa: Any, offs: Any, b: Any, ldb: Any, c: Any, ldc: Any, k: Any, acc: Any
+) -> Any:
+    """:func:`_block32` with A's column ``step`` at ``a + offsets[step]`` (rows ``sa`` apart):
+    a weight gradient's A read from a padded image, one offset per output pixel."""
+    return _SIG_ATABLE, _codegen(2, atable=True)
+
+
+@intrinsic
+def _apix16(
+    typingctx: Any, a: Any, sa: Any, offs: Any, b: Any, ldb: Any, c: Any, ldc: Any, k: Any, acc: Any
+) -> Any:
+    """:func:`_apix32` for 16 columns."""
+    return _SIG_ATABLE, _codegen(1, atable=True)
+
+
+@numba.jit(**_JIT)
+def weight_rows(xp_addr, plane, taps, pix, rows, b_addr, ldb, c_addr, n, chunk):  # pragma: no cover
+    """Implicit-GEMM weight gradient of one image and group, no im2col: ``C[t * rows + ci, :n]
+    += sum_p xp[ci * plane + taps[t] + pix[p]] * B[p, :n]`` for ``xp`` the padded input
+    (channel planes ``plane`` floats apart), ``B`` the output gradient transposed (pixels,
+    channels; rows ``ldb`` apart), ``C`` (taps * rows, n) row-major; ``rows`` a multiple of 8,
+    ``n`` of 16. The pixels go in chunks of ``chunk`` so that B's rows stay in L1 while
+    every (tap, 8 channels) block of C takes them."""
+    k, nt = pix.shape[0], taps.shape[0]
+    full = n - n % NR
+    half = n - full >= NR // 2
+    u4 = np.uint64(4)
+    for p0 in range(0, k, chunk):
+        kc = min(chunk, k - p0)
+        po = pix.ctypes.data + np.uint64(p0 * 8)
+        b0 = b_addr + np.uint64(p0 * ldb) * u4
+        for t in range(nt):
+            for i in range(rows // MR):
+                a = xp_addr + np.uint64(i * MR * plane + taps[t]) * u4
+                c = c_addr + np.uint64((t * rows + i * MR) * n) * u4
+                for j in range(0, full, NR):
+                    uj = np.uint64(j) * u4
+                    _apix32(a, plane, po, b0 + uj, ldb, c + uj, n, kc, True)
+                if half:
+                    uj = np.uint64(full) * u4
+                    _apix16(a, plane, po, b0 + uj, ldb, c + uj, n, kc, True)
 
 
 @numba.jit(**_JIT)
