@@ -27,7 +27,7 @@ from ._config import JIT_SERIAL
 
 __all__ = ["OPS", "supports", "gather_rows", "scatter_rows"]
 
-#: scatter reductions, by the code the kernel switches on
+#: scatter reductions, by their index in ``_SCATTER_KERNELS``
 OPS = {"update": 0, "add": 1, "sub": 2, "mul": 3, "div": 4, "max": 5, "min": 6}
 _KERNEL_DTYPES = (
     np.dtype(np.float32),
@@ -61,41 +61,97 @@ def _gather_rows_kernel(src: Any, ids: Any, out: Any) -> None:  # pragma: no cov
                 out[o, k, i] = src[o, r, i]
 
 
+# One kernel per reduction, compiled on first use: a single kernel switching on the op
+# compiled all seven vectorised loops whenever any op ran (0.8 s with a cold Numba cache
+# for an embedding gradient's "add", benchmarks/first_call.py); a kernel per op also keeps
+# the inner loop free of a branch on it. max/min let a NaN update win (u != u) so NaN
+# propagates as with np.maximum.at.
+
+
 @numba.jit(**_JIT)
-def _scatter_rows_kernel(out: Any, ids: Any, upd: Any, op: int) -> None:  # pragma: no cover
-    # One loop per reduction so that the inner loop has no branch on `op`. max/min let a
-    # NaN update win (u != u) so NaN propagates as with np.maximum.at.
-    outer, _, inner = out.shape
-    for o in range(outer):
+def _scatter_update(out: Any, ids: Any, upd: Any) -> None:  # pragma: no cover - jitted
+    for o in range(out.shape[0]):
         for k in range(ids.shape[0]):
             r = ids[k]
-            if r < 0:
-                continue
-            if op == 0:
-                for i in range(inner):
+            if r >= 0:
+                for i in range(out.shape[2]):
                     out[o, r, i] = upd[o, k, i]
-            elif op == 1:
-                for i in range(inner):
+
+
+@numba.jit(**_JIT)
+def _scatter_add(out: Any, ids: Any, upd: Any) -> None:  # pragma: no cover - jitted
+    for o in range(out.shape[0]):
+        for k in range(ids.shape[0]):
+            r = ids[k]
+            if r >= 0:
+                for i in range(out.shape[2]):
                     out[o, r, i] += upd[o, k, i]
-            elif op == 2:
-                for i in range(inner):
+
+
+@numba.jit(**_JIT)
+def _scatter_sub(out: Any, ids: Any, upd: Any) -> None:  # pragma: no cover - jitted
+    for o in range(out.shape[0]):
+        for k in range(ids.shape[0]):
+            r = ids[k]
+            if r >= 0:
+                for i in range(out.shape[2]):
                     out[o, r, i] -= upd[o, k, i]
-            elif op == 3:
-                for i in range(inner):
+
+
+@numba.jit(**_JIT)
+def _scatter_mul(out: Any, ids: Any, upd: Any) -> None:  # pragma: no cover - jitted
+    for o in range(out.shape[0]):
+        for k in range(ids.shape[0]):
+            r = ids[k]
+            if r >= 0:
+                for i in range(out.shape[2]):
                     out[o, r, i] *= upd[o, k, i]
-            elif op == 4:
-                for i in range(inner):
+
+
+@numba.jit(**_JIT)
+def _scatter_div(out: Any, ids: Any, upd: Any) -> None:  # pragma: no cover - jitted
+    for o in range(out.shape[0]):
+        for k in range(ids.shape[0]):
+            r = ids[k]
+            if r >= 0:
+                for i in range(out.shape[2]):
                     out[o, r, i] /= upd[o, k, i]
-            elif op == 5:
-                for i in range(inner):
+
+
+@numba.jit(**_JIT)
+def _scatter_max(out: Any, ids: Any, upd: Any) -> None:  # pragma: no cover - jitted
+    for o in range(out.shape[0]):
+        for k in range(ids.shape[0]):
+            r = ids[k]
+            if r >= 0:
+                for i in range(out.shape[2]):
                     u = upd[o, k, i]
                     if u > out[o, r, i] or u != u:
                         out[o, r, i] = u
-            else:
-                for i in range(inner):
+
+
+@numba.jit(**_JIT)
+def _scatter_min(out: Any, ids: Any, upd: Any) -> None:  # pragma: no cover - jitted
+    for o in range(out.shape[0]):
+        for k in range(ids.shape[0]):
+            r = ids[k]
+            if r >= 0:
+                for i in range(out.shape[2]):
                     u = upd[o, k, i]
                     if u < out[o, r, i] or u != u:
                         out[o, r, i] = u
+
+
+#: the kernel of each reduction, in the order of :data:`OPS`
+_SCATTER_KERNELS = (
+    _scatter_update,
+    _scatter_add,
+    _scatter_sub,
+    _scatter_mul,
+    _scatter_div,
+    _scatter_max,
+    _scatter_min,
+)
 
 
 # ---- public wrappers (validate layout, allocate, upcast float16) ------------------------
@@ -131,6 +187,6 @@ def scatter_rows(out: np.ndarray, ids: np.ndarray, upd: np.ndarray, op: str) -> 
     work = np.float32 if out.dtype == np.float16 else out.dtype
     direct = out.dtype == work and out.flags.c_contiguous and out.flags.writeable
     target = out if direct else np.array(out, dtype=work, order="C", copy=True)
-    _scatter_rows_kernel(target, _ids(ids), _ready(upd, work), OPS[op])
+    _SCATTER_KERNELS[OPS[op]](target, _ids(ids), _ready(upd, work))
     if not direct:
         out[...] = target
