@@ -13,7 +13,8 @@ BLAS thread count is set to 1 for such a call and restored after: the first call
 saves it, the last one out restores it, through threadpoolctl, which finds NumPy's BLAS:
 OpenBLAS, MKL, BLIS). Eager products, smaller products (below :data:`SPLIT_MIN_WORK`),
 integer/bool or 1-d operands, and a BLAS that cannot be controlled run NumPy's ``matmul``
-as it is.
+as it is; eager products from :data:`.product_threads.MIN_WORK` multiply-adds run it on
+OpenBLAS's threads or on one thread, whichever :mod:`.product_threads` measured faster.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from . import product_threads
 from ._rows import max_blocks, run_blocks
 from .gemm_bias import gemm_bias
 from .openblas_threads import openblas_on_sporeling_threads
@@ -119,12 +121,17 @@ def matmul(
     work = xs[-2] * xs[-1] * ys[-1]
     if len(xs) > 2 or len(ys) > 2:
         work *= max(math.prod(xs[:-2]), math.prod(ys[:-2]))
-    if (
-        work < SPLIT_MIN_WORK
-        or not getattr(_SCOPE, "depth", 0)
-        or x.dtype != y.dtype
-        or x.dtype.kind not in "fc"
-    ):
+    if not getattr(_SCOPE, "depth", 0):  # eager
+        if (
+            work >= product_threads.MIN_WORK
+            and product_threads.enabled
+            and x.dtype == y.dtype
+            and x.dtype.kind in "fc"
+        ):
+            # OpenBLAS's threads or one thread, whichever was faster lately (busy machines)
+            return product_threads.run(lambda: _plain(x, y, out, bias), work, _controllers)
+        return _plain(x, y, out, bias)
+    if work < SPLIT_MIN_WORK or x.dtype != y.dtype or x.dtype.kind not in "fc":
         return _plain(x, y, out, bias)
     if len(xs) == 2 and len(ys) == 2:
         with openblas_on_sporeling_threads() as switched:
