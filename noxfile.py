@@ -334,7 +334,8 @@ def bench_data(session: nox.Session) -> None:
             install(session, "mindspore")
         except nox.command.CommandFailed:
             session.warn("mindspore did not install: its pipeline will be reported as skipped")
-    session.run("python", "benchmarks/data/run.py", *session.posargs, env=NUMBA_ENV)
+    env = {**NUMBA_ENV, "OPENBLAS_CORETYPE": None, "OPENBLAS_L2_SIZE": None}
+    session.run("python", "benchmarks/data/run.py", *session.posargs, env=env)
 
 
 if __name__ == "__main__":
