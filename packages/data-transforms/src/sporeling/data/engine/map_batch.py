@@ -258,7 +258,8 @@ class _BufferPool:
     array is handed out again only when nothing but the pool refers to it (CPython's
     exact reference count: a batch the consumer holds, or any view, tensor, memoryview
     or DLPack export of it, keeps it out of reuse). At most `limit` arrays are pooled
-    (the batches in flight); beyond that, and on a free-threaded build, arrays are new.
+    (the batches in flight), the most recent ones: a batch the consumer keeps is forgotten
+    once `limit` newer arrays were made. On a free-threaded build nothing is pooled.
     """
 
     def __init__(self, limit: int) -> None:
@@ -275,11 +276,16 @@ class _BufferPool:
         b = np.empty(shape, dtype)
         if len(buffers) < self.limit:
             buffers.append(b)
-        else:  # full: drop a free buffer of another shape, if any, for this one
+        elif self.limit:
+            # full: the new array replaces a free one (of another shape) or else the oldest
+            # (the pool forgets a batch the consumer keeps; it is the consumer's now)
             for k in range(len(buffers)):
                 if sys.getrefcount(buffers[k]) == _FREE_REFS:
-                    buffers[k] = b
+                    del buffers[k]
                     break
+            else:
+                del buffers[0]
+            buffers.append(b)
         return b
 
 
