@@ -2,7 +2,7 @@
 
 The crop box is drawn from the image size in the file's header (the same
 `resized_crop_params` call RandomResizedCrop makes), then the image is decoded (a plain
-colour JPEG by Pillow's decoder into a NumPy buffer, without `Image.open`, and only down
+JPEG by Pillow's decoder into a NumPy buffer, without `Image.open`, and only down
 to the crop's bottom row, as MindSpore's RandomCropDecodeResize stops; see `_jpeg`), in
 Pillow's JPEG draft mode (DCT-domain scaling by 1/2, 1/4 or 1/8) when the crop is at
 least twice the output size in both directions, and the crop is resized straight out of

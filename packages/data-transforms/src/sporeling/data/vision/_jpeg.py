@@ -7,7 +7,7 @@ marker (about 1 us) and drives Pillow's JPEG decoder the way `ImageFile.load` do
 (`Image._getdecoder(mode, "jpeg", (rawmode, ""), (scale, 0))`), so the pixels are
 Pillow's bit for bit (tests/test_vision_fused.py compares them).
 
-`decode_jpeg_rgbx` decodes a colour JPEG into a NumPy buffer of the caller's (Pillow's
+`decode_jpeg_rgbx` decodes a JPEG to RGB into a NumPy buffer of the caller's (Pillow's
 `map_buffer`: no zero-filled Pillow image, no export afterwards) and can stop after the
 top `rows` rows, as MindSpore's `RandomCropDecodeResize` (libjpeg-turbo, reading
 scanlines up to the crop's bottom edge, then `jpeg_destroy_decompress`) does: the rows
@@ -101,12 +101,13 @@ def decode_jpeg(data: Any, header: tuple[int, int, int], scale: int = 1) -> Imag
 def decode_jpeg_rgbx(
     data: Any, header: tuple[int, int, int], scale: int = 1, rows: int | None = None
 ) -> np.ndarray | None:
-    """The top `rows` rows (default: all) of a 3-component JPEG decoded at 1/`scale`, as an
+    """The top `rows` rows (default: all) of a JPEG decoded at 1/`scale` to RGB (libjpeg
+    replicates a grayscale image's values, as Pillow's "L" to "RGB" conversion), as an
     (rows, W, 4) uint8 array whose 4th channel is 255 (Pillow's RGBX storage), or None
-    when this path does not apply (1 component, see also the module docstring). Raises
-    OSError for data the decoder rejects before the last wanted row, or that ends early."""
-    h, w, c = header
-    if c != 3 or not _usable(header):
+    when this path does not apply (see the module docstring). Raises OSError for data the
+    decoder rejects before the last wanted row, or that ends early."""
+    h, w, _ = header
+    if not _usable(header):
         return None
     width, height = (w + scale - 1) // scale, (h + scale - 1) // scale
     rows = height if rows is None else min(max(int(rows), 1), height)
