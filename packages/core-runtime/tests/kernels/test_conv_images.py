@@ -150,8 +150,12 @@ WEIGHT_CASES = [  # float32 weight gradients read from a padded image (microgemm
     ((3, 16, 14, 13), (32, 8, 3, 2), (2, 1), ((2, 1), (0, 1)), (2, 1), 2),
     # batch 1, stride 2 both ways, 48 output channels (a block of 32 and one of 16)
     ((1, 8, 9, 9), (48, 8, 3, 3), (2, 2), ((1, 1), (1, 1)), (1, 2), 1),
-    # 32 channels in (four blocks of 8 rows per tap), 3x3 pad 1, 128 pixels
+    # 32 channels in (channels-last: a block of 32), 3x3 pad 1, 128 pixels
     ((2, 32, 8, 16), (32, 32, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
+    # channels-last: groups of 64 in (two blocks), 8 out, stride 2, dilation, batch 1
+    ((1, 128, 9, 11), (16, 64, 3, 3), (2, 1), ((1, 0), (2, 2)), (1, 2), 2),
+    # channels-last: 96 in (three blocks of 32), 40 out (not blocks of 16: no row path)
+    ((3, 96, 5, 7), (40, 96, 2, 3), (1, 1), ((0, 1), (1, 1)), (2, 1), 1),
     # one-sided pads, a kernel wider than the padded image needs rows of, 1x1 stride 2
     ((2, 8, 6, 7), (16, 8, 2, 4), (1, 1), ((0, 2), (3, 0)), (1, 1), 1),
     ((2, 16, 7, 7), (16, 16, 1, 1), (2, 2), ((0, 0), (0, 0)), (1, 1), 1),
@@ -166,24 +170,33 @@ def test_weight_gradient_from_the_padded_image(case, chunk, monkeypatch):
     shape, wshape, stride, pads, dilation, groups = case
     assert conv_images._implicit_weight_grad(
         np.float32, shape[1] // groups, wshape[0] // groups
-    ) == (microgemm.available())
+    ) == (microgemm.available() and wshape[0] // groups % 16 == 0)
     assert not conv_images._implicit_weight_grad(np.float64, 8, 16)
     assert not conv_images._implicit_weight_grad(np.float32, 4, 16)
     assert not conv_images._implicit_weight_grad(np.float32, 8, 40)
+    assert conv_images._channels_last_weight_grad(
+        np.float32, shape[1] // groups, wshape[0] // groups
+    ) == (microgemm.available() and shape[1] // groups % 32 == 0)
+    assert not conv_images._channels_last_weight_grad(np.float32, 48, 16)
+    assert not conv_images._channels_last_weight_grad(np.float32, 64, 12)
     monkeypatch.setattr(conv_images, "_PIXEL_CHUNK", chunk)
+    test_kernels_match_the_float64_reference(case, np.float32)
+    monkeypatch.setattr(conv_images, "_channels_last_weight_grad", lambda *a: False)
     test_kernels_match_the_float64_reference(case, np.float32)
     monkeypatch.setattr(conv_images, "_implicit_weight_grad", lambda *a: False)
     test_kernels_match_the_float64_reference(case, np.float32)
 
 
-def test_weight_gradient_from_the_padded_image_non_contiguous_and_threads(monkeypatch):
-    """Strided x (read element by element into the padded buffer), several threads each
-    with its own buffer and sum."""
+@pytest.mark.parametrize("channels", [8, 32])
+def test_weight_gradient_from_the_padded_image_non_contiguous_and_threads(channels, monkeypatch):
+    """Strided x (read element by element into the padded buffer; 32 channels: the
+    channels-last copy), several threads each with its own buffer and sum."""
     monkeypatch.setattr(conv_images, "max_blocks", lambda: 3)
     monkeypatch.setattr(conv_images, "PARALLEL_MIN", 0)
     rng = np.random.default_rng(7)
-    x = rng.standard_normal((7, 16, 12, 9)).astype(np.float32).transpose(0, 1, 3, 2)[:, ::2]
-    w = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+    base = rng.standard_normal((7, 2 * channels, 12, 9)).astype(np.float32)
+    x = base.transpose(0, 1, 3, 2)[:, ::2]
+    w = (rng.standard_normal((16, channels, 3, 3)) / channels**0.5).astype(np.float32)
     pads, geo = ((1, 1), (1, 1)), (1, 1, 1, 1, 1, 1)
     want = ref_conv(x, w, (1, 1), pads, (1, 1), 1)
     gy = rng.standard_normal(want.shape).astype(np.float32)

@@ -39,6 +39,7 @@ __all__ = [
     "gemm_rows",
     "pack_cols",
     "pack_rows",
+    "weight_cols",
     "weight_rows",
 ]
 
@@ -270,6 +271,33 @@ def weight_rows(xp_addr, plane, taps, pix, rows, b_addr, ldb, c_addr, n, chunk):
                 if half:
                     uj = np.uint64(full) * u4
                     _apix16(a, plane, po, b0 + uj, ldb, c + uj, n, kc, True)
+
+
+@numba.jit(**_JIT)
+def weight_cols(ap, offs, xq_addr, c_addr, ldc, n, chunk):  # pragma: no cover
+    """Implicit-GEMM weight gradient with the image channels-last: ``C[t, co, :n] += sum_p
+    A[co, p] xq[offs[t, p] + 0:n]`` for ``A`` the output gradient packed by
+    :func:`pack_rows` (``ap``), ``xq`` the padded image (pixels, channels), ``offs[t, p]``
+    the offset of pixel ``p``'s window at tap ``t``, ``C`` (taps, M, ldc) row-major; ``n``
+    a multiple of 16. Pixels in chunks of ``chunk`` (A's block stays in L1 across taps)."""
+    nt, k = offs.shape
+    full = n - n % NR
+    half = n - full >= NR // 2
+    u4 = np.uint64(4)
+    m = ap.shape[0] * MR
+    for p0 in range(0, k, chunk):
+        kc = min(chunk, k - p0)
+        for i in range(ap.shape[0]):
+            a = ap.ctypes.data + np.uint64((i * k + p0) * MR) * u4
+            for t in range(nt):
+                po = offs.ctypes.data + np.uint64(t * k + p0) * np.uint64(8)
+                c = c_addr + np.uint64((t * m + i * MR) * ldc) * u4
+                for j in range(0, full, NR):
+                    uj = np.uint64(j) * u4
+                    _table32(a, 1, MR, xq_addr + uj, po, c + uj, ldc, kc, True)
+                if half:
+                    uj = np.uint64(full) * u4
+                    _table16(a, 1, MR, xq_addr + uj, po, c + uj, ldc, kc, True)
 
 
 @numba.jit(**_JIT)
