@@ -33,7 +33,7 @@ PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
 # Numba's on-disk cache (cache=True kernels), shared by every session and kept across runs.
 NUMBA_ENV = {"NUMBA_CACHE_DIR": str(ROOT / ".nox" / ".numba-cache")}
 PYTEST_DEFAULTS = ["-ra"]
-LINT_TARGETS = ["packages", "shared", "benchmarks", "noxfile.py"]
+LINT_TARGETS = ["packages", "shared", "benchmarks", "docs", "scripts", "README.md", "noxfile.py"]
 
 
 @dataclass(frozen=True)
