@@ -85,6 +85,7 @@ def test_an_idle_machine_keeps_the_blas_threads_and_notices_a_change(monkeypatch
 
 
 def test_size_classes_are_separate_and_small_products_are_not_timed(monkeypatch, fresh):
+    monkeypatch.setattr(product_threads, "enabled", True)
     drive(monkeypatch, 8e-3, 1e-4, 5, work=1 << 22)
     assert list(product_threads._POLICY.stats) == [23]
     x = np.ones((8, 8), np.float32)
@@ -108,6 +109,7 @@ def test_eager_products_equal_numpy_either_way(monkeypatch, fresh, one_thread):
     w = rng.standard_normal((300, 257)).astype(np.float32)
     b = rng.standard_normal(300).astype(np.float32)
     monkeypatch.setattr(product_threads, "MIN_WORK", 1)
+    monkeypatch.setattr(product_threads, "enabled", True)
     st = [1.0, 0.5, True, 1e30] if one_thread else [0.5, 1.0, False, 1e30]
     product_threads._POLICY.stats[(130 * 257 * 300).bit_length()] = st
     before = [lib.get_num_threads() for lib in blas._controllers()]
@@ -119,3 +121,16 @@ def test_eager_products_equal_numpy_either_way(monkeypatch, fresh, one_thread):
         blas.matmul(g.T, x), g.T.astype(np.float64) @ x, rtol=1e-4, atol=1e-3
     )
     assert [lib.get_num_threads() for lib in blas._controllers()] == before
+
+
+def test_off_by_default(monkeypatch, fresh):
+    import importlib
+
+    monkeypatch.delenv("SPORELING_PRODUCT_THREADS", raising=False)
+    try:
+        assert importlib.reload(product_threads).enabled is False
+        monkeypatch.setenv("SPORELING_PRODUCT_THREADS", "measure")
+        assert importlib.reload(product_threads).enabled is True
+    finally:
+        monkeypatch.delenv("SPORELING_PRODUCT_THREADS", raising=False)
+        importlib.reload(product_threads)
