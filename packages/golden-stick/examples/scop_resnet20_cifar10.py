@@ -32,7 +32,14 @@ from sporeling.goldenstick.datasets import load_cifar10
 from sporeling.goldenstick.export import export_network
 from sporeling.goldenstick.models import ResNet20
 from sporeling.goldenstick.pruner import KfConv2d
-from sporeling.goldenstick.workflow import count_flops, evaluate, measure_speed, param_count, train
+from sporeling.goldenstick.workflow import (
+    count_flops,
+    evaluate,
+    measure_speed,
+    param_count,
+    recalibrate_bn,
+    train,
+)
 
 
 def _train_knockoff(net, x, y, epochs: int, lr: float, scale_lr: float, seed: int) -> None:
@@ -75,6 +82,14 @@ def main() -> None:
     p.add_argument("--ft-lr", type=float, default=0.02)
     p.add_argument("--rate", type=float, default=0.45)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--recalibrate-bn",
+        type=int,
+        default=0,
+        metavar="BATCHES",
+        help="after masking, re-estimate the BatchNorm statistics on this many training "
+        "batches of 64 (0: off); the knockoff epoch left them estimated on mixed batches",
+    )
     args = p.parse_args()
     start, cpu0 = time.perf_counter(), time.process_time()
     loads = [os.getloadavg()[0]]
@@ -111,6 +126,10 @@ def main() -> None:
     ft = PrunerFtCompressAlgo({"prune_rate": args.rate})
     masked = ft.apply(kf)
     acc["masked_before_fine_tune"] = evaluate(masked, xv, yv)
+    if args.recalibrate_bn > 0:
+        recalibrate_bn(masked, xt, 64, args.recalibrate_bn)
+        acc["masked_recalibrated"] = evaluate(masked, xv, yv)
+    log(phase="masked", **{k: v for k, v in acc.items() if k.startswith("masked")})
     train(masked, xt, yt, e3, 64, lr3, seed=args.seed + 2)
     train(masked, xt, yt, e4, 64, lr4, seed=args.seed + 3)
     acc["masked"] = evaluate(masked, xv, yv)
@@ -152,6 +171,7 @@ def main() -> None:
                 "cpu_s": round(time.process_time() - cpu0),
                 "export": paths,
                 "train_samples": len(xt),
+                "recalibrate_bn_batches": args.recalibrate_bn,
                 "schedule": _schedule(args),
             }
         )

@@ -12,7 +12,15 @@ import numpy as np
 from sporeling.core import Model, Tensor, nn
 from sporeling.core.train import ArrayDataset
 
-__all__ = ["train", "evaluate", "count_flops", "measure_speed", "param_count", "file_size"]
+__all__ = [
+    "train",
+    "evaluate",
+    "recalibrate_bn",
+    "count_flops",
+    "measure_speed",
+    "param_count",
+    "file_size",
+]
 
 
 def train(
@@ -44,6 +52,52 @@ def evaluate(net: nn.Cell, x: np.ndarray, y: np.ndarray, batch_size: int = 256) 
         out = net(Tensor(x[i : i + batch_size])).asnumpy()
         correct += int((out.argmax(-1) == y[i : i + batch_size]).sum())
     return correct / max(len(x), 1)
+
+
+def recalibrate_bn(
+    net: nn.Cell, x: np.ndarray, batch_size: int = 64, num_batches: int | None = None
+) -> nn.Cell:
+    """Re-estimate every BatchNorm's moving statistics by forward passes in train mode.
+
+    After masking or pruning (or knockoff training, whose batches mix in knockoff
+    features) the moving statistics describe activations the network no longer
+    produces. The old statistics are dropped: batch ``i`` (from 0) is weighed by
+    ``1 / (i + 1)``, so afterwards ``moving_mean`` is the average of the batch means and
+    ``moving_variance`` that of the unbiased batch variances of the (first
+    ``num_batches``) batches of ``x`` in order. Weights, momenta and the train/eval
+    mode are left as they were; no gradient is computed."""
+    if batch_size <= 0:
+        raise ValueError(
+            f"recalibrate_bn: argument 'batch_size' expected a positive int, got {batch_size!r}"
+        )
+    if num_batches is not None and num_batches <= 0:
+        raise ValueError(
+            f"recalibrate_bn: argument 'num_batches' expected a positive int or None, "
+            f"got {num_batches!r}"
+        )
+    norms = [
+        c
+        for _, c in net.cells_and_names()
+        if isinstance(c, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d))
+    ]
+    if not norms or len(x) == 0:
+        return net
+    starts = list(range(0, len(x), batch_size))[:num_batches]
+    momenta = [bn.momentum for bn in norms]
+    was_training = net.training
+    net.set_train(True)
+    try:
+        for i, start in enumerate(starts):
+            for bn in norms:
+                bn.momentum = 1.0 - 1.0 / (
+                    i + 1
+                )  # moving = momentum * moving + (1 - momentum) * batch
+            net(Tensor(x[start : start + batch_size]))
+    finally:
+        for bn, m in zip(norms, momenta, strict=True):
+            bn.momentum = m
+        net.set_train(was_training)
+    return net
 
 
 def param_count(net: nn.Cell) -> int:
