@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import hashlib
+import inspect
 import os
 import shutil
 import types
@@ -20,7 +22,7 @@ from typing import Any
 from sporeling.core import Tensor, nn, ops, save_checkpoint
 from sporeling.core.rewrite import SymbolTree, TreeNodeHelper
 
-from . import deploy_runtime
+from . import deploy_runtime, runtime_loader
 from .layer_spec import UnsupportedLayer, layer_source
 
 __all__ = ["export_network", "network_source", "UnsupportedLayer"]
@@ -39,27 +41,20 @@ import numpy as np
 from sporeling.core import Parameter, load_checkpoint, load_param_into_net, nn
 '''
 
-# the deploy layers (int8, bit-packed), loaded from the copy of deploy_runtime.py beside
-# the model, under a name of its own: no golden stick import
-_RUNTIME_LOADER = """
-def _load_runtime():
-    import hashlib
-    import importlib.util
-    import sys
+# the deploy layers (int8, bit-packed): the runtime file beside the model, checked against
+# its hash and run from one shared per-user copy (one Numba cache for every export; see
+# runtime_loader), with no golden stick import
+_RUNTIME_CALL = """
 
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), {file!r})
-    with open(path, "rb") as fh:  # one module per content: exports of a version share it
-        name = "sporeling_gs_runtime_" + hashlib.sha256(fh.read()).hexdigest()[:16]
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-gsrt = _load_runtime()
+gsrt = _gs_load_runtime(os.path.dirname(os.path.abspath(__file__)), {file!r}, {sha256!r})
 """
+
+
+def _runtime_loader_source() -> str:
+    with open(deploy_runtime.__file__, "rb") as fh:
+        digest = hashlib.sha256(fh.read()).hexdigest()
+    funcs = "\n\n".join(inspect.getsource(fn) for fn in runtime_loader.LOADER_FUNCTIONS)
+    return "\n\n" + funcs + _RUNTIME_CALL.format(file=RUNTIME_FILE, sha256=digest)
 
 
 class _Writer:
@@ -228,7 +223,7 @@ def network_source(network: nn.Cell, name: str = "model") -> str:
     imports = "\n".join(sorted(set(writer.imports.values())))
     parts = [_HEADER.format(name=name)]
     if writer.runtime:
-        parts.append(_RUNTIME_LOADER.format(file=RUNTIME_FILE))
+        parts.append(_runtime_loader_source())
     if imports:
         parts.append(imports + "\n")
     parts += ["\n" + c for c in writer.classes]
@@ -268,7 +263,7 @@ def export_network(network: nn.Cell, directory: str, name: str = "model") -> dic
         fh.write(source)
     os.replace(tmp, py)
     paths = {"description": py}
-    if "gsrt = _load_runtime()" in source:
+    if "\ngsrt = _gs_load_runtime(" in source:
         runtime = os.path.join(directory, RUNTIME_FILE)
         shutil.copyfile(deploy_runtime.__file__, runtime + ".tmp")
         os.replace(runtime + ".tmp", runtime)
