@@ -89,9 +89,8 @@ def recalibrate_bn(
     try:
         for i, start in enumerate(starts):
             for bn in norms:
-                bn.momentum = 1.0 - 1.0 / (
-                    i + 1
-                )  # moving = momentum * moving + (1 - momentum) * batch
+                # moving = momentum * moving + (1 - momentum) * batch
+                bn.momentum = 1.0 - 1.0 / (i + 1)
             net(Tensor(x[start : start + batch_size]))
     finally:
         for bn, m in zip(norms, momenta, strict=True):
