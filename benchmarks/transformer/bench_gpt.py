@@ -141,10 +141,15 @@ def generation(new_tokens: int, layers: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer repeats, 4 layers for generation")
+    ap.add_argument("--only", choices=("training", "generation"), help="run one of the two")
+    ap.add_argument("--layers", type=int, help="generation's layers (default 12, 4 with --quick)")
     args = ap.parse_args()
     print(f"load average {os.getloadavg()}, cpus {os.cpu_count()}")
-    training(3 if args.quick else 10)
-    generation(16 if args.quick else 32, 4 if args.quick else 12)
+    if args.only != "generation":
+        training(3 if args.quick else 10)
+    if args.only != "training":
+        layers = args.layers or (4 if args.quick else 12)
+        generation(16 if args.quick else 32, layers)
 
 
 if __name__ == "__main__":

@@ -236,13 +236,16 @@ class GPT(nn.Cell):
         batch_valid_length: Tensor | None = None,
     ) -> Any:
         out = self.backbone(input_ids, input_mask, input_position, init_reset, batch_valid_length)
-        hidden, table = out[0], out[2]
-        h = ops.reshape(hidden, (-1, self.config.embedding_size))
-        dt = table.dtype
-        logits = ops.matmul(ops.cast(h, dt), ops.transpose(table, (1, 0)))
+        logits = self.head(out[0], out[2])
         if self.backbone.use_moe:
             return logits, out[3]
         return logits
+
+    def head(self, hidden: Tensor, table: Tensor) -> Tensor:
+        """The tied head: logits ``(rows, vocab)`` of hidden states ``(..., embedding)``
+        (generation applies it to each row's last position only)."""
+        h = ops.reshape(hidden, (-1, self.config.embedding_size))
+        return ops.matmul(ops.cast(h, table.dtype), ops.transpose(table, (1, 0)))
 
 
 class GPTWithLoss(nn.Cell):
