@@ -9,8 +9,6 @@ it every step recomputes the whole window (the reference the cache is tested aga
 
 from __future__ import annotations
 
-import functools
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -93,7 +91,6 @@ def generate(
     done = np.zeros(b, bool)
     was_training = model.training
     model.set_train(False)
-    threads = _StepThreads()
     try:
         with no_grad():
             last = _window_logits(model, ids, valid, first=True)
@@ -123,8 +120,8 @@ def generate(
                 nxt = np.where(done, 0, nxt).astype(np.int32)
                 if cfg.use_past:
                     pos = np.minimum(valid, S - 1).astype(np.int32)
-                    logits = threads(
-                        model, Tensor(nxt[:, None]), None, Tensor(pos[:, None]), False, Tensor(pos)
+                    logits = model(
+                        Tensor(nxt[:, None]), None, Tensor(pos[:, None]), False, Tensor(pos)
                     )
                     last = _logits_array(logits).reshape(b, -1)
                     valid = valid + (~done)
@@ -173,46 +170,6 @@ def _last_rows_head(model: Any) -> bool:
     from .models.gpt import GPT
 
     return isinstance(model, GPT) and not model.backbone.use_moe
-
-
-class _StepThreads:
-    """Runs each one-token decode step on the BLAS's threads or on one thread, whichever
-    measured faster lately. A step's products are matrix-vector ones of a few MB each: on a
-    busy machine OpenBLAS's second thread waits for a core (a 2-layer GPT-2-small step took
-    111 ms on its threads against 19 ms on one, load 1.5 on 2 cores); on an idle one the
-    threads may win. The way not chosen is tried again every ``PROBE_EVERY`` steps."""
-
-    PROBE_EVERY = 8
-
-    def __init__(self) -> None:
-        self.last = {False: 0.0, True: 0.0}  # one thread? -> the latest step's seconds
-        self.steps = 0
-
-    def __call__(self, step: Any, *args: Any) -> Any:
-        """``step(*args)``, timed."""
-        n = self.steps
-        self.steps += 1
-        if n < 2:
-            one = n == 1  # measure both ways first
-        else:
-            one = self.last[True] < self.last[False]
-            if n % self.PROBE_EVERY == 0:
-                one = not one
-        t0 = time.perf_counter()
-        if one:
-            with _blas_controller().limit(limits=1, user_api="blas"):
-                out = step(*args)
-        else:
-            out = step(*args)
-        self.last[one] = time.perf_counter() - t0
-        return out
-
-
-@functools.cache
-def _blas_controller() -> Any:
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
 
 
 def generate_seq2seq(
