@@ -14,6 +14,10 @@ from sporeling.core import communication as comm
 mode, stamp = sys.argv[1], sys.argv[2]
 comm.init()
 if comm.get_rank() == 1:
+    # Let the launcher's exit watcher see both ranks alive first (it polls every 0.05 s):
+    # a rank gone before it was ever seen cannot be ordered, and under a loaded CI the
+    # watcher then named rank 0 (1 run of 4).
+    time.sleep(1.0)
     with open(stamp, "w") as f:
         f.write(repr(time.time()))
     if mode == "raise":
