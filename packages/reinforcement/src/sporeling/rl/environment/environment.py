@@ -24,10 +24,12 @@ class Environment:
         return {}
 
     def reset(self) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement reset() -> state")
 
     def step(self, action: Any) -> tuple[Any, Any, Any]:
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement step(action) -> (state, reward, done)"
+        )
 
     def close(self) -> bool:
         return True
