@@ -159,7 +159,36 @@ WEIGHT_CASES = [  # float32 weight gradients read from a padded image (microgemm
     # one-sided pads, a kernel wider than the padded image needs rows of, 1x1 stride 2
     ((2, 8, 6, 7), (16, 8, 2, 4), (1, 1), ((0, 2), (3, 0)), (1, 1), 1),
     ((2, 16, 7, 7), (16, 16, 1, 1), (2, 2), ((0, 0), (0, 0)), (1, 1), 1),
+    # channels-last with a kernel row's taps as one run (one group, no width dilation):
+    # 16 channels 3x3 (rows of 48: a block of 32 and one of 16), 90 pixels
+    ((2, 16, 9, 10), (16, 16, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
+    # stride 2, dilation 2 over rows, one-sided pads, 24 out, batch 1
+    ((1, 16, 11, 9), (24, 16, 3, 3), (2, 2), ((2, 1), (1, 0)), (2, 1), 1),
+    # a 2x2 kernel (rows of 32), 8 out
+    ((3, 16, 6, 7), (8, 16, 2, 2), (1, 1), ((0, 1), (1, 0)), (1, 1), 1),
+    # width dilation: taps not adjacent, so 16 channels stay on the row path
+    ((2, 16, 7, 8), (16, 16, 3, 3), (1, 1), ((1, 1), (2, 2)), (1, 2), 1),
 ]
+
+
+def test_which_weight_gradients_merge_a_kernel_rows_taps():
+    """One group, no dilation along the width, input channels in blocks of 16: the row's
+    taps as one run of KW * C_in; else per tap (channels per group in blocks of 32) or no
+    channels-last copy at all."""
+    if not microgemm.available():
+        pytest.skip("no AVX-512: no micro-kernel paths")
+    one, dil_w = (1, 1, 1, 1, 1, 1), (1, 1, 1, 1, 1, 2)
+    f32 = np.float32
+    assert conv_images._weight_cols_width(f32, one, 1, 16, 16, 3) == (48, True)
+    assert conv_images._weight_cols_width(f32, one, 1, 32, 64, 3) == (96, True)
+    assert conv_images._weight_cols_width(f32, one, 1, 16, 8, 2) == (32, True)
+    assert conv_images._weight_cols_width(f32, dil_w, 1, 16, 16, 3) == (0, False)
+    assert conv_images._weight_cols_width(f32, dil_w, 1, 32, 16, 3) == (32, False)
+    assert conv_images._weight_cols_width(f32, one, 2, 64, 16, 3) == (32, False)
+    assert conv_images._weight_cols_width(f32, one, 1, 16, 16, 1) == (0, False)  # 16 wide
+    assert conv_images._weight_cols_width(f32, one, 1, 8, 16, 3) == (0, False)
+    assert conv_images._weight_cols_width(f32, one, 1, 16, 12, 3) == (0, False)
+    assert conv_images._weight_cols_width(np.float64, one, 1, 16, 16, 3) == (0, False)
 
 
 @pytest.mark.parametrize("chunk", [16, 128])
@@ -181,15 +210,24 @@ def test_weight_gradient_from_the_padded_image(case, chunk, monkeypatch):
     assert not conv_images._channels_last_weight_grad(np.float32, 64, 12)
     monkeypatch.setattr(conv_images, "_PIXEL_CHUNK", chunk)
     test_kernels_match_the_float64_reference(case, np.float32)
-    monkeypatch.setattr(conv_images, "_channels_last_weight_grad", lambda *a: False)
+    merged = conv_images._weight_cols_width
+    per_tap = conv_images._channels_last_weight_grad
+    if merged(np.float32, (*stride, 0, 0, *dilation), groups, shape[1], wshape[0] // groups, 3)[1]:
+        # the same gradient with one offset per tap (rows of C_in), as groups > 1 take it
+        def taps_apart(dtype, geo, groups, cin, cog, kw):
+            return (cin, False) if per_tap(dtype, cin, cog) else (0, False)
+
+        monkeypatch.setattr(conv_images, "_weight_cols_width", taps_apart)
+        test_kernels_match_the_float64_reference(case, np.float32)
+    monkeypatch.setattr(conv_images, "_weight_cols_width", lambda *a: (0, False))
     test_kernels_match_the_float64_reference(case, np.float32)
     monkeypatch.setattr(conv_images, "_implicit_weight_grad", lambda *a: False)
     test_kernels_match_the_float64_reference(case, np.float32)
 
 
-@pytest.mark.parametrize("channels", [8, 32])
+@pytest.mark.parametrize("channels", [8, 16, 32])
 def test_weight_gradient_from_the_padded_image_non_contiguous_and_threads(channels, monkeypatch):
-    """Strided x (read element by element into the padded buffer; 32 channels: the
+    """Strided x (read element by element into the padded buffer; 16 and 32 channels: the
     channels-last copy), several threads each with its own buffer and sum."""
     monkeypatch.setattr(conv_images, "max_blocks", lambda: 3)
     monkeypatch.setattr(conv_images, "PARALLEL_MIN", 0)
