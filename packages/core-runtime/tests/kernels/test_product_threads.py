@@ -1,6 +1,8 @@
-"""The eager products' thread choice (kernels/cpu/product_threads.py), on a scripted clock:
-which way each call takes, when probes run, that the BLAS's thread count is restored, and
-that results equal NumPy's either way. No timing is measured."""
+"""The eager products' thread choice (kernels/cpu/product_threads.py): the default ``load``
+mode on scripted CPU counters (how many threads the other processes leave room for, the
+margins, the reading interval), the ``measure`` mode on a scripted clock (which way each call
+takes, when probes run), that the BLAS's thread count is restored, and that results equal
+NumPy's either way. No timing is measured."""
 
 import numpy as np
 import pytest
@@ -43,6 +45,7 @@ class Clock:
 @pytest.fixture
 def fresh(monkeypatch):
     product_threads.reset()
+    monkeypatch.setattr(product_threads, "MODE", "measure")  # (the load mode: below)
     yield
     product_threads.reset()
 
@@ -123,14 +126,144 @@ def test_eager_products_equal_numpy_either_way(monkeypatch, fresh, one_thread):
     assert [lib.get_num_threads() for lib in blas._controllers()] == before
 
 
-def test_off_by_default(monkeypatch, fresh):
+def test_modes_from_the_environment(monkeypatch):
     import importlib
 
-    monkeypatch.delenv("SPORELING_PRODUCT_THREADS", raising=False)
     try:
-        assert importlib.reload(product_threads).enabled is False
+        monkeypatch.delenv("SPORELING_PRODUCT_THREADS", raising=False)
+        mod = importlib.reload(product_threads)
+        assert mod.MODE == "load" and mod.enabled is True
         monkeypatch.setenv("SPORELING_PRODUCT_THREADS", "measure")
-        assert importlib.reload(product_threads).enabled is True
+        assert importlib.reload(product_threads).MODE == "measure"
+        monkeypatch.setenv("SPORELING_PRODUCT_THREADS", "blas")
+        assert importlib.reload(product_threads).enabled is False
+        monkeypatch.setenv("SPORELING_PRODUCT_THREADS", "fast")
+        with pytest.raises(ValueError, match="SPORELING_PRODUCT_THREADS.*'fast'"):
+            importlib.reload(product_threads)
     finally:
         monkeypatch.delenv("SPORELING_PRODUCT_THREADS", raising=False)
         importlib.reload(product_threads)
+
+
+class Counters:
+    """Scripted ``/proc/stat`` and ``os.times``: ``advance(seconds, own, foreign)`` moves the
+    machine's busy and total ticks (100 a second per CPU) and this process's CPU seconds."""
+
+    def __init__(self, cpus=2):
+        self.cpus, self.busy, self.total, self.own_s = cpus, 0, 0, 0.0
+        self.reads = 0
+        self.broken = False
+
+    def read(self):
+        self.reads += 1
+        return None if self.broken else (self.busy, self.total)
+
+    def own(self):
+        return self.own_s
+
+    def advance(self, seconds, own, foreign):
+        self.total += round(100 * seconds * self.cpus)
+        self.busy += round(100 * seconds * (own + foreign))
+        self.own_s += seconds * own
+
+
+def load_after(c, steps, now=0.0, load=None):
+    """Feed ``steps`` of (seconds, own cores, foreign cores) to a ForeignLoad; return it."""
+    load = load or product_threads.ForeignLoad(c.read, c.own, cpus=c.cpus, tick=0.01)
+    load.limit(now)
+    for seconds, own, foreign in steps:
+        c.advance(seconds, own, foreign)
+        now += seconds
+        load.limit(now)
+    return load
+
+
+def test_load_idle_machine_and_own_threads_keep_every_thread():
+    c = Counters()
+    # this process busy on both cores (its BLAS threads, Numba, PyTorch in a benchmark)
+    load = load_after(c, [(0.2, 2.0, 0.0), (0.2, 1.0, 0.1), (0.2, 0.0, 0.2)])
+    assert load.allowed == 2 and load.foreign == pytest.approx(0.2)
+
+
+def test_load_a_busy_neighbour_takes_a_thread_with_margins():
+    c = Counters()
+    load = load_after(c, [(0.2, 1.0, 1.0)])
+    assert load.foreign == pytest.approx(1.0) and load.allowed == 1
+    load = load_after(c, [(0.2, 1.0, 0.4)], now=1.0, load=load)
+    assert load.allowed == 1  # back to two only below 0.25 foreign cores
+    load = load_after(c, [(0.2, 1.0, 0.2)], now=2.0, load=load)
+    assert load.allowed == 2
+    load = load_after(c, [(0.2, 1.0, 0.45)], now=3.0, load=load)
+    assert load.allowed == 2  # fewer only from half a foreign core
+    load = load_after(c, [(0.2, 1.0, 0.6)], now=4.0, load=load)
+    assert load.allowed == 1
+    c4 = Counters(cpus=4)
+    assert load_after(c4, [(0.2, 1.0, 2.0)]).allowed == 2
+    assert load_after(c4, [(0.2, 0.0, 4.0)]).allowed == 1  # never fewer than one
+
+
+def test_load_reads_the_counters_at_most_every_interval_and_needs_enough_ticks():
+    c = Counters()
+    load = product_threads.ForeignLoad(c.read, c.own, cpus=2, tick=0.01)
+    for i in range(100):  # 100 products within 0.05 s: one reading
+        load.limit(i * 5e-4)
+    assert c.reads == 1
+    c.advance(0.01, 0.0, 2.0)  # 2 ticks per CPU: too few to tell, ignored
+    load.limit(0.2)
+    assert c.reads == 2 and load.allowed == 2
+    c.advance(0.2, 0.0, 2.0)
+    load.limit(0.4)
+    assert load.allowed == 1
+
+
+def test_load_without_counters_keeps_the_blas_threads():
+    c = Counters()
+    c.broken = True
+    load = load_after(c, [(0.2, 0.0, 2.0)])
+    assert load.allowed == 2 and not load.available
+
+
+def test_load_reader_on_this_machine():
+    got = product_threads._read_proc_stat()
+    if got is None:
+        pytest.skip("no /proc/stat here")
+    busy, total = got
+    assert 0 <= busy <= total and product_threads._own_seconds() >= 0
+
+
+def test_load_mode_runs_products_on_the_allowed_threads(monkeypatch):
+    c = Counters()
+    monkeypatch.setattr(product_threads, "MODE", "load")
+    monkeypatch.setattr(
+        product_threads, "_LOAD", product_threads.ForeignLoad(c.read, c.own, cpus=2, tick=0.01)
+    )
+    now = [0.0]
+    monkeypatch.setattr(product_threads, "_clock", lambda: now[0])
+    lib = FakeLib(2)
+    seen = []
+    product = lambda: seen.append(lib.n)  # noqa: E731
+    product_threads.run(product, 1 << 22, lambda: [lib])
+    c.advance(0.2, 1.0, 1.0)
+    now[0] = 0.2
+    product_threads.run(product, 1 << 22, lambda: [lib])
+    c.advance(0.2, 1.0, 0.0)
+    now[0] = 0.4
+    product_threads.run(product, 1 << 22, lambda: [lib])
+    assert seen == [2, 1, 2] and lib.n == 2
+    lib1 = FakeLib(1)  # a BLAS held to one thread is left alone
+    product_threads.run(lambda: seen.append(lib1.n), 1 << 22, lambda: [lib1])
+    assert seen[-1] == 1 and lib1.n == 1
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(4, 4, 4), (8, 1 << 16, 8), (1, 1 << 22, 1)])
+def test_small_results_of_long_products_reach_the_thread_choice(monkeypatch, m, k, n):
+    calls = []
+    real = product_threads.run
+    monkeypatch.setattr(product_threads, "enabled", True)
+    monkeypatch.setattr(product_threads, "run", lambda p, w, c: calls.append(w) or real(p, w, c))
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    y = rng.standard_normal((k, n)).astype(np.float32)
+    got = blas.matmul(x, y)
+    np.testing.assert_allclose(got, x.astype(np.float64) @ y, rtol=1e-4, atol=1e-2)
+    assert calls == ([] if m * k * n < product_threads.MIN_WORK else [m * k * n])

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import dtype as _dt
 from .._primitive import _STATE, Primitive, ShapedArray
-from ..kernels.cpu import blas
+from ..kernels.cpu import blas, product_threads
 from ..tensor import Tensor
 from ._batch_rules import matmul_rule
 from ._core import broadcast_shapes, sum_to, transpose
@@ -83,6 +83,7 @@ def _matmul_specialize(impl: Any, arrays: list[Any], params: dict[str, Any]) -> 
         or x.ndim != 2
         or y.ndim != 2
         or x.shape[0] * y.shape[1] >= blas.SMALL_DOT
+        or x.shape[0] * x.shape[1] * y.shape[1] >= product_threads.MIN_WORK
     ):
         return None
     return np.ndarray.dot

@@ -14,7 +14,8 @@ saves it, the last one out restores it, through threadpoolctl, which finds NumPy
 OpenBLAS, MKL, BLIS). Eager products, smaller products (below :data:`SPLIT_MIN_WORK`),
 integer/bool or 1-d operands, and a BLAS that cannot be controlled run NumPy's ``matmul``
 as it is; eager products from :data:`.product_threads.MIN_WORK` multiply-adds run it on
-OpenBLAS's threads or on one thread, whichever :mod:`.product_threads` measured faster.
+as many of OpenBLAS's threads as the other processes' load leaves cores for
+(:mod:`.product_threads`).
 """
 
 from __future__ import annotations
@@ -113,9 +114,17 @@ def matmul(
     xs, ys = x.shape, y.shape
     if len(xs) < 2 or len(ys) < 2:
         return _plain(x, y, out, bias)
-    if len(xs) == 2 and len(ys) == 2 and out is None and bias is None and xs[0] * ys[1] < SMALL_DOT:
+    if (
+        len(xs) == 2
+        and len(ys) == 2
+        and out is None
+        and bias is None
+        and xs[0] * ys[1] < SMALL_DOT
+        and xs[0] * xs[1] * ys[1] < product_threads.MIN_WORK
+    ):
         # small matrices: ndarray.dot runs the same GEMM without the matmul ufunc's
-        # dispatch (0.3 vs 0.65 us for 4x4, benchmarks/bench_dispatch.py)
+        # dispatch (0.3 vs 0.65 us for 4x4, benchmarks/bench_dispatch.py); a small result
+        # of a long product (large K) goes on, to the thread choice below
         return x.dot(y)
     # an upper bound of the multiply-adds, from Python ints (tiny products stay ~1 us)
     work = xs[-2] * xs[-1] * ys[-1]
@@ -128,7 +137,7 @@ def matmul(
             and x.dtype == y.dtype
             and x.dtype.kind in "fc"
         ):
-            # OpenBLAS's threads or one thread, whichever was faster lately (busy machines)
+            # fewer BLAS threads while other processes keep the cores busy
             return product_threads.run(lambda: _plain(x, y, out, bias), work, _controllers)
         return _plain(x, y, out, bias)
     if work < SPLIT_MIN_WORK or x.dtype != y.dtype or x.dtype.kind not in "fc":
