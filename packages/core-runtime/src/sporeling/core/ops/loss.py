@@ -420,6 +420,22 @@ def _sxent_grad_impl(xp: Any, x: Any, idx: Any) -> Any:
     return e
 
 
+def _sxent_cpu(xp: Any, x: Any, idx: Any) -> Any:
+    """:func:`_sxent_impl` as one fused row kernel (one read of the logits, threads)."""
+    from ..kernels.cpu.softmax import sparse_xent_mean
+
+    _check_range(xp, idx, x.shape[1], _SXENT)
+    return sparse_xent_mean(x if x.dtype in (np.float32, np.float64) else x.astype(np.float32), idx)
+
+
+def _sxent_grad_cpu(xp: Any, x: Any, idx: Any) -> Any:
+    """:func:`_sxent_grad_impl` as one fused row kernel (exp, scale and the one-hot at once)."""
+    from ..kernels.cpu.softmax import sparse_xent_grad
+
+    _check_range(xp, idx, x.shape[1], _SXENT)
+    return sparse_xent_grad(x if x.dtype in (np.float32, np.float64) else x.astype(np.float32), idx)
+
+
 def _sxent_grad_vjp(g: Tensor, x: Tensor, idx: Tensor, *, out: Tensor) -> tuple[Any, Any]:
     # d/dx of softmax(x)/N applied to g: p * (g - sum(g * p)) / N, p = softmax(x)
     def dx() -> Tensor:
@@ -436,6 +452,7 @@ sparse_xent_grad_p = Primitive(
     "opaque",
     lambda x, idx: ShapedArray(x.shape, _pick_abstract(x, idx, axis=1, op=_SXENT).dtype),
     impl=_sxent_grad_impl,
+    cpu=_sxent_grad_cpu,
     vjp=_sxent_grad_vjp,
 )
 #: the batch mean of the cross entropy of logits (N, C) and class indices (N,) as one op:
@@ -446,6 +463,7 @@ sparse_xent_p = Primitive(
     "opaque",
     _sxent_abstract,
     impl=_sxent_impl,
+    cpu=_sxent_cpu,
     vjp=lambda g, x, idx, *, out: (lambda: sparse_xent_grad_p.bind(x, idx) * g, None),
 )
 
