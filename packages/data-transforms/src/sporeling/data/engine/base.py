@@ -141,6 +141,27 @@ def default_workers() -> int:
         return 1
 
 
+class DeferredArray:
+    """A map output computed only when a batch stacks it: `write_into` writes the values
+    straight into the batch array's row (no array of its own, no copy into the batch).
+    A map makes these only for a batch directly above it that stacks the column
+    (`MapDataset._stream(..., defer=True)`); anything else converts it with `np.asarray`."""
+
+    __slots__ = ("dtype", "shape")
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype) -> None:
+        self.shape = shape
+        self.dtype = dtype
+
+    def write_into(self, out: np.ndarray) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must define write_into()")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = np.empty(self.shape, self.dtype)
+        self.write_into(out)
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+
 def to_numpy(value: Any) -> Any:
     """A column value as NumPy (PIL images and Tensors converted, arrays kept)."""
     if isinstance(value, np.ndarray):
@@ -235,9 +256,11 @@ def pooled(
     processes: bool,
     max_rowsize: float,
     tasks: Iterator[tuple[Any, tuple[Any, ...], Any]],
+    overlap: bool = False,
 ) -> Iterator[tuple[Any, Any]]:
-    """Run ``tasks`` through one of ``node``'s pools (returned to the run when done)."""
-    pool = run.acquire(node, lambda: WorkerPool(fn, workers, processes, max_rowsize))
+    """Run ``tasks`` through one of ``node``'s pools (returned to the run when done);
+    ``overlap``: a single worker moves heavy rows to its own thread (`workers._InlineRunner`)."""
+    pool = run.acquire(node, lambda: WorkerPool(fn, workers, processes, max_rowsize, overlap))
     gen = pool.imap(tasks)
     try:
         yield from gen

@@ -15,6 +15,7 @@ from .base import (
     INT32_MAX,
     BatchInfo,
     Dataset,
+    DeferredArray,
     Item,
     PipelineError,
     Row,
@@ -54,6 +55,12 @@ def _fuse(chain: list[Callable[..., Any]]) -> list[Callable[..., Any]]:
     return fuse_operations(chain)
 
 
+def _deferring(op: Any) -> Any:
+    """`op` as a variant that returns `DeferredArray`s where it can, else None."""
+    make = getattr(op, "deferring", None)
+    return make() if callable(make) else None
+
+
 def _fusion_enabled() -> bool:
     from .. import config
 
@@ -77,7 +84,7 @@ class _RowFunction:
                 f"the operations gave {len(values)} value(s) but output_columns has "
                 f"{self.n_out}: {self.names}"
             )
-        return tuple(to_numpy(v) for v in values)
+        return tuple(v if isinstance(v, DeferredArray) else to_numpy(v) for v in values)
 
 
 def _place(
@@ -155,6 +162,12 @@ class MapDataset(Dataset):
         fused = _fuse(chain)
         self._fn_fused = _RowFunction(fused, len(outputs), outputs)
         self._fn = self._fn_fused if len(fused) < len(chain) else self._fn_unfused
+        # For a batch right above that stacks the rows: the last fused op may leave its
+        # output to be written straight into the batch array (`DeferredArray`).
+        last = _deferring(fused[-1]) if fused else None
+        self._fn_deferred = (
+            _RowFunction([*fused[:-1], last], len(outputs), outputs) if last is not None else None
+        )
 
     def get_col_names(self) -> list[str]:
         return list(self._cols)
@@ -171,9 +184,11 @@ class MapDataset(Dataset):
             full = tuple(full[i] for i in self._order)
         return full
 
-    def _stream(self, run: Run, epoch: int, start: int) -> Iterator[Item]:
+    def _stream(self, run: Run, epoch: int, start: int, defer: bool = False) -> Iterator[Item]:
+        """The mapped rows; `defer` (a stacking batch right above, see `BatchDataset`): the
+        outputs may be `DeferredArray`s, which that batch writes into its arrays."""
         if self.on_error == "skip" and start:
-            yield from drop(self._stream(run, epoch, 0), start)
+            yield from drop(self._stream(run, epoch, 0, defer), start)
             return
         child = self.children[0]
         in_idx = self._in_idx
@@ -184,6 +199,9 @@ class MapDataset(Dataset):
                 yield run.row_key(self, epoch, i), tuple(row[j] for j in in_idx), (row, origin, i)
 
         fn = self._fn if _fusion_enabled() else self._fn_unfused
+        processes = self.python_multiprocessing and self._workers() > 1
+        if defer and fn is self._fn_fused and self._fn_deferred is not None and not processes:
+            fn = self._fn_deferred
         stream = pooled(
             run,
             self,
@@ -192,6 +210,7 @@ class MapDataset(Dataset):
             self.python_multiprocessing,
             self.max_rowsize,
             tasks(),
+            overlap=True,
         )
         for (row, origin, i), out in stream:
             if isinstance(out, TaskFailure):
@@ -311,7 +330,7 @@ class _Stacker:
         if k == 0:
             self.columns = [
                 self._empty((self.size, *v.shape), v.dtype)
-                if isinstance(v, np.ndarray) and not v.dtype.hasobject
+                if isinstance(v, np.ndarray | DeferredArray) and not v.dtype.hasobject
                 else None
                 for v in row
             ]
@@ -321,6 +340,8 @@ class _Stacker:
                 continue
             if isinstance(v, np.ndarray) and v.shape == buf.shape[1:] and v.dtype == buf.dtype:
                 buf[k] = v
+            elif isinstance(v, DeferredArray) and v.shape == buf.shape[1:] and v.dtype == buf.dtype:
+                v.write_into(buf[k])
             else:
                 self.columns[c] = None
 
@@ -508,10 +529,18 @@ class BatchDataset(Dataset):
         else:
             base, child_start = start, start * self.batch_size
 
+        stack = self.per_batch_map is None and self.pad_info is None
+        workers = self.num_parallel_workers or 1
+
         def tasks() -> Iterator[tuple[Any, tuple[Any, ...], Any]]:
-            rows_iter = iter(child._stream(run, epoch, child_start))
+            if isinstance(child, MapDataset) and stack:
+                # rows go to `_Stacker` (below): a map may leave them as `DeferredArray`s
+                # (rows a stacked column drops are converted by `_BatchFunction`)
+                defer = not (self.python_multiprocessing and workers > 1)
+                rows_iter = iter(child._stream(run, epoch, child_start, defer=defer))
+            else:
+                rows_iter = iter(child._stream(run, epoch, child_start))
             b = base
-            stack = self.per_batch_map is None and self.pad_info is None
             # batches in flight: the prefetch queue, one per worker, the consumer's
             pool = _BufferPool(_config().get_prefetch_size() + (self.num_parallel_workers or 1) + 2)
             while True:
@@ -530,7 +559,6 @@ class BatchDataset(Dataset):
                 yield run.row_key(self, epoch, b), (b, epoch, rows, stacked), (b, origin)
                 b += 1
 
-        workers = self.num_parallel_workers or 1
         stream = pooled(
             run, self, self._fn, workers, self.python_multiprocessing, self.max_rowsize, tasks()
         )

@@ -38,12 +38,13 @@ from typing import Any
 import numpy as np
 
 from sporeling.data import config
+from sporeling.data.engine.base import DeferredArray
 from sporeling.data.transforms._base import Transform, _Resolved
 from sporeling.data.vision._convert import HWC2CHW, Normalize
 from sporeling.data.vision._decode import Decode
 from sporeling.data.vision._decode_crop import decode_resized_crop
 from sporeling.data.vision._geometry import RandomHorizontalFlip, RandomResizedCrop
-from sporeling.data.vision.kernels.layout import normalize_chw
+from sporeling.data.vision.kernels.layout import normalize_chw, normalize_chw_lut, normalize_lut
 
 __all__ = ["FusedDecodeResizedCrop", "FusedNormalizeCHW", "fuse_operations"]
 
@@ -84,21 +85,59 @@ class FusedDecodeResizedCrop:
 
 
 def _chw_input(x: Any) -> bool:
-    return (
-        isinstance(x, np.ndarray)
-        and x.ndim in (2, 3)
-        and x.dtype != np.bool_
-        and (np.issubdtype(x.dtype, np.integer) or np.issubdtype(x.dtype, np.floating))
-    )
+    if not isinstance(x, np.ndarray) or x.ndim not in (2, 3):
+        return False
+    kind = x.dtype.kind
+    return kind in "ui" or kind == "f"
+
+
+class _DeferredCHW(DeferredArray):
+    """Normalize (a uint8 image's levels looked up in `normalize_lut`'s table) + flip +
+    HWC2CHW of one image, done by the batch that stacks it, into its row of the batch."""
+
+    __slots__ = ("flip", "img", "lut")
+
+    def __init__(self, img: np.ndarray, lut: np.ndarray, flip: bool) -> None:
+        h, w, c = img.shape
+        super().__init__((c, h, w), np.dtype(np.float32))
+        self.img, self.lut, self.flip = img, lut, flip
+
+    def write_into(self, out: np.ndarray) -> None:
+        normalize_chw_lut(self.img, self.lut, self.flip, out)
 
 
 class FusedNormalizeCHW:
-    """[`RandomHorizontalFlip` +] `Normalize` + `HWC2CHW` of one map, as one Numba pass."""
+    """[`RandomHorizontalFlip` +] `Normalize` + `HWC2CHW` of one map, as one Numba pass
+    (uint8 images through a table of Normalize's 256 values per channel, bitwise equal).
+    The `deferring()` variant, which the map uses under a batch that stacks its rows, hands
+    a uint8 image's work to that batch (`_DeferredCHW`), which writes the result straight
+    into its array (no float32 image of its own, no copy into the batch)."""
 
-    def __init__(self, flip: _Resolved | None, normalize: _Resolved, hwc2chw: _Resolved) -> None:
+    def __init__(
+        self,
+        flip: _Resolved | None,
+        normalize: _Resolved,
+        hwc2chw: _Resolved,
+        defer: bool = False,
+    ) -> None:
         self.flip = flip
         self.normalize = normalize
         self.hwc2chw = hwc2chw
+        self.defer = defer
+        self._luts: dict[int, np.ndarray] = {}
+
+    def deferring(self) -> FusedNormalizeCHW:
+        """This op, leaving uint8 images' results to the batch (`_DeferredCHW`)."""
+        twin = FusedNormalizeCHW(self.flip, self.normalize, self.hwc2chw, defer=True)
+        twin._luts = self._luts
+        return twin
+
+    def _lut(self, channels: int) -> np.ndarray:
+        lut = self._luts.get(channels)
+        if lut is None:
+            norm = self.normalize.op
+            lut = self._luts[channels] = normalize_lut(norm.mean, norm.std, channels)
+        return lut
 
     def _unfused(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
         if self.flip is not None:
@@ -114,7 +153,12 @@ class FusedNormalizeCHW:
         if norm.mean.size not in (1, channels):
             return self._unfused(args)  # Normalize raises its own error
         flip = bool(self.flip.op._params()) if self.flip is not None else False
-        return (normalize_chw(img, norm.mean, norm.std, flip=flip),)
+        if img.dtype != np.uint8:
+            return (normalize_chw(img, norm.mean, norm.std, flip=flip),)
+        x = img[:, :, None] if img.ndim == 2 else img
+        if self.defer:
+            return (_DeferredCHW(x, self._lut(channels), flip),)
+        return (normalize_chw_lut(x, self._lut(channels), flip),)
 
     def __repr__(self) -> str:
         parts = [self.flip, self.normalize, self.hwc2chw]

@@ -20,7 +20,14 @@ import sys
 import numba
 import numpy as np
 
-__all__ = ["drop_channels", "hflip", "normalize_chw", "normalize_hwc"]
+__all__ = [
+    "drop_channels",
+    "hflip",
+    "normalize_chw",
+    "normalize_chw_lut",
+    "normalize_hwc",
+    "normalize_lut",
+]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -255,4 +262,45 @@ def normalize_chw(
             f"{out.dtype} {out.shape}."
         )
     _normalize_chw_kernel(x, _per_channel(mean, c), _per_channel(std, c), out, flip)
+    return out
+
+
+def normalize_lut(mean: np.ndarray, std: np.ndarray, channels: int) -> np.ndarray:
+    """(channels, 256) float32: entry [c, v] = (float32(v) - mean[c]) / std[c], Normalize's
+    value for the uint8 level v (the same single-precision subtract and divide, so equal
+    bit for bit); a uint8 image is normalized by looking its levels up."""
+    m = _per_channel(mean, channels)[:, None]
+    s = _per_channel(std, channels)[:, None]
+    return np.ascontiguousarray((np.arange(256, dtype=np.float32)[None, :] - m) / s)
+
+
+@numba.njit(cache=True, nogil=True)
+def _normalize_chw_lut_kernel(src, lut, out, flip):  # pragma: no cover - compiled
+    h, w, c = src.shape
+    for ch in range(c):
+        lc = lut[ch]
+        for y in range(h):
+            row = src[y]
+            orow = out[ch, y]
+            if flip:
+                for x in range(w):
+                    orow[w - 1 - x] = lc[row[x, ch]]
+            else:
+                for x in range(w):
+                    orow[x] = lc[row[x, ch]]
+
+
+def normalize_chw_lut(
+    img: np.ndarray, lut: np.ndarray, flip: bool = False, out: np.ndarray | None = None
+) -> np.ndarray:
+    """`normalize_chw` of a uint8 HWC image through `normalize_lut`'s table (bitwise equal)."""
+    if img.ndim != 3 or img.dtype != np.uint8 or lut.shape != (img.shape[2], 256):
+        raise ValueError(
+            f"normalize_chw_lut: expected a uint8 HWC image and a (C, 256) table, got "
+            f"{img.dtype} {img.shape} and {lut.shape}."
+        )
+    h, w, c = img.shape
+    if out is None:
+        out = np.empty((c, h, w), np.float32)
+    _normalize_chw_lut_kernel(img, lut, out, bool(flip))
     return out
