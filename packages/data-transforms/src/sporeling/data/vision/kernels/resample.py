@@ -28,7 +28,7 @@ import sys
 import numba
 import numpy as np
 
-__all__ = ["FILTERS", "resize_array", "resize_nearest", "resize_normalize_chw"]
+__all__ = ["FILTERS", "resize_array", "resize_nearest"]
 
 _PRECISION_BITS = 32 - 8 - 2
 
@@ -136,10 +136,12 @@ _ROW_BLOCK = 32  # rows per block of the horizontal pass (bench: 16-64 within 5 
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _filter_block(blk, out, y0, nb, bounds, kk, x0, acc):  # pragma: no cover - compiled
+def _filter_block(blk, out, y0, nb, bounds, kk, x0, acc, tile):  # pragma: no cover - compiled
     # The horizontal filter over one block of rows gathered column-major in `blk` (see
     # `_resample_h_u8_kernel`): each output column sums its taps over the block's int32
-    # lanes (len(acc) = rows * C, vectorized), then rounds and clips into out[y0 : y0 + nb].
+    # lanes (len(acc) = rows * C, vectorized), then rounds and clips them into its row of
+    # `tile` (also vectorized), and the block's rows go from `tile` into out[y0 : y0 + nb]
+    # (rounding and clipping value by value there instead cost ~25 us per 224x224 image).
     wo, c = out.shape[1], out.shape[2]
     lanes = acc.shape[0]
     half = np.int32(1 << (_PRECISION_BITS - 1))
@@ -152,16 +154,23 @@ def _filter_block(blk, out, y0, nb, bounds, kk, x0, acc):  # pragma: no cover - 
             col = blk[_u(xmin + t)]
             for lane in range(lanes):
                 acc[lane] += np.int32(col[lane]) * k
-        for r in range(nb):
-            o = out[_u(y0 + r), xx]
-            q = _u(r * c)
-            if c == 3:
-                o[0] = _clip8(acc[q] >> _PRECISION_BITS)
-                o[1] = _clip8(acc[q + _u(1)] >> _PRECISION_BITS)
-                o[2] = _clip8(acc[q + _u(2)] >> _PRECISION_BITS)
-            else:
+        tr = tile[_u(xx)]
+        for lane in range(lanes):
+            tr[lane] = _clip8(acc[lane] >> _PRECISION_BITS)
+    for r in range(nb):
+        o = out[_u(y0 + r)]
+        q = _u(r * c)
+        if c == 3:
+            for xx in range(wo):
+                tr = tile[_u(xx)]
+                op = o[_u(xx)]
+                op[0] = tr[q]
+                op[1] = tr[q + _u(1)]
+                op[2] = tr[q + _u(2)]
+        else:
+            for xx in range(wo):
                 for ch in range(c):
-                    o[ch] = _clip8(acc[q + _u(ch)] >> _PRECISION_BITS)
+                    o[_u(xx), ch] = tile[_u(xx), q + _u(ch)]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -177,6 +186,7 @@ def _resample_h_u8_kernel(src, row0, out, bounds, kk, B):  # pragma: no cover - 
     x1 = bounds[wo - 1, 0] + bounds[wo - 1, 1]
     blk = np.empty((x1 - x0, B * c), np.uint8)
     acc = np.empty(B * c, np.int32)
+    tile = np.empty((wo, B * c), np.uint8)
     for y0 in range(0, rows, B):
         nb = min(B, rows - y0)
         for r in range(nb):
@@ -193,7 +203,7 @@ def _resample_h_u8_kernel(src, row0, out, bounds, kk, B):  # pragma: no cover - 
                 for p in range(x1 - x0):
                     for ch in range(c):
                         blk[p, q + _u(ch)] = s[_u(x0 + p), ch]
-        _filter_block(blk, out, y0, nb, bounds, kk, x0, acc)
+        _filter_block(blk, out, y0, nb, bounds, kk, x0, acc, tile)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -207,13 +217,14 @@ def _resample_h_rgbx_kernel(src32, row0, out, bounds, kk, blk, blk32):  # pragma
     x1 = bounds[wo - 1, 0] + bounds[wo - 1, 1]
     B = blk32.shape[1]
     acc = np.empty(B * 3, np.int32)
+    tile = np.empty((wo, B * 3), np.uint8)
     for y0 in range(0, rows, B):
         nb = min(B, rows - y0)
         for r in range(nb):
             s = src32[_u(row0 + y0 + r)]
             for p in range(x1 - x0):
                 blk32[p, r] = s[_u(x0 + p)]
-        _filter_block(blk, out, y0, nb, bounds, kk, x0, acc)
+        _filter_block(blk, out, y0, nb, bounds, kk, x0, acc, tile)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -235,94 +246,6 @@ def _resample_v_u8_kernel(src, col0, out, bounds, kk):  # pragma: no cover - com
         o = out[yy]
         for x in range(n_out):
             o[x] = _clip8(acc[x] >> _PRECISION_BITS)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _filter_block_chw(blk, out, y0, nb, bounds, kk, x0, acc, lut, flip):  # pragma: no cover
-    # `_filter_block` writing CHW float32: each rounded, clipped level v of channel ch
-    # becomes lut[ch, v] (Normalize's value for it) at out[ch, y, x], x mirrored if `flip`.
-    c, wo = out.shape[0], out.shape[2]
-    lanes = acc.shape[0]
-    half = np.int32(1 << (_PRECISION_BITS - 1))
-    for xx in range(wo):
-        xmin = bounds[xx, 0] - x0
-        n = bounds[xx, 1]
-        acc[:] = half
-        for t in range(n):
-            k = kk[xx, t]
-            col = blk[_u(xmin + t)]
-            for lane in range(lanes):
-                acc[lane] += np.int32(col[lane]) * k
-        fx = _u(wo - 1 - xx) if flip else _u(xx)
-        for r in range(nb):
-            q = _u(r * c)
-            y = _u(y0 + r)
-            for ch in range(c):
-                out[_u(ch), y, fx] = lut[_u(ch), _clip8(acc[q + _u(ch)] >> _PRECISION_BITS)]
-
-
-@numba.njit(cache=True, nogil=True)
-def _resample_h_u8_chw_kernel(src, row0, out, bounds, kk, B, lut, flip):  # pragma: no cover
-    # `_resample_h_u8_kernel` with `_filter_block_chw` (out is C x rows x W float32).
-    c, rows, wo = out.shape
-    x0 = bounds[0, 0]
-    x1 = bounds[wo - 1, 0] + bounds[wo - 1, 1]
-    blk = np.empty((x1 - x0, B * c), np.uint8)
-    acc = np.empty(B * c, np.int32)
-    for y0 in range(0, rows, B):
-        nb = min(B, rows - y0)
-        for r in range(nb):
-            s = src[_u(row0 + y0 + r)]
-            q = _u(r * c)
-            for p in range(x1 - x0):
-                for ch in range(c):
-                    blk[p, q + _u(ch)] = s[_u(x0 + p), ch]
-        _filter_block_chw(blk, out, y0, nb, bounds, kk, x0, acc, lut, flip)
-
-
-@numba.njit(cache=True, nogil=True)
-def _resample_h_rgbx_chw_kernel(src32, row0, out, bounds, kk, blk, blk32, lut, flip):  # pragma: no cover
-    # `_resample_h_rgbx_kernel` with `_filter_block_chw` (out is 3 x rows x W float32).
-    rows, wo = out.shape[1], out.shape[2]
-    x0 = bounds[0, 0]
-    x1 = bounds[wo - 1, 0] + bounds[wo - 1, 1]
-    B = blk32.shape[1]
-    acc = np.empty(B * 3, np.int32)
-    for y0 in range(0, rows, B):
-        nb = min(B, rows - y0)
-        for r in range(nb):
-            s = src32[_u(row0 + y0 + r)]
-            for p in range(x1 - x0):
-                blk32[p, r] = s[_u(x0 + p)]
-        _filter_block_chw(blk, out, y0, nb, bounds, kk, x0, acc, lut, flip)
-
-
-@numba.njit(cache=True, nogil=True)
-def _resample_v_u8_chw_kernel(src, col0, out, bounds, kk, lut, flip):  # pragma: no cover
-    # `_resample_v_u8_kernel` whose rows go out as CHW float32 through `lut` (see
-    # `_filter_block_chw`): the accumulation stays over contiguous W*C lanes (SIMD).
-    c, ho, wo = out.shape
-    n_out = wo * c
-    acc = np.empty(n_out, np.int32)
-    half = np.int32(1 << (_PRECISION_BITS - 1))
-    for yy in range(ho):
-        ymin = bounds[yy, 0]
-        n = bounds[yy, 1]
-        acc[:] = half
-        for t in range(n):
-            k = kk[yy, t]
-            row = src[ymin + t, col0 : col0 + n_out]
-            for x in range(n_out):
-                acc[x] += np.int32(row[x]) * k
-        for ch in range(c):
-            orow = out[ch, yy]
-            lc = lut[ch]
-            if flip:
-                for x in range(wo):
-                    orow[_u(wo - 1 - x)] = lc[_clip8(acc[_u(x * c + ch)] >> _PRECISION_BITS)]
-            else:
-                for x in range(wo):
-                    orow[_u(x)] = lc[_clip8(acc[_u(x * c + ch)] >> _PRECISION_BITS)]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -357,11 +280,6 @@ def _resample_v_f_kernel(src, col0, out, bounds, k):  # pragma: no cover - compi
             out[yy, x] = acc[x]
 
 
-#: Where a pass writes its result when it is the last one of `resize_normalize_chw`:
-#: (lut (C, 256) float32, mirror left-right, out (C, H, W) float32).
-Sink = tuple[np.ndarray, bool, np.ndarray]
-
-
 def _pass_h(
     x: np.ndarray,
     row0: int,
@@ -371,44 +289,27 @@ def _pass_h(
     out_w: int,
     name: str,
     channels: int,
-    sink: Sink | None = None,
 ) -> np.ndarray:
     """Horizontal pass: rows [row0, row0 + rows) of `x`, source columns from `col0`, the
     first `channels` channels; `size` = (columns, box start, box end) as Pillow's
-    precompute_coeffs takes them. With `sink` (uint8 `x` only) the result goes into the
-    sink's CHW float32 array through its table instead."""
+    precompute_coeffs takes them."""
     bounds, wf, wi = _coeffs(size[0], size[1], size[2], out_w, name)
     if col0:
         bounds = bounds + np.array([col0, 0], np.int64)
-    rgbx = x.shape[2] == 4 and channels == 3 and x.flags.c_contiguous and _LITTLE
-    if sink is not None:
-        lut, flip, out = sink
-        if rgbx:
-            blk, blk32, src32 = _rgbx_block(x, bounds)
-            _resample_h_rgbx_chw_kernel(src32, row0, out, bounds, wi, blk, blk32, lut, flip)
-        else:
-            _resample_h_u8_chw_kernel(x, row0, out, bounds, wi, _ROW_BLOCK, lut, flip)
-        return out
     out = np.empty((rows, out_w, channels), dtype=x.dtype)
     if x.dtype != np.uint8:
         _resample_h_f_kernel(x, row0, out, bounds, wf)
-    elif rgbx:
+    elif x.shape[2] == 4 and channels == 3 and x.flags.c_contiguous and _LITTLE:
         # RGBX -> RGB: one 32-bit word per pixel into the block (`_resample_h_rgbx_kernel`)
-        blk, blk32, src32 = _rgbx_block(x, bounds)
+        pixels = int(bounds[-1, 0] + bounds[-1, 1] - bounds[0, 0])
+        stride = 3 * _ROW_BLOCK + 1
+        blk = np.empty((pixels, stride), np.uint8)
+        blk32 = np.ndarray((pixels, _ROW_BLOCK), np.uint32, blk, 0, (stride, 3))
+        src32 = x.view(np.uint32).reshape(x.shape[0], x.shape[1])
         _resample_h_rgbx_kernel(src32, row0, out, bounds, wi, blk, blk32)
     else:
         _resample_h_u8_kernel(x, row0, out, bounds, wi, _ROW_BLOCK)
     return out
-
-
-def _rgbx_block(x: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The RGBX horizontal kernels' block (bytes and its 32-bit view) and the source as words."""
-    pixels = int(bounds[-1, 0] + bounds[-1, 1] - bounds[0, 0])
-    stride = 3 * _ROW_BLOCK + 1
-    blk = np.empty((pixels, stride), np.uint8)
-    blk32 = np.ndarray((pixels, _ROW_BLOCK), np.uint32, blk, 0, (stride, 3))
-    src32 = x.view(np.uint32).reshape(x.shape[0], x.shape[1])
-    return blk, blk32, src32
 
 
 def _pass_v(
@@ -419,48 +320,20 @@ def _pass_v(
     size: tuple[int, float, float],
     out_h: int,
     name: str,
-    sink: Sink | None = None,
 ) -> np.ndarray:
     """Vertical pass (all channels): source row r of the coefficients is row r + `shift`
-    of `x`; columns [col0, col0 + width); `size` = (rows, box start, box end). With
-    `sink` (uint8 `x` with as many channels as the sink) the result goes into the sink."""
+    of `x`; columns [col0, col0 + width); `size` = (rows, box start, box end)."""
     c = x.shape[2]
     bounds, wf, wi = _coeffs(size[0], size[1], size[2], out_h, name)
     if shift:
         bounds = bounds + np.array([shift, 0], np.int64)
     flat = x.reshape(x.shape[0], x.shape[1] * c)
-    if sink is not None:
-        lut, flip, out = sink
-        _resample_v_u8_chw_kernel(flat, col0 * c, out, bounds, wi, lut, flip)
-        return out
     out = np.empty((out_h, width, c), dtype=x.dtype)
     if x.dtype == np.uint8:
         _resample_v_u8_kernel(flat, col0 * c, out.reshape(out_h, width * c), bounds, wi)
     else:
         _resample_v_f_kernel(flat, col0 * c, out.reshape(out_h, width * c), bounds, wf)
     return out
-
-
-def _plan(
-    x: np.ndarray,
-    out_h: int,
-    out_w: int,
-    region: tuple[int, int, int, int] | None,
-    box: tuple[float, float, float, float] | None,
-    order: str,
-) -> tuple[int, int, int, int, tuple[float, float, float, float], bool, bool, bool]:
-    """(top, left, h, w, box, need_h, need_v, v_first) of a resize (see `resize_array`)."""
-    top, left, h, w = region if region is not None else (0, 0, x.shape[0], x.shape[1])
-    by0, bx0, by1, bx1 = box if box is not None else (0.0, 0.0, float(h), float(w))
-    need_h = out_w != w or bx0 != 0 or bx1 != w
-    need_v = out_h != h or by0 != 0 or by1 != h
-    if order == "fast":
-        v_first = out_h < h
-    elif order == "pillow":
-        v_first = out_h < h and out_w > w  # see the module docstring
-    else:
-        raise ValueError(f"resize_array: order must be 'pillow' or 'fast', got {order!r}.")
-    return top, left, h, w, (by0, bx0, by1, bx1), need_h, need_v, v_first
 
 
 def resize_array(
@@ -487,10 +360,17 @@ def resize_array(
     """
     squeeze = img.ndim == 2
     x = img[:, :, None] if squeeze else img
-    top, left, h, w, (by0, bx0, by1, bx1), need_h, need_v, v_first = _plan(
-        x, out_h, out_w, region, box, order
-    )
+    top, left, h, w = region if region is not None else (0, 0, x.shape[0], x.shape[1])
+    by0, bx0, by1, bx1 = box if box is not None else (0.0, 0.0, float(h), float(w))
     keep = x.shape[2] if channels is None else channels
+    need_h = out_w != w or bx0 != 0 or bx1 != w
+    need_v = out_h != h or by0 != 0 or by1 != h
+    if order == "fast":
+        v_first = out_h < h
+    elif order == "pillow":
+        v_first = out_h < h and out_w > w  # see the module docstring
+    else:
+        raise ValueError(f"resize_array: order must be 'pillow' or 'fast', got {order!r}.")
     if x.dtype != np.uint8:
         x = x.astype(np.float32, copy=False)
     if not x.flags.c_contiguous:
@@ -514,63 +394,6 @@ def resize_array(
     if out.shape[2] != keep or out.base is not None:  # a view of `img`, or RGBX left
         out = out[:, :, :keep].copy()
     return out[:, :, 0] if squeeze else out
-
-
-def resize_normalize_chw(
-    img: np.ndarray,
-    out_h: int,
-    out_w: int,
-    name: str,
-    lut: np.ndarray,
-    flip: bool = False,
-    out: np.ndarray | None = None,
-    region: tuple[int, int, int, int] | None = None,
-    box: tuple[float, float, float, float] | None = None,
-    channels: int | None = None,
-    order: str = "pillow",
-) -> np.ndarray:
-    """`resize_array(...)` of a uint8 HWC image, then Normalize (the table `lut`, see
-    `layout.normalize_lut`), a left-right mirror if `flip`, and HWC2CHW, as float32 (C, H, W)
-    in `out` (a new array if None): the resize's last pass writes the normalized values
-    straight into `out` (no uint8 intermediate, no second pass), bitwise equal to
-    `normalize_chw(resize_array(...), mean, std, flip=flip)`."""
-    from .layout import normalize_chw_lut
-
-    if img.ndim != 3 or img.dtype != np.uint8:
-        raise ValueError(
-            f"resize_normalize_chw: expected a uint8 HWC image, got {img.dtype} {img.shape}."
-        )
-    x = img
-    keep = x.shape[2] if channels is None else channels
-    if out is None:
-        out = np.empty((keep, out_h, out_w), np.float32)
-    elif out.shape != (keep, out_h, out_w) or out.dtype != np.float32:
-        raise ValueError(
-            f"resize_normalize_chw: out must be float32 of shape {(keep, out_h, out_w)}, "
-            f"got {out.dtype} {out.shape}."
-        )
-    if lut.shape != (keep, 256) or lut.dtype != np.float32:
-        raise ValueError(
-            f"resize_normalize_chw: lut must be float32 of shape {(keep, 256)}, got "
-            f"{lut.dtype} {lut.shape}."
-        )
-    top, left, h, w, (by0, bx0, by1, bx1), need_h, need_v, v_first = _plan(
-        x, out_h, out_w, region, box, order
-    )
-    if not (need_h and need_v) or not out.flags.c_contiguous:
-        small = resize_array(img, out_h, out_w, name, region, box, channels, order)
-        return normalize_chw_lut(small, lut, flip, out)
-    if not x.flags.c_contiguous:
-        x = np.ascontiguousarray(x[top : top + h, left : left + w])
-        top = left = 0
-    sink = (lut, bool(flip), out)
-    if v_first:
-        tmp = _pass_v(x, top, left, w, (h, by0, by1), out_h, name)
-        return _pass_h(tmp, 0, out_h, 0, (w, bx0, bx1), out_w, name, keep, sink)
-    vb = _coeffs(h, by0, by1, out_h, name)[0]
-    r0, r1 = int(vb[0, 0]), int(vb[-1, 0] + vb[-1, 1])
-    tmp = _pass_h(x, top + r0, r1 - r0, left, (w, bx0, bx1), out_w, name, keep)
-    return _pass_v(tmp, -r0, 0, out_w, (h, by0, by1), out_h, name, sink)
 
 
 def _nearest_index(n_in: int, n_out: int) -> np.ndarray:
