@@ -50,6 +50,17 @@ IMPLICIT_CASES = [  # stride 1, output rows of whole blocks of 16: forward witho
 ]
 
 
+PIXEL_CASES = [  # float32, one group, output rows of blocks of 8: channels-last forward
+    # 8x8 3x3 pad 1 (K = 288: chunks of K with a remainder); the input gradient of
+    # 32 channels runs as such a forward of gy (no col2im)
+    ((2, 32, 8, 8), (48, 32, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
+    # stride 2, an odd height, a one-sided pad
+    ((3, 8, 13, 16), (32, 8, 3, 3), (2, 2), ((1, 1), (1, 0)), (1, 1), 1),
+    # batch 1, a 2x3 kernel dilated over rows, stride 2 over columns only, 48 out (32 + 16)
+    ((1, 5, 10, 17), (48, 5, 2, 3), (1, 2), ((0, 1), (0, 0)), (2, 1), 1),
+]
+
+
 def _window(tap, stride, dilation, out_sp):
     """Slices of the padded input that kernel tap ``tap`` multiplies."""
     return tuple(
@@ -260,6 +271,55 @@ def test_implicit_forward_and_flipped_input_gradient(case, monkeypatch):
     test_kernels_match_the_float64_reference(case, np.float64)  # float64: OpenBLAS
     monkeypatch.setattr(conv_images, "_implicit", lambda *a: False)
     test_kernels_match_the_float64_reference(case, np.float32)
+
+
+@pytest.mark.parametrize("k_chunk", [16, 128])
+@pytest.mark.parametrize("case", PIXEL_CASES)
+def test_channels_last_forward_by_output_pixels(case, k_chunk, monkeypatch):
+    """Forwards whose output rows are blocks of 8 (8x8 layers, stride 2) read a channels-last
+    copy (microgemm.conv_pixels); against the float64 reference, with chunks of K that leave
+    a remainder, and the same shapes on the im2col path."""
+    shape, wshape, stride, pads, dilation, groups = case
+    out_w = (shape[3] + sum(pads[1]) - dilation[1] * (wshape[3] - 1) - 1) // stride[1] + 1
+    assert conv_images._pixels(np.float32, groups, wshape[0], out_w, wshape[2:]) == (
+        microgemm.available()
+    )
+    monkeypatch.setattr(conv_images, "_K_CHUNK", k_chunk)
+    test_kernels_match_the_float64_reference(case, np.float32)
+    monkeypatch.setattr(conv_images, "_pixels", lambda *a: False)
+    test_kernels_match_the_float64_reference(case, np.float32)
+
+
+def test_which_forwards_read_output_pixels():
+    if not microgemm.available():
+        pytest.skip("no AVX-512: no micro-kernel paths")
+    f32 = np.float32
+    assert conv_images._pixels(f32, 1, 64, 8, (3, 3))
+    assert conv_images._pixels(f32, 1, 48, 16, (2, 1))
+    assert not conv_images._pixels(f32, 2, 64, 8, (3, 3))  # groups
+    assert not conv_images._pixels(f32, 1, 64, 12, (3, 3))  # rows not blocks of 8
+    assert not conv_images._pixels(f32, 1, 40, 8, (3, 3))  # channels not blocks of 16
+    assert not conv_images._pixels(f32, 1, 16, 8, (3, 3))  # fewer than 32 channels
+    assert not conv_images._pixels(f32, 1, 64, 8, (1, 1))  # a 1x1 projection
+    assert not conv_images._pixels(np.float64, 1, 64, 8, (3, 3))
+
+
+def test_channels_last_forward_non_contiguous_and_threads(monkeypatch):
+    """Strided x, several threads each with its own channels-last copy and output buffer."""
+    monkeypatch.setattr(conv_images, "max_blocks", lambda: 3)
+    monkeypatch.setattr(conv_images, "PARALLEL_MIN", 0)
+    rng = np.random.default_rng(8)
+    base = rng.standard_normal((7, 64, 8, 9)).astype(np.float32)
+    x = base.transpose(0, 1, 3, 2)[:, ::2, :8]  # (7, 32, 8, 8), strided
+    w = (rng.standard_normal((32, 32, 3, 3)) / 16).astype(np.float32)
+    pads, geo = ((1, 1), (1, 1)), (1, 1, 1, 1, 1, 1)
+    want = ref_conv(x, w, (1, 1), pads, (1, 1), 1)
+    got = conv_images.conv2d_images(x, w, geo, 1, (8, 8))
+    np.testing.assert_allclose(got, want, **_tol(np.float32))
+    gy = rng.standard_normal(want.shape).astype(np.float32)
+    dx_want, _ = ref_grads(x, w, gy, (1, 1), pads, (1, 1), 1)
+    dx = conv_images.conv2d_data_grad_images(gy, w, geo, 1, x.shape)
+    np.testing.assert_allclose(dx, dx_want, **_tol(np.float32))
 
 
 def test_images_split_over_more_threads_than_cores(monkeypatch):
