@@ -58,6 +58,8 @@ PIXEL_CASES = [  # float32, one group, output rows of blocks of 8: channels-last
     ((3, 8, 13, 16), (32, 8, 3, 3), (2, 2), ((1, 1), (1, 0)), (1, 1), 1),
     # batch 1, a 2x3 kernel dilated over rows, stride 2 over columns only, 48 out (32 + 16)
     ((1, 5, 10, 17), (48, 5, 2, 3), (1, 2), ((0, 1), (0, 0)), (2, 1), 1),
+    # stride 1, rows of 16, 32 out: the row path could run it, the pixel path goes first
+    ((2, 8, 5, 16), (32, 8, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
 ]
 
 
@@ -302,6 +304,9 @@ def test_which_forwards_read_output_pixels():
     assert not conv_images._pixels(f32, 1, 16, 8, (3, 3))  # fewer than 32 channels
     assert not conv_images._pixels(f32, 1, 64, 8, (1, 1))  # a 1x1 projection
     assert not conv_images._pixels(np.float64, 1, 64, 8, (3, 3))
+    # before the row path (implicit): 32 out on rows that are not blocks of 32
+    assert conv_images._pixels_first(32, 16)
+    assert not conv_images._pixels_first(64, 16) and not conv_images._pixels_first(32, 32)
 
 
 def test_channels_last_forward_non_contiguous_and_threads(monkeypatch):
