@@ -59,6 +59,42 @@ def _vecmath_ops():
 OPS = _vecmath_ops()
 
 
+def test_f32_parts_compute_in_float32_in_float32_cpu_kernels_only():
+    body = codegen.scalar_code
+    sig = "f32(1 / (1 + exp(-x)))"
+    assert body(sig, "float32", "cpu") == "_as_float32(1) / (_as_float32(1) + _vm.vexp(-x))"
+    assert body(sig, "float64", "cpu") == "1 / (1 + math.exp(-x))"
+    assert body(sig, "float32", "cuda") == "1 / (1 + math.exp(-x))"
+    # the cancellation rewrites still see their literal 1 inside f32()
+    assert body("f32(1 + erf(x * 2))", "float32", "cpu") == "_vm.verfc(-(x * _as_float32(2)))"
+    assert expression_inputs("f32(x * 0.5) + y") == ("x", "y")
+    with pytest.raises(codegen.UnsupportedExpression, match="f32"):
+        body("f32(x, 2)", "float32", "cpu")
+    # float32 arithmetic: the product rounds 0.1 to float32 first, as NumPy's float32 does
+    x = np.linspace(-3, 3, 1001).astype(np.float32)
+    f32 = run_elementwise("f32(x * 0.1)", [x], np.float32)
+    np.testing.assert_array_equal(f32, x * np.float32(0.1))
+    f64 = run_elementwise("x * 0.1", [x], np.float32)
+    np.testing.assert_array_equal(f64, (x.astype(np.float64) * 0.1).astype(np.float32))
+    assert not np.array_equal(f32, f64)
+
+
+def test_tanh_gelu_and_sigmoid_in_float32_stay_accurate():
+    """The two ops that opt into f32(): within a few float32 ulp of float64 (an absolute
+    floor near 0 and in tanh-GELU's lower tail, where tanh's float32 result sets the error)."""
+    from sporeling.core.ops.activation.elementwise import _GELU_TANH_SCALAR
+
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.standard_normal(5000) * 3, [-30, -9, 0, 1e-30, 9, 30]])
+    x32 = x.astype(np.float32)
+    xd = x32.astype(np.float64)
+    gelu = xd * 0.5 * (1 + np.tanh((xd + 0.044715 * xd**3) * np.sqrt(2 / np.pi)))
+    got = run_elementwise(_GELU_TANH_SCALAR, [x32], np.float32)
+    np.testing.assert_allclose(got, gelu, rtol=2e-6, atol=1e-6)
+    sig = run_elementwise(REGISTRY["sigmoid"].scalar, [x32], np.float32)
+    np.testing.assert_allclose(sig, 1 / (1 + np.exp(-xd)), rtol=1e-6, atol=0)
+
+
 def test_the_ops_using_vecmath_are_found():
     names = {n for n, _ in OPS}
     assert {"exp", "log", "tanh", "sigmoid", "logsigmoid", "gelu", "_ndtr", "mish"} <= names
@@ -138,3 +174,31 @@ def test_fused_float32_kernel_vectorises(monkeypatch, tmp_path):
     assert re.search(r"load <(4|8|16) x float>", llvm)  # contiguous vector loads...
     assert "masked.gather" not in llvm and "masked.scatter" not in llvm  # not gathers
     assert not re.search(r"call [^\n]*@_ZN9sporeling\S*7vecmath", llvm)
+
+
+def test_tanh_gelu_and_sigmoid_graph_equals_eager_and_float64():
+    """Fused in a ``jit`` step (forward and gradient, odd shape, strided input) they agree
+    with eager mode and with the float64 reference of the same function."""
+    from sporeling.core import Tensor, jit, ops, value_and_grad
+
+    rng = np.random.default_rng(2)  # (conftest turns fusion on)
+    base = rng.standard_normal((53, 74)).astype(np.float32) * 2
+    x = base[:, ::2].T  # (37, 53), not contiguous
+    r = rng.standard_normal(x.shape).astype(np.float32)
+
+    def f(x):
+        return ops.reduce_sum(ops.gelu(x, "tanh") * ops.sigmoid(x * 0.7) * Tensor(r))
+
+    eager = value_and_grad(f)(Tensor(x))
+    graph = jit(value_and_grad(f))(Tensor(x))
+    xd = x.astype(np.float64)
+    c = np.sqrt(2 / np.pi)
+    t = np.tanh((xd + 0.044715 * xd**3) * c)
+    s = 1 / (1 + np.exp(-0.7 * xd))
+    g = 0.5 * xd * (1 + t)
+    dg = 0.5 * (1 + t) + 0.5 * xd * (1 - t * t) * c * (1 + 3 * 0.044715 * xd**2)
+    want = (g * s * r).sum(), (dg * s + g * 0.7 * s * (1 - s)) * r
+    for v, grad in (eager, graph):
+        np.testing.assert_allclose(float(v.asnumpy()), want[0], rtol=1e-5)
+        np.testing.assert_allclose(grad.asnumpy(), want[1], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(graph[1].asnumpy(), eager[1].asnumpy(), rtol=1e-5, atol=1e-6)
