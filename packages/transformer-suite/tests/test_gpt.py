@@ -69,6 +69,63 @@ def test_incremental_logits_equal_full_recompute_padded_batch(lengths):
         np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("lengths", [(3,), (3, 17, 5)])
+def test_short_prompt_pass_equals_full_window(lengths, monkeypatch):
+    """The cached prompt pass over the bucket that holds the prompts (16 or 32 of 40
+    positions) gives the full recomputation's logits, and the same caches as 1.8's pass over
+    the whole window."""
+    import sporeling.transformer.generation as gen
+
+    cached, full = twin(seq_length=40)
+    rng = np.random.default_rng(2)
+    prompts = [rng.integers(1, 23, n).tolist() for n in lengths]
+    la, lb = [], []
+    assert generate(cached, prompts, 6, step_logits=la) == generate(
+        full, prompts, 6, step_logits=lb
+    )
+    for x, y in zip(la, lb):
+        np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-9)
+    blocks = cached.backbone.transformer.encoder.blocks
+    ids = np.zeros((len(prompts), 40), np.int32)
+    for i, p in enumerate(prompts):
+        ids[i, : len(p)] = p
+    valid = np.array(lengths, np.int32)
+    short = gen._window_logits(cached, ids, valid, first=True)
+    caches = [(b.key_past.asnumpy(), b.value_past.asnumpy()) for b in blocks]
+    assert caches[0][0].shape == (len(prompts), 2, 8, 40)
+    monkeypatch.setattr(gen, "PROMPT_BUCKET", 64)  # the whole 40-position window
+    whole = gen._window_logits(cached, ids, valid, first=True)
+    np.testing.assert_allclose(short, whole, rtol=1e-10, atol=1e-10)
+    for (k, v), b in zip(caches, blocks):
+        np.testing.assert_allclose(k, b.key_past.asnumpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(v, b.value_past.asnumpy(), rtol=1e-10, atol=1e-12)
+    from sporeling.transformer.modules import add_flags_recursive
+
+    add_flags_recursive(cached, is_first_iteration=True)
+
+
+def test_compiled_decode_step_equals_op_by_op():
+    """The jit decode step gives the eager step's logits, compiles once for all steps of
+    every call with one batch size, and reads the current weights."""
+    cached, _ = twin(seq_length=40)
+    prompts = [[1, 2, 3], [4, 5, 6, 7, 8]]
+    la, lb = [], []
+    a = generate(cached, prompts, 6, step_logits=la)
+    b = generate(cached, prompts, 6, step_logits=lb, compiled=False)
+    assert a == b
+    for x, y in zip(la, lb):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
+    generate(cached, [[9, 9], [3]], 4)
+    assert cached.__dict__["_sporeling_decode_step"].compile_count == 1
+    table = cached.backbone.position_embedding.embedding_table
+    table.set_data(Tensor(table.asnumpy() * 2))
+    la, lb = [], []
+    generate(cached, prompts, 3, step_logits=la)
+    generate(cached, prompts, 3, step_logits=lb, compiled=False)
+    for x, y in zip(la, lb):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
+
+
 def test_sampling_is_seeded_and_window_stops():
     cached, full = twin()
     prompts = [[1, 2, 3], [4]]

@@ -67,12 +67,15 @@ def generate(
     seed: int | None = None,
     step_logits: list[np.ndarray] | None = None,
     slide: bool = False,
+    compiled: bool = True,
 ) -> list[list[int]]:
     """Continue each prompt by up to ``max_new_tokens`` tokens (fewer at ``eos_token_id``);
     returns the new tokens per prompt. When a row fills the ``seq_length`` window it stops,
     or with ``slide=True`` every row starts a new window from its last ``seq_length // 2``
     tokens (the fixed-length cache cannot shift; nanoGPT crops its context the same way).
-    ``step_logits``, if given, receives each step's (batch, vocab) logits."""
+    ``step_logits``, if given, receives each step's (batch, vocab) logits. With the cache,
+    a GPT's one-token steps run as one graph compiled by ``jit`` (once per model and batch
+    size); ``compiled=False`` runs them op by op (the same results)."""
     cfg = model.config
     S = cfg.seq_length
     lengths = np.array([len(p) for p in prompts], dtype=np.int32)
@@ -91,6 +94,7 @@ def generate(
     done = np.zeros(b, bool)
     was_training = model.training
     model.set_train(False)
+    step = _DecodeStep(model) if cfg.use_past and compiled and _last_rows_head(model) else None
     try:
         with no_grad():
             last = _window_logits(model, ids, valid, first=True)
@@ -120,9 +124,12 @@ def generate(
                 nxt = np.where(done, 0, nxt).astype(np.int32)
                 if cfg.use_past:
                     pos = np.minimum(valid, S - 1).astype(np.int32)
-                    logits = model(
-                        Tensor(nxt[:, None]), None, Tensor(pos[:, None]), False, Tensor(pos)
-                    )
+                    if step is None:
+                        logits = model(
+                            Tensor(nxt[:, None]), None, Tensor(pos[:, None]), False, Tensor(pos)
+                        )
+                    else:
+                        logits = step(nxt[:, None], pos)
                     last = _logits_array(logits).reshape(b, -1)
                     valid = valid + (~done)
                 else:
@@ -137,18 +144,70 @@ def generate(
     return out
 
 
+class _DecodeStep:
+    """A GPT's one-token ``use_past`` step (backbone, tied head) as a ``jit`` graph: the
+    caches go in and come out as graph values (``mutable``, so a new cache is no new
+    signature), the blocks get the new ones after each call. The graph is kept on the
+    model, one per batch size; it re-reads the parameters on each call."""
+
+    def __init__(self, model: Any) -> None:
+        from sporeling.core import jit
+
+        self.model = model
+        self.blocks = list(model.backbone.transformer.encoder.blocks)
+        fn = model.__dict__.get("_sporeling_decode_step")
+        if fn is None:  # kept on the model (a cycle the collector frees with it)
+            fn = model.__dict__["_sporeling_decode_step"] = jit(self._step)
+        self.fn = fn
+
+    def _step(self, tok: Tensor, pos: Tensor, bvl: Tensor, caches: Any) -> Any:
+        m = self.model
+        for blk, (k, v) in zip(self.blocks, caches):
+            blk.set_past(k, v)
+        out = m.backbone(tok, None, pos, False, bvl)
+        logits = m.head(out[0], out[2])
+        return logits, tuple((blk.key_past, blk.value_past) for blk in self.blocks)
+
+    def __call__(self, tok: np.ndarray, pos: np.ndarray) -> Tensor:
+        from sporeling.core import mutable
+
+        caches = tuple((blk.key_past, blk.value_past) for blk in self.blocks)
+        logits, new = self.fn(
+            Tensor(tok.astype(np.int32)),
+            Tensor(pos[:, None]),
+            Tensor(pos),
+            mutable(caches),
+        )
+        for blk, (k, v) in zip(self.blocks, new):
+            blk.set_past(k, v)
+        return logits
+
+
 def _logits_array(out: Any) -> np.ndarray:
     logits = out[0] if isinstance(out, tuple) else out
     return logits.asnumpy().astype(np.float64)
 
 
+#: the cached prompt pass runs over the longest prompt rounded up to a multiple of this
+PROMPT_BUCKET = 16
+
+
 def _window_logits(model: Any, ids: np.ndarray, valid: np.ndarray, first: bool) -> np.ndarray:
-    """Logits at each row's last valid position from a pass over the whole window."""
+    """Logits at each row's last valid position from a pass over the window: the whole
+    window, or with the cache (a GPT without experts) only its first ``PROMPT_BUCKET``
+    multiple that holds every prompt (the caches still span the window)."""
     b, S = ids.shape
+    short = model.config.use_past and _last_rows_head(model)
+    if short:
+        S = min(S, -(-int(valid.max()) // PROMPT_BUCKET) * PROMPT_BUCKET)
+        ids = ids[:, :S]
     mask = (np.arange(S)[None] < valid[:, None]).astype(np.float32)
     if model.config.use_past:
         add_flags_recursive(model, is_first_iteration=True)
-        args: tuple[Any, ...] = (Tensor(mask), None, True, Tensor(valid.astype(np.int32)))
+        position = None
+        if model.config.seq_length > S:
+            position = Tensor(np.tile(np.arange(S, dtype=np.int32), (b, 1)))
+        args: tuple[Any, ...] = (Tensor(mask), position, True, Tensor(valid.astype(np.int32)))
     else:
         args = (Tensor(mask),)
     rows = np.arange(b) * S + valid - 1  # each row's last valid position

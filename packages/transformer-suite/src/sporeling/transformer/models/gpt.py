@@ -6,7 +6,10 @@ masked ``CrossEntropyLoss``.
 ``construct`` has two phases when ``use_past`` is on (switched with
 ``add_flags_recursive(model, is_first_iteration=...)``): the first takes the padded prompts
 ``(batch, seq_length)`` and their ``batch_valid_length``; later ones take one token per row
-``(batch, 1)`` with its position ``input_position`` (batch, 1).
+``(batch, 1)`` with its position ``input_position`` (batch, 1). Beyond 1.8, the first phase
+also takes a shorter window ``(batch, s <= seq_length)`` with ``input_position`` and
+``batch_valid_length`` (generation runs the prompt pass over the longest prompt rounded up,
+not over all ``seq_length`` positions); the caches it fills still span ``seq_length``.
 """
 
 from __future__ import annotations
@@ -181,7 +184,10 @@ class GPTModel(nn.Cell):
         else:
             if input_mask is None:
                 input_mask = ops.ones((b, s), mstype.float32)
-            mask = self.get_attention_mask(input_mask)
+            if s < self.config.seq_length and self.config.use_past:
+                mask = self._prompt_mask(input_mask)
+            else:
+                mask = self.get_attention_mask(input_mask)
         res = self.transformer(
             x, mask, init_reset=init_reset, batch_valid_length=batch_valid_length
         )
@@ -189,6 +195,14 @@ class GPTModel(nn.Cell):
         if self.use_moe:
             return hidden, res[1], table, res[3]
         return hidden, res[1], table
+
+    def _prompt_mask(self, input_mask: Tensor) -> Tensor:
+        """``AttentionMask``'s causal mask for a prompt pass shorter than the window (the
+        cache still spans the window): ``(batch, s, s)`` from the ``(batch, s)`` mask."""
+        b, s = input_mask.shape
+        m = ops.cast(ops.not_equal(input_mask, 0), mstype.float32)
+        tril = self.get_attention_mask.lower_triangle_mask[:s, :s]
+        return ops.reshape(m, (b, s, 1)) * ops.reshape(m, (b, 1, s)) * ops.expand_dims(tril, 0)
 
 
 def _reinit_dense(transformer: nn.Cell, c: GPTConfig) -> None:

@@ -4,7 +4,9 @@
 The cache is fixed-length and stored as 1.8 stores it: keys transposed
 ``(batch, heads, size_per_head, seq)``, values ``(batch, heads, seq, size_per_head)``. On the
 first iteration (``is_first_iteration=True``) the whole padded prompt goes in and the keys
-and values past each row's ``batch_valid_length`` are zeroed; on later iterations one token
+and values past each row's ``batch_valid_length`` are zeroed (beyond 1.8: a shorter prompt
+window with ``batch_valid_length`` is accepted too, its cache padded with zeros to the
+window's length, so the cache shape stays fixed); on later iterations one token
 goes in, its key and value are tiled over the sequence, kept only at the row's current
 position (the count of nonzero cache entries) and added into the past.
 """
@@ -163,10 +165,19 @@ class MultiHeadAttention(nn.Cell):
 
     # -- shapes -------------------------------------------------------------------------
 
-    def _batch_and_check(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[int, int]:
+    def _batch_and_check(
+        self, query: Tensor, key: Tensor, value: Tensor, bvl: Tensor | None = None
+    ) -> tuple[int, int]:
         h = self.hidden_size
         incremental = not self.is_first_iteration  # one query position per step
         src = 1 if incremental else self.src_seq_length
+        if self.use_past and not incremental and bvl is not None and bvl.ndim == 1:
+            # the prompt pass may be shorter than the window (a bucket that holds the longest
+            # prompt); the cache it fills keeps the window's length
+            rows = query.shape[0] * (query.shape[1] if query.ndim == 3 else 1)
+            n = query.shape[1] if query.ndim == 3 else rows // max(bvl.shape[0], 1)
+            if 1 <= n < src and rows == bvl.shape[0] * n:
+                src = n
         if query.ndim == 3:
             b = query.shape[0]
             ok = query.shape[1:] == (src, h)
@@ -209,7 +220,7 @@ class MultiHeadAttention(nn.Cell):
         value_past: Tensor | None = None,
         batch_valid_length: Tensor | None = None,
     ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
-        b, _ = self._batch_and_check(query_tensor, key_tensor, value_tensor)
+        b, _ = self._batch_and_check(query_tensor, key_tensor, value_tensor, batch_valid_length)
         ori_shape = query_tensor.shape
         h, nh, d = self.hidden_size, self.local_heads, self.size_per_head
         q = self.dense1(ops.reshape(query_tensor, (-1, h)))
@@ -219,8 +230,9 @@ class MultiHeadAttention(nn.Cell):
         k = ops.transpose(ops.reshape(k, (b, -1, nh, d)), (0, 2, 3, 1))  # (b, heads, d, seq)
         v = ops.transpose(ops.reshape(v, (b, -1, nh, d)), (0, 2, 1, 3))
         if self.use_past:
-            k, v = self._use_past(k, v, key_past, value_past, batch_valid_length)
-        layer_present = (k, v)
+            k, v, layer_present = self._use_past(k, v, key_past, value_past, batch_valid_length)
+        else:
+            layer_present = (k, v)
         out = self._attn(q, k, v, attention_mask)
         out = self.dropout(self.projection(out))
         return ops.reshape(out, ori_shape), layer_present
@@ -232,13 +244,27 @@ class MultiHeadAttention(nn.Cell):
         key_past: Tensor | None,
         value_past: Tensor | None,
         bvl: Tensor | None,
-    ) -> tuple[Tensor, Tensor]:
+    ) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor]]:
+        """Keys and values to attend over, and the cache ``(key, value)`` to keep."""
         dt = key.dtype
         if self.is_first_iteration:
             if bvl is None:
-                return key, value
-            valid = ops.cast(ops.less(self.range, ops.reshape(bvl, (-1, 1, 1))), dt)  # (b, 1, seq)
-            return key * ops.expand_dims(valid, 2), value * ops.expand_dims(valid, 3)
+                return key, value, (key, value)
+            n = key.shape[3]
+            rng = self.range if n == self.tgt_seq_length else self.range[:, :, :n]
+            valid = ops.cast(ops.less(rng, ops.reshape(bvl, (-1, 1, 1))), dt)  # (b, 1, n)
+            key, value = key * ops.expand_dims(valid, 2), value * ops.expand_dims(valid, 3)
+            if n == self.tgt_seq_length:
+                return key, value, (key, value)
+            # a prompt pass shorter than the window: the cache still spans the window (zeros
+            # after the prompt, as the full-window pass leaves it), its shape fixed
+            pad = self.tgt_seq_length - n
+            b, nh, d = key.shape[0], key.shape[1], key.shape[2]
+            present = (
+                ops.concat((key, ops.zeros((b, nh, d, pad), dt)), 3),
+                ops.concat((value, ops.zeros((b, nh, pad, d), dt)), 2),
+            )
+            return key, value, present
         if key_past is None or value_past is None:
             raise ValueError(
                 "For 'MultiHeadAttention', incremental inference (use_past=True, "
@@ -251,7 +277,8 @@ class MultiHeadAttention(nn.Cell):
         pos = ops.cast(ops.equal(valid_length, self.range), dt)  # (b, 1, seq)
         cur_k = ops.tile(key, (1, 1, 1, seq)) * ops.expand_dims(pos, 2)
         cur_v = ops.tile(value, (1, 1, seq, 1)) * ops.expand_dims(pos, 3)
-        return ops.cast(key_past, dt) + cur_k, ops.cast(value_past, dt) + cur_v
+        present = (ops.cast(key_past, dt) + cur_k, ops.cast(value_past, dt) + cur_v)
+        return present[0], present[1], present
 
     def _attn(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
         score = ops.matmul(q, k) * (1.0 / math.sqrt(self.size_per_head))

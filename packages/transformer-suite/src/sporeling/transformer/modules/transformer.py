@@ -106,6 +106,10 @@ class _CachedBlock(nn.Cell):
         if self.use_past:
             self._kv["key"], self._kv["value"] = present
 
+    def set_past(self, key: Tensor, value: Tensor) -> None:
+        """Replace the cache (a compiled decode step returns the new one as outputs)."""
+        self._kv["key"], self._kv["value"] = key, value
+
     @property
     def key_past(self) -> Tensor | None:
         return self._kv.get("key")
