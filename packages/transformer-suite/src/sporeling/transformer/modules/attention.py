@@ -275,8 +275,11 @@ class MultiHeadAttention(nn.Cell):
         valid_length = ops.reduce_sum(ops.cast(ops.not_equal(first, 0), mstype.float32), 1)
         valid_length = ops.cast(ops.reshape(valid_length, (-1, 1, 1)), mstype.int32)
         pos = ops.cast(ops.equal(valid_length, self.range), dt)  # (b, 1, seq)
-        cur_k = ops.tile(key, (1, 1, 1, seq)) * ops.expand_dims(pos, 2)
-        cur_v = ops.tile(value, (1, 1, seq, 1)) * ops.expand_dims(pos, 3)
+        # 1.8 tiles the new key/value over the window before the product; broadcasting the
+        # (b, heads, d, 1) key against the (b, 1, 1, seq) one-hot gives the same values
+        # without the tiled copy
+        cur_k = key * ops.expand_dims(pos, 2)
+        cur_v = value * ops.expand_dims(pos, 3)
         present = (ops.cast(key_past, dt) + cur_k, ops.cast(value_past, dt) + cur_v)
         return present[0], present[1], present
 

@@ -88,14 +88,25 @@ class Linear(nn.Cell):
         if self.mp_mode == "column":
             x = copy_to_mp(x, self.mp_group)
         w = ops.cast(self.weight, cd) if self.weight.dtype != cd else self.weight
-        if self.expert_num > 1:
-            y = ops.matmul(x, w)
+        b = self.bias
+        if b is not None and b.dtype != cd:
+            b = ops.cast(b, cd)
+        if self.expert_num == 1 and self.transpose_b:
+            # one product with the bias added inside (``ops.dense``: no transposed view of
+            # the weight, no second pass over the result; a one-token decode step is
+            # mostly such calls); a row-parallel product adds it after the reduction
+            row = self.mp_mode == "row"
+            y = ops.dense(x, w, None if row else b)
+            if row:
+                y = reduce_from_mp(y, self.mp_group)
+                if b is not None:
+                    y = y + b
         else:
-            y = ops.matmul(x, ops.transpose(w, (1, 0)) if self.transpose_b else w)
-        if self.mp_mode == "row":
-            y = reduce_from_mp(y, self.mp_group)
-        if self.bias is not None:
-            y = y + (ops.cast(self.bias, cd) if self.bias.dtype != cd else self.bias)
+            y = ops.matmul(x, w)
+            if self.mp_mode == "row":
+                y = reduce_from_mp(y, self.mp_group)
+            if b is not None:
+                y = y + b
         if self.activation is not None:
             y = self.activation(y)
         return y
