@@ -1,0 +1,110 @@
+"""Hand-offs to Sporeling's row workers during ResNet-20 steps: per call site of
+``_rows.run_blocks``, the calls per step, their wall time and the work of their chunks, how
+often the worker ran no chunk, its start latency and the caller's wait at the end. For the
+2-thread account on an idle machine (under load every latency here is the scheduler's).
+
+``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE PYTHONPATH=packages/core-runtime/src
+python benchmarks/conv/handoffs.py --steps 10`` (bench venv: PyTorch is needed for the
+benchmark's model definitions and weights).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def _instrument(stats: dict[Any, list[tuple[float, ...]]]) -> None:
+    import sporeling.core.kernels.cpu as kernels
+    from sporeling.core.kernels.cpu import _rows
+
+    real = _rows.run_blocks
+
+    def run_blocks(fn: Any, rows: int, blocks: int, chunks: int | None = None) -> None:
+        if blocks <= 1:
+            real(fn, rows, blocks, chunks)
+            return
+        site = (getattr(fn, "__module__", "?").rsplit(".", 1)[-1], fn.__qualname__)
+        main, rec = threading.get_ident(), []
+
+        def timed(k: int, lo: int, hi: int) -> None:
+            t0 = time.perf_counter()
+            fn(k, lo, hi)
+            rec.append((threading.get_ident() == main, t0, time.perf_counter()))
+
+        t0 = time.perf_counter()
+        real(timed, rows, blocks, chunks)
+        t1 = time.perf_counter()
+        other = [r for r in rec if not r[0]]
+        mine_end = max((r[2] for r in rec if r[0]), default=t0)
+        latency = min(r[1] for r in other) - t0 if other else float("nan")
+        work = sum(r[2] - r[1] for r in rec)
+        stats[site].append((t1 - t0, work, len(other), latency, t1 - mine_end))
+
+    for info in pkgutil.iter_modules(kernels.__path__):
+        mod = importlib.import_module(f"{kernels.__name__}.{info.name}")
+        if getattr(mod, "run_blocks", None) is real:
+            mod.run_blocks = run_blocks
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--steps", type=int, default=10)
+    args = p.parse_args()
+
+    import torch
+    from quiet import limit_threads
+
+    limit_threads(args.threads, torch)
+    import bench_resnet20
+    from common import Context
+    from train_step import step_pair
+
+    ctx = Context("CPU", quick=False)
+    got: dict[str, Any] = {}
+
+    def grab(ctx: Any, name: str, make_sp: Any, make_th: Any, x: Any, y: Any, **kw: Any) -> None:
+        got.update(make_sp=make_sp, make_th=make_th, x=x, y=y, lr=kw["lr"])
+
+    bench_resnet20.training_case = grab
+    bench_resnet20.cases(ctx)
+    sp, _, _, _ = step_pair(
+        ctx, got["make_sp"], got["make_th"], got["x"], got["y"], got["lr"], seed=0
+    )
+    stats: dict[Any, list[tuple[float, ...]]] = defaultdict(list)
+    _instrument(stats)
+    for _ in range(3):
+        sp()
+    stats.clear()
+    for _ in range(args.steps):
+        time.sleep(0.05)
+        sp()
+    n = args.steps
+    print("site | calls/step | wall ms/step | chunk work ms/step | no-worker calls |")
+    print("  worker start latency median/min us | caller wait at the end median us")
+    for (mod, site), v in sorted(stats.items(), key=lambda kv: -sum(r[0] for r in kv[1])):
+        a = np.array(v)
+        lat = a[:, 3][~np.isnan(a[:, 3])]
+        lat_s = f"{np.median(lat) * 1e6:.0f}/{lat.min() * 1e6:.0f}" if lat.size else "-"
+        name = site.split(".")[0][:28]
+        print(
+            f"{mod:11s} {name:28s} {len(v) // n:3d} {a[:, 0].sum() / n * 1e3:7.2f}"
+            f" {a[:, 1].sum() / n * 1e3:7.2f} {int((a[:, 2] == 0).sum())}/{len(v)}"
+            f" {lat_s} {np.median(a[:, 4]) * 1e6:.0f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
