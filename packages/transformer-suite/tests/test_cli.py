@@ -72,6 +72,21 @@ def test_train_eval_generate_plan(tmp_path, capsys):
         float(with_loss(Tensor(val_ids[None, s : s + seq + 1])).asnumpy()) for s in starts
     ]
     assert len(per_window) > 1 and whole == pytest.approx(np.mean(per_window), rel=1e-5)
+    # --draw-seed: random windows drawn with that seed (nanoGPT's protocol, a draw independent
+    # of the run's validation batches); the run's seed + 1 gives back its own batches
+    assert main(["eval", str(out), "--draw-seed", str(run_cfg["train"]["seed"] + 1)]) == 0
+    assert float(capsys.readouterr().out.split(":")[1].split()[0]) == pytest.approx(val, abs=1e-4)
+    assert main(["eval", str(out), "--draw-seed", "123", "--batches", "3"]) == 0
+    drawn = float(capsys.readouterr().out.split(":")[1].split()[0])
+    bs = run_cfg["train"]["batch_size"]
+    rows = np.random.default_rng(123).integers(0, len(val_ids) - seq, 3 * bs).reshape(3, bs)
+    per_batch = [
+        float(with_loss(Tensor(np.stack([val_ids[s : s + seq + 1] for s in r]))).asnumpy())
+        for r in rows
+    ]
+    assert drawn == pytest.approx(np.mean(per_batch), abs=1e-4) and drawn != val
+    assert main(["eval", str(out), "--whole", "--draw-seed", "1"]) == 1
+    assert "'draw_seed'" in capsys.readouterr().err
     assert (
         main(
             [
@@ -130,7 +145,7 @@ def test_micro_batch_run_matches_plain_run(tmp_path):
     assert copies["best_val_loss"] == pytest.approx(plain["best_val_loss"], rel=1e-5)
 
 
-def test_t5_and_vit_runs_from_configs(tmp_path, capsys):
+def test_t5_and_vit_runs_from_configs(tmp_path, capsys, monkeypatch):
     import gzip
 
     out = tmp_path / "t5"
@@ -154,6 +169,24 @@ def test_t5_and_vit_runs_from_configs(tmp_path, capsys):
     assert len(res["val_loss"]) == 2 and 0 <= res["exact_match"] <= 1
     capsys.readouterr()
     assert main(["eval", str(out)]) == 0 and "exact match:" in capsys.readouterr().out
+    # evaluate_t5 decodes the run's test_size strings (the ones training scored) unless told
+    from sporeling.transformer import train_other
+
+    asked = []
+    real = train_other.exact_match
+
+    def spy(net, length, n, seed):
+        asked.append((n, seed))
+        return real(net, length, n, seed)
+
+    monkeypatch.setattr(train_other, "exact_match", spy)
+    assert train_other.evaluate_t5(out) == res["exact_match"]
+    assert main(["eval", str(out), "--test-size", "6"]) == 0
+    assert asked == [(4, 2), (6, 2)]
+    with pytest.raises(ValueError, match="'test_size' expected an int >= 1, got 0"):
+        train_other.evaluate_t5(out, 0)
+    monkeypatch.undo()
+    capsys.readouterr()
     assert main(["generate", str(out), "--prompt", "123"]) == 0
     assert capsys.readouterr().out.startswith("123 -> ")
     # a tiny fake MNIST folder (the tests do not read shared data)

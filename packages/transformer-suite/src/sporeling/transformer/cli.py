@@ -30,6 +30,16 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--whole", action="store_true", help="GPT: the windows that tile the whole split"
     )
+    e.add_argument(
+        "--draw-seed",
+        type=int,
+        default=None,
+        help="GPT: draw the random batches with this seed, not the run's validation ones "
+        "(nanoGPT's estimate_loss protocol)",
+    )
+    e.add_argument(
+        "--test-size", type=int, default=None, help="T5: held-out strings (default: the run's)"
+    )
     g = sub.add_parser("generate", help="continue prompts with a trained GPT")
     g.add_argument("run_dir")
     g.add_argument("--prompt", action="append", default=None, help="repeat for a batch")
@@ -74,7 +84,7 @@ def _run(args: argparse.Namespace) -> int:
         if arch == "t5":
             from .train_other import evaluate_t5
 
-            print(f"exact match: {evaluate_t5(args.run_dir):.4f}")
+            print(f"exact match: {evaluate_t5(args.run_dir, args.test_size):.4f}")
         elif arch == "vit":
             from .train_other import evaluate_vit
 
@@ -82,8 +92,10 @@ def _run(args: argparse.Namespace) -> int:
         else:
             from .runner import evaluate
 
-            loss = evaluate(args.run_dir, args.split, args.batches, args.whole)
+            loss = evaluate(args.run_dir, args.split, args.batches, args.whole, args.draw_seed)
             how = "whole split" if args.whole else f"{args.batches or 'eval_iters'} batches"
+            if args.draw_seed is not None:
+                how += f" drawn with seed {args.draw_seed}"
             print(f"{args.split} loss: {loss:.4f} ({how})")
     elif args.command == "generate" and _arch(args.run_dir) == "t5":
         from .generation import generate_seq2seq

@@ -385,12 +385,29 @@ def load_run(out_dir: str | Path, **model_overrides: Any) -> tuple[GPT, Any, dic
 
 
 def evaluate(
-    out_dir: str | Path, split: str = "val", batches: int | None = None, whole: bool = False
+    out_dir: str | Path,
+    split: str = "val",
+    batches: int | None = None,
+    whole: bool = False,
+    draw_seed: int | None = None,
 ) -> float:
-    """Mean loss of the saved model over ``batches`` fixed random windows of ``split`` (drawn
-    with the run's ``seed + 1``, the windows its training evaluated on); ``whole``: over the
-    windows that tile the split (every token but the first predicted once, the same windows
-    for any run of the text), a token-weighted mean."""
+    """Mean loss of the saved model over ``batches`` (default: the run's ``eval_iters``)
+    batches of random windows of ``split``, drawn with the run's ``seed + 1`` (the windows its
+    training evaluated on and kept its best checkpoint by) or with ``draw_seed``: a draw
+    independent of those, nanoGPT's ``estimate_loss`` protocol for one evaluation.
+    ``whole``: over the windows that tile the split (every token but the first predicted
+    once, the same windows for any run of the text), a token-weighted mean."""
+    if draw_seed is not None and (isinstance(draw_seed, bool) or not isinstance(draw_seed, int)):
+        raise ValueError(f"evaluate: argument 'draw_seed' expected an int, got {draw_seed!r}")
+    if batches is not None and (
+        isinstance(batches, bool) or not isinstance(batches, int) or batches < 1
+    ):
+        raise ValueError(f"evaluate: argument 'batches' expected an int >= 1, got {batches!r}")
+    if whole and (batches is not None or draw_seed is not None):
+        raise ValueError(
+            "evaluate: whole=True takes every tiling window; 'batches' and 'draw_seed' choose "
+            f"random ones (got batches={batches!r}, draw_seed={draw_seed!r})"
+        )
     net, tok, cfg = load_run(out_dir)
     _, train_ids, val_ids = encode_corpus(cfg["data"], Path(out_dir) / "tokenizer.json")
     t = cfg.get("train", {})
@@ -398,8 +415,6 @@ def evaluate(
     bs, seq = int(t["batch_size"]), net.config.seq_length
     with_loss = GPTWithLoss(net)
     if whole:
-        if batches is not None:
-            raise ValueError("evaluate: give either 'batches' or whole=True, not both")
         total = rows = 0.0
         for (batch,) in tiled_batches(ids, seq, bs).create_tuple_iterator(output_numpy=True):
             total += float(with_loss(Tensor(batch)).asnumpy()) * len(batch)
@@ -410,7 +425,7 @@ def evaluate(
         ["input_ids"],
         bs,
         batches or int(t.get("eval_iters", 20)),
-        int(t.get("seed", 0)) + 1,
+        int(t.get("seed", 0)) + 1 if draw_seed is None else draw_seed,
         fixed=True,
     )
     model = Model(with_loss, eval_network=with_loss, metrics={"loss": Loss()})

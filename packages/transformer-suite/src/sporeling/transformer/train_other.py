@@ -188,9 +188,16 @@ def load_t5(out_dir: str | Path) -> tuple[T5Model, dict[str, Any]]:
     return net, cfg
 
 
-def evaluate_t5(out_dir: str | Path, n: int = 500) -> float:
+def evaluate_t5(out_dir: str | Path, test_size: int | None = None) -> float:
+    """Exact match of greedy cached decoding on ``test_size`` held-out strings (default: the
+    run's ``train.test_size``, 500 if unset), drawn with the run's ``seed + 2`` as training's
+    final evaluation drew them."""
     net, cfg = load_t5(out_dir)
-    return exact_match(net, net.config.seq_length, n, int(cfg.get("train", {}).get("seed", 0)) + 2)
+    t = cfg.get("train", {})
+    n = int(t.get("test_size", 500)) if test_size is None else test_size
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"evaluate_t5: argument 'test_size' expected an int >= 1, got {n!r}")
+    return exact_match(net, net.config.seq_length, n, int(t.get("seed", 0)) + 2)
 
 
 def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
