@@ -267,3 +267,20 @@ def test_small_results_of_long_products_reach_the_thread_choice(monkeypatch, m, 
     got = blas.matmul(x, y)
     np.testing.assert_allclose(got, x.astype(np.float64) @ y, rtol=1e-4, atol=1e-2)
     assert calls == ([] if m * k * n < product_threads.MIN_WORK else [m * k * n])
+
+
+def test_graph_products_below_the_split_size_reach_the_thread_choice(monkeypatch):
+    calls = []
+    real = product_threads.run
+    monkeypatch.setattr(product_threads, "enabled", True)
+    monkeypatch.setattr(product_threads, "run", lambda p, w, c: calls.append(w) or real(p, w, c))
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((128, 200)).astype(np.float32)
+    w = rng.standard_normal((96, 200)).astype(np.float32)
+    b = rng.standard_normal(96).astype(np.float32)
+    with blas.split_products():  # what the graph executor enters
+        got = blas.matmul(x, w.T, bias=b)
+        xi = np.arange(6 * 4, dtype=np.int64).reshape(6, 4)
+        np.testing.assert_array_equal(blas.matmul(xi, xi.T), xi @ xi.T)  # integers: as they are
+    np.testing.assert_allclose(got, x.astype(np.float64) @ w.T + b, rtol=1e-4, atol=1e-3)
+    assert calls == [128 * 200 * 96]

@@ -13,9 +13,9 @@ BLAS thread count is set to 1 for such a call and restored after: the first call
 saves it, the last one out restores it, through threadpoolctl, which finds NumPy's BLAS:
 OpenBLAS, MKL, BLIS). Eager products, smaller products (below :data:`SPLIT_MIN_WORK`),
 integer/bool or 1-d operands, and a BLAS that cannot be controlled run NumPy's ``matmul``
-as it is; eager products from :data:`.product_threads.MIN_WORK` multiply-adds run it on
-as many of OpenBLAS's threads as the other processes' load leaves cores for
-(:mod:`.product_threads`).
+as it is; those from :data:`.product_threads.MIN_WORK` multiply-adds (eager ones, and a
+graph's below :data:`SPLIT_MIN_WORK`) run it on as many of OpenBLAS's threads as the other
+processes' load leaves cores for (:mod:`.product_threads`).
 """
 
 from __future__ import annotations
@@ -130,17 +130,21 @@ def matmul(
     work = xs[-2] * xs[-1] * ys[-1]
     if len(xs) > 2 or len(ys) > 2:
         work *= max(math.prod(xs[:-2]), math.prod(ys[:-2]))
-    if not getattr(_SCOPE, "depth", 0):  # eager
+    if (
+        work < SPLIT_MIN_WORK
+        or not getattr(_SCOPE, "depth", 0)  # eager
+        or x.dtype != y.dtype
+        or x.dtype.kind not in "fc"
+    ):
         if (
             work >= product_threads.MIN_WORK
             and product_threads.enabled
             and x.dtype == y.dtype
             and x.dtype.kind in "fc"
         ):
-            # fewer BLAS threads while other processes keep the cores busy
+            # fewer BLAS threads while other processes keep the cores busy (eager products
+            # and a graph's products below SPLIT_MIN_WORK: on OpenBLAS's threads both)
             return product_threads.run(lambda: _plain(x, y, out, bias), work, _controllers)
-        return _plain(x, y, out, bias)
-    if work < SPLIT_MIN_WORK or x.dtype != y.dtype or x.dtype.kind not in "fc":
         return _plain(x, y, out, bias)
     if len(xs) == 2 and len(ys) == 2:
         with openblas_on_sporeling_threads() as switched:
