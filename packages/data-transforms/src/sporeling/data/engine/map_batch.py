@@ -56,9 +56,11 @@ def _fuse(chain: list[Callable[..., Any]]) -> list[Callable[..., Any]]:
 
 
 def _deferring(op: Any) -> Any:
-    """`op` as a variant that returns `DeferredArray`s where it can, else None."""
-    make = getattr(op, "deferring", None)
-    return make() if callable(make) else None
+    """`op` as a variant that returns `DeferredArray`s where it can, else None (only the
+    fused flip + Normalize + HWC2CHW of `vision._fused` has one)."""
+    from ..vision._fused import FusedNormalizeCHW
+
+    return op.deferring() if isinstance(op, FusedNormalizeCHW) else None
 
 
 def _fusion_enabled() -> bool:
