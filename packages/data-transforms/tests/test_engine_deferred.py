@@ -153,7 +153,11 @@ def test_single_worker_moves_heavy_rows_to_a_thread_only():
         time.sleep(0.001)
         return (v + np.float32(current_rng().uniform()),)
 
-    def cheap(v):
+    first = []
+
+    def cheap(v):  # a slow first call (say, compilation) does not make it heavy
+        if not first:
+            first.append(time.sleep(0.05))
         return (v + np.float32(current_rng().uniform()),)
 
     results = {}

@@ -344,12 +344,13 @@ class _ProcessRunner:
 
 
 class _InlineRunner:
-    """One worker: tasks run on the consuming thread. With `overlap` (map), once the first
-    `PROBE` tasks took `HEAVY_S` seconds each or more on average, the rest run on one worker
-    thread (a `_ThreadRunner` of 1), as MindSpore's map op runs its worker apart from the
-    reader and batch threads: reading and batching then overlap with the operations.
-    Cheap rows stay inline (a thread handoff costs ~20-40 us per row). Outputs and random
-    draws are the same either way (each task runs in its own `row_random_scope`)."""
+    """One worker: tasks run on the consuming thread. With `overlap` (map), once `PROBE`
+    tasks after the first (whose time includes first-call work such as Numba compilation)
+    took `HEAVY_S` seconds each or more on average, the rest run on one worker thread (a
+    `_ThreadRunner` of 1), as MindSpore's map op runs its worker apart from the reader and
+    batch threads: reading and batching then overlap with the operations. Cheap rows stay
+    inline (a thread handoff costs ~20-40 us per row). Outputs and random draws are the
+    same either way (each task runs in its own `row_random_scope`)."""
 
     PROBE = 8
     HEAVY_S = 2e-4
@@ -362,11 +363,12 @@ class _InlineRunner:
     def imap(self, tasks: Iterable[tuple[Any, tuple[Any, ...], Any]]) -> Iterator[tuple[Any, Any]]:
         it = iter(tasks)
         if self.overlap and self.thread is None:
-            n, spent = 0, 0.0
+            n, spent = -1, 0.0  # the first task is not counted
             for key, args, tag in it:
                 t0 = time.perf_counter()
                 out = _apply(self.fn, key, args)
-                spent += time.perf_counter() - t0
+                if n >= 0:
+                    spent += time.perf_counter() - t0
                 n += 1
                 yield tag, out
                 if n == self.PROBE:
