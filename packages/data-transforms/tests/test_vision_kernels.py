@@ -228,3 +228,30 @@ def test_drop_channels_packs_rgbx_to_rgb(shape):
     same = layout.drop_channels(rgbx[..., :3], 3)
     np.testing.assert_array_equal(same, rgbx[..., :3])
     assert same.flags.c_contiguous
+
+
+@pytest.mark.parametrize("name", ["bilinear", "bicubic", "lanczos", "box"])
+@pytest.mark.parametrize("in_h", [1, 2, 3, 5, 9, 17, 40])
+def test_vertical_pass_unrolled_taps_equal_the_accumulator(name, in_h):
+    # Rows of 2-4 taps take one expression per value in `_resample_v_u8_kernel`; compare
+    # every row with NumPy's sum of the same int32 products in the same order.
+    from sporeling.data.vision.kernels import resample as rs
+
+    rng = np.random.default_rng(in_h)
+    src = rng.integers(0, 256, (in_h, 7 * 3), dtype=np.uint8)
+    taps = set()
+    for out_h in (1, 2, 3, in_h + 1, 2 * in_h + 3, max(in_h // 3, 1)):
+        bounds, _, fixed = rs._coeffs(in_h, 0.0, float(in_h), out_h, name)
+        taps |= {int(n) for n in bounds[:, 1]}
+        out = np.empty((out_h, 5 * 3), np.uint8)
+        rs._resample_v_u8_kernel(src, 3, out, bounds, fixed)
+        ref = np.empty_like(out)
+        for yy in range(out_h):
+            ymin, n = bounds[yy]
+            acc = np.full(15, 1 << 21, np.int64)
+            for t in range(n):
+                acc += src[ymin + t, 3:18].astype(np.int64) * int(fixed[yy, t])
+            ref[yy] = np.clip(acc >> 22, 0, 255)
+        np.testing.assert_array_equal(out, ref)
+    if in_h >= 5:  # both paths ran: rows of 2-4 taps and rows of more
+        assert taps & {2, 3, 4} and max(taps) > 4

@@ -231,19 +231,54 @@ def _resample_h_rgbx_kernel(src32, row0, out, bounds, kk, blk, blk32):  # pragma
 def _resample_v_u8_kernel(src, col0, out, bounds, kk):  # pragma: no cover - compiled
     # Rows as flat W*C vectors: out[yy, :] = sum_t src[ymin + t, col0 : col0 + n] * k[t].
     # The innermost loops run over contiguous values with int32 accumulators: SIMD.
+    # Rows with 2-4 taps (bilinear up to a 1.5x shrink, bicubic upscales) sum their taps
+    # in one expression per value, without the accumulator array (random crops resized to
+    # 224x224: 175-180 -> 148-152 us per image, load ~6);
+    # the sum's order and int32 wraparound are the accumulator's, so the bytes are too.
     ho, n_out = out.shape
     acc = np.empty(n_out, np.int32)
     half = np.int32(1 << (_PRECISION_BITS - 1))
     for yy in range(ho):
         ymin = bounds[yy, 0]
         n = bounds[yy, 1]
+        o = out[yy]
+        if 2 <= n <= 4:
+            r0 = src[ymin, col0 : col0 + n_out]
+            r1 = src[ymin + 1, col0 : col0 + n_out]
+            k0 = kk[yy, 0]
+            k1 = kk[yy, 1]
+            if n == 2:
+                for x in range(n_out):
+                    v = np.int32(half + np.int32(r0[x]) * k0 + np.int32(r1[x]) * k1)
+                    o[x] = _clip8(v >> _PRECISION_BITS)
+                continue
+            r2 = src[ymin + 2, col0 : col0 + n_out]
+            k2 = kk[yy, 2]
+            if n == 3:
+                for x in range(n_out):
+                    v = np.int32(
+                        half + np.int32(r0[x]) * k0 + np.int32(r1[x]) * k1 + np.int32(r2[x]) * k2
+                    )
+                    o[x] = _clip8(v >> _PRECISION_BITS)
+                continue
+            r3 = src[ymin + 3, col0 : col0 + n_out]
+            k3 = kk[yy, 3]
+            for x in range(n_out):
+                v = np.int32(
+                    half
+                    + np.int32(r0[x]) * k0
+                    + np.int32(r1[x]) * k1
+                    + np.int32(r2[x]) * k2
+                    + np.int32(r3[x]) * k3
+                )
+                o[x] = _clip8(v >> _PRECISION_BITS)
+            continue
         acc[:] = half
         for t in range(n):
             k = kk[yy, t]
             row = src[ymin + t, col0 : col0 + n_out]
             for x in range(n_out):
                 acc[x] += np.int32(row[x]) * k
-        o = out[yy]
         for x in range(n_out):
             o[x] = _clip8(acc[x] >> _PRECISION_BITS)
 
