@@ -52,3 +52,32 @@ def test_incremental_steps_equal_full_recompute_with_padding():
                 y.asnumpy()[b, 0], ref.asnumpy()[b, n], rtol=1e-10, atol=1e-10
             )
         cur = cur + 1
+
+
+def test_short_prompt_window_needs_batch_valid_length():
+    """A first-iteration window shorter than the cache is accepted only with
+    ``batch_valid_length`` (the cache keeps its length, zero after each prompt); without it
+    the 1.8 shape error stays."""
+    import pytest
+
+    from sporeling.transformer.modules import MultiHeadAttention
+
+    S, H = 6, 8
+    att = MultiHeadAttention(
+        None,
+        S,
+        S,
+        H,
+        2,
+        use_past=True,
+        **{k: v for k, v in F64.items() if k != "layernorm_compute_type"},
+    )
+    x = Tensor(np.random.default_rng(0).standard_normal((2, 4, H)))
+    mask = Tensor(np.tile(np.tril(np.ones((4, 4))), (2, 1, 1)))
+    with pytest.raises(ValueError, match="'query_tensor' must be one of"):
+        att(x, x, x, mask)
+    out, (k, v) = att(x, x, x, mask, None, None, Tensor(np.array([4, 2], np.int32)))
+    assert out.shape == (2, 4, H) and k.shape == (2, 2, 4, S) and v.shape == (2, 2, S, 4)
+    k, v = k.asnumpy(), v.asnumpy()
+    assert np.all(k[..., 4:] == 0) and np.all(k[1, ..., 2:] == 0) and np.all(v[1, :, 2:] == 0)
+    assert np.all(k[0, ..., :4] != 0)

@@ -75,7 +75,8 @@ def generate(
     tokens (the fixed-length cache cannot shift; nanoGPT crops its context the same way).
     ``step_logits``, if given, receives each step's (batch, vocab) logits. With the cache,
     a GPT's one-token steps run as one graph compiled by ``jit`` (once per model and batch
-    size); ``compiled=False`` runs them op by op (the same results)."""
+    size; MoE and tensor-parallel GPTs step op by op); ``compiled=False`` runs them op by
+    op (the same results)."""
     cfg = model.config
     S = cfg.seq_length
     lengths = np.array([len(p) for p in prompts], dtype=np.int32)
@@ -94,7 +95,7 @@ def generate(
     done = np.zeros(b, bool)
     was_training = model.training
     model.set_train(False)
-    step = _DecodeStep(model) if cfg.use_past and compiled and _last_rows_head(model) else None
+    step = _DecodeStep(model) if cfg.use_past and compiled and _compilable(model) else None
     try:
         with no_grad():
             last = _window_logits(model, ids, valid, first=True)
@@ -229,6 +230,14 @@ def _last_rows_head(model: Any) -> bool:
     from .models.gpt import GPT
 
     return isinstance(model, GPT) and not model.backbone.use_moe
+
+
+def _compilable(model: Any) -> bool:
+    """Whether a GPT's decode step runs as a ``jit`` graph: no experts and no tensor-parallel
+    shards (their collectives stay op by op)."""
+    if not _last_rows_head(model):
+        return False
+    return all(getattr(c, "mp_mode", None) is None for _, c in model.cells_and_names())
 
 
 def generate_seq2seq(
