@@ -25,7 +25,7 @@ from .microgemm import _JIT, MR, NR, _block32, available
 __all__ = ["KC", "MC", "gemm"]
 
 KC = 256  #: steps of K per packed chunk (B's 32-column panel: 32 KiB, in L1)
-MC = 128  #: rows of A per packed block (128 KiB at KC, in L2)
+MC = 64  #: rows of A per packed block (64 KiB at KC, in L2)
 
 
 @numba.jit(**_JIT)
