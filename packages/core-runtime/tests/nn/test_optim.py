@@ -275,15 +275,37 @@ def test_fused_matches_generic(case):
 def test_fused_on_thread_blocks_matches_generic(case, monkeypatch):
     """A flat buffer over the threading threshold runs in blocks whose edge falls inside a
     parameter: the fused update still equals the generic one."""
-    from sporeling.core.kernels.cpu import _rows
+    from sporeling.core.kernels.cpu import _rows, optim
 
     monkeypatch.setitem(SHAPES, "fc.weight", (600, 450))
     monkeypatch.setitem(SHAPES, "bn.gamma", (40, 10, 10))
+    monkeypatch.setattr(optim, "UPDATE_SPLIT_FACTOR", 1)  # (the updates' own threshold)
     assert sum(int(np.prod(s)) for s in SHAPES.values()) > _rows.PARALLEL_MIN
+    split = []
+    real = optim.run_blocks
+    monkeypatch.setattr(optim, "run_blocks", lambda *a, **k: split.append(a[2]) or real(*a, **k))
     fused, _ = run_optimizer(case[1], True, steps=3)
+    assert all(b > 1 for b in split)
+    if _rows.max_blocks() > 1 and case[0].startswith(("sgd", "momentum", "adam")):
+        assert split  # the blocks did run
     generic, _ = run_optimizer(case[1], False, steps=3)
     for a, b in zip(fused, generic):
         np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_updates_split_only_from_their_own_threshold(monkeypatch):
+    from sporeling.core.kernels.cpu import _rows, optim
+
+    calls = []
+    monkeypatch.setattr(optim, "run_blocks", lambda fn, n, blocks: calls.append((n, blocks)))
+    monkeypatch.setattr(optim, "n_blocks", lambda rows, elements: 2)
+    seen = []
+    small = optim.UPDATE_SPLIT_FACTOR * _rows.PARALLEL_MIN - 1
+    optim.on_blocks(np.array([0, small], np.uint64), lambda off: seen.append(off.tolist()))
+    assert seen == [[0, small]] and not calls  # one call on this thread
+    big = small + 1
+    optim.on_blocks(np.array([0, big], np.uint64), lambda off: seen.append(off.tolist()))
+    assert calls == [(big, 2)]
 
 
 def test_float64_parameters_exact():

@@ -30,6 +30,7 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
+from . import _rows
 from ._config import JIT_SERIAL
 from ._rows import n_blocks, run_blocks
 from .vecmath import wide_vectors
@@ -52,11 +53,19 @@ __all__ = [
 _JIT = {**JIT_SERIAL, "nogil": True}  # blocks of a buffer run on several threads
 
 
+#: an update is split over threads from this many times :data:`._rows.PARALLEL_MIN`
+#: elements: its loop is a few flops per element, so a hand-off (~100 us on a VM) pays later
+#: than for a row kernel. Momentum over 401k float32 parameters (the MLP's first layer) took
+#: 173-191 us on one thread and 303-354 us as two blocks, even right after a 2-thread GEMM;
+#: 1M: 479-542 vs 616-757 us; 2M: 1.27-1.46 vs 1.20-1.31 ms (min of 300, load 9-13)
+UPDATE_SPLIT_FACTOR = 4
+
+
 def on_blocks(off: np.ndarray, run: Callable[[np.ndarray], object]) -> None:
     """Call an element-wise update ``run(off_block)`` once per block of the flat buffer that
     ``off`` segments, the blocks on Sporeling's threads (small buffers: one call)."""
     total = int(off[-1])
-    blocks = n_blocks(total, total)
+    blocks = n_blocks(total, total) if total >= UPDATE_SPLIT_FACTOR * _rows.PARALLEL_MIN else 1
     if blocks <= 1:
         run(off)
         return
