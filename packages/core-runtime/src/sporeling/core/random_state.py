@@ -59,3 +59,36 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
     _SEED[0] = state.get("seed")
     generator(CPU).bit_generator.state = state["cpu"]
+
+
+def _snapshot() -> tuple[int | None, dict[Any, Any]]:
+    """The seed and every generator's state, for a replay that must draw the same numbers
+    (a recomputed cell's dropout masks, ``nn/_recompute.py``)."""
+    return _SEED[0], {key: gen.bit_generator.state for key, gen in _GENERATORS.items()}
+
+
+class _Replay:
+    """``with _Replay(snapshot):`` draws as from ``snapshot``, then puts the current state
+    back (generators first made inside are dropped: made again from the seed on replay)."""
+
+    def __init__(self, snapshot: tuple[int | None, dict[Any, Any]]) -> None:
+        self.snapshot = snapshot
+
+    def __enter__(self) -> None:
+        self.saved = (_SEED[0], dict(_GENERATORS))
+        self.states = {key: gen.bit_generator.state for key, gen in _GENERATORS.items()}
+        seed, states = self.snapshot
+        _SEED[0] = seed
+        _GENERATORS.clear()
+        for key, state in states.items():
+            gen = self.saved[1].get(key)
+            if gen is not None:
+                gen.bit_generator.state = state
+                _GENERATORS[key] = gen
+
+    def __exit__(self, *exc: Any) -> None:
+        _SEED[0] = self.saved[0]
+        _GENERATORS.clear()
+        _GENERATORS.update(self.saved[1])
+        for key, state in self.states.items():
+            _GENERATORS[key].bit_generator.state = state

@@ -161,6 +161,7 @@ def backward(
     targets: list[Tensor] | None,
     create_graph: bool,
     release: int | None = None,
+    ready_hooks: bool = True,
 ) -> dict[int, tuple[Tensor, Tensor]]:
     """Propagate ``cotangents`` from ``outputs``.
 
@@ -168,6 +169,8 @@ def backward(
     gradient, or, with ``targets=None``, for every leaf that requires gradients. With
     ``release`` (an epoch from :func:`new_epoch`), each node recorded since that epoch is
     released as soon as its vjp has run (its inputs and outputs can be freed).
+    ``ready_hooks=False`` keeps :data:`GRADIENT_READY_HOOKS` out of a sweep whose gradients
+    are only part of a larger one (a recomputed cell's, ``nn/_recompute.py``).
     """
     target_ids = None if targets is None else {id(t) for t in targets}
     found: dict[int, tuple[Tensor, Tensor]] = {}
@@ -197,7 +200,11 @@ def backward(
         roots = [o._node for o in outputs if o._node is not None]
         order = _toposort(roots)
         relevant = None if target_ids is None else _leading_to(order, target_ids)
-        hooks = GRADIENT_READY_HOOKS if target_ids is not None and not create_graph else ()
+        hooks = (
+            GRADIENT_READY_HOOKS
+            if ready_hooks and target_ids is not None and not create_graph
+            else ()
+        )
         pending = _pending_counts(order, relevant, target_ids) if hooks else {}
         for node in order:
             if relevant is not None and id(node) not in relevant:

@@ -2,8 +2,8 @@
 ``add_flags``, ``add_flags_recursive``, ``get_flags``, ``recompute``.
 
 Flags are plain attributes (and a ``_mindspore_flags`` dict, as MindSpore keeps them).
-``recompute()`` marks the cells; eager autodiff here keeps the activations backward needs,
-so the mark changes no value and saves no memory (docs/porting.md says so).
+``recompute()`` marks the cells; eager autodiff then keeps only a marked cell's inputs and
+replays its construct in backward (``nn/_recompute.py``). GRAPH_MODE keeps every activation.
 """
 
 from __future__ import annotations
@@ -54,7 +54,11 @@ class CellFlagsMixin:
         return dict(self.__dict__.get("_mindspore_flags", {}))
 
     def recompute(self, **kwargs: Any) -> None:
-        """Mark this cell and its children for recomputation (see the module docstring)."""
+        """Mark this cell and its children for recomputation: in eager autodiff the cell keeps
+        only its inputs and runs construct again in backward (same values and gradients, less
+        memory, one more forward). GRAPH_MODE's compiler does not rematerialise: there the
+        flag changes nothing and every activation is kept. The keyword flags (communication
+        recompute, activation slicing) are accepted and have no effect on one process."""
         for key in kwargs:
             if key not in ("mp_comm_recompute", "parallel_optimizer_comm_recompute",
                            "recompute_slice_activation"):  # fmt: skip

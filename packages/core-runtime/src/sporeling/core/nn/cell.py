@@ -20,6 +20,7 @@ from ._bprop import call_with_bprop, has_bprop
 from ._cell_compat import CellFlagsMixin, graph_fallback
 from ._flatten_weights import FlattenWeightsMixin
 from ._pipeline_stage import PipelineStageMixin
+from ._recompute import call_with_recompute, is_recompute
 
 __all__ = ["Cell"]
 
@@ -166,10 +167,18 @@ class Cell(CellFlagsMixin, FlattenWeightsMixin, PipelineStageMixin):
             run = CONSTRUCT_TRANSFORMS[-1](run)
         if has_bprop(self):  # a custom bprop replaces autodiff through construct
             output = call_with_bprop(self, run, inputs, kwargs)
-        elif self.__dict__.get("_amp_dtype") is not None:  # to_float: compute in that dtype
-            output = run_in_dtype(self, self._amp_dtype, run, inputs, kwargs)
         else:
-            output = run(*inputs, **kwargs)
+            amp = self.__dict__.get("_amp_dtype")
+            body = run
+            if amp is not None:  # to_float: compute in that dtype
+
+                def body(*args: Any, **kw: Any) -> Any:
+                    return run_in_dtype(self, amp, run, args, kw)
+
+            if is_recompute(self):  # keep the inputs, replay construct in backward
+                output = call_with_recompute(self, body, inputs, kwargs)
+            else:
+                output = body(*inputs, **kwargs)
         for hook in list(self._forward_hooks.values()):
             result = hook(self, inputs, output)
             if result is not None:

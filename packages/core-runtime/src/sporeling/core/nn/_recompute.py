@@ -1,0 +1,188 @@
+"""``Cell.recompute()`` in eager (PYNATIVE) autodiff: keep a cell's inputs, not its activations.
+
+When gradients are being recorded, a cell flagged ``recompute`` runs its ``construct`` with
+recording off, so none of its intermediate results stay alive; its outputs are linked to one
+tape node that keeps only the cell's Tensor arguments, its trainable Parameters and the
+random generators' state. That node's backward rule runs ``construct`` again with recording
+on (drawing the same dropout masks from the saved generator state) and backpropagates the
+cotangents through it to the arguments and the Parameters, which therefore get the same
+gradients as without recompute. Activations then live one recomputed cell at a time instead
+of all at once; the price is one more forward pass of the cell.
+
+Details:
+
+- Cells inside a recomputed cell are recomputed with it (MindSpore's flag is recursive): while
+  a cell's construct is replayed, the recompute flags below it are ignored.
+- Outputs may be nested tuples/lists/dicts (``(output, layer_present)``); their float Tensors
+  get gradients, other values are returned as they are. Non-Tensor arguments are passed
+  again unchanged.
+- Parameters with ``requires_grad=False`` (BatchNorm's moving statistics) are put back after
+  the replay, so a training-mode replay does not update them twice.
+- Tensors the construct reads that are neither its arguments nor Parameters of the cell are
+  constants to its gradient (a Parameter of another cell used inside gets no gradient
+  through it): pass such tensors as arguments.
+- GRAPH_MODE / ``jit``: the compiler does not rematerialise, so while tracing the flag
+  changes nothing (every activation is kept, as before); only eager autodiff recomputes.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .._eager import EagerInterpreter
+from .._primitive import current_interpreter
+from ..autograd.tape import GradMode, Node, backward, new_epoch
+from ..random_state import _Replay, _snapshot
+from ..tensor import Tensor
+
+__all__ = ["is_recompute", "call_with_recompute"]
+
+
+class _State(threading.local):
+    replaying = 0  # > 0 while a recomputed construct is replayed in backward
+
+
+_STATE = _State()
+
+
+def is_recompute(cell: Any) -> bool:
+    """Whether ``cell.recompute()`` (or ``add_flags(recompute=True)``) marked the cell."""
+    return bool(cell.__dict__.get("_mindspore_flags", {}).get("recompute", False))
+
+
+def _tracked(t: Tensor) -> bool:
+    return t._node is not None or t._requires_grad
+
+
+def _flatten(obj: Any) -> tuple[list[Any], Any]:
+    """The leaves of nested tuples/lists/dicts (in order) and the structure to rebuild it."""
+    leaves: list[Any] = []
+
+    def walk(o: Any) -> Any:
+        if isinstance(o, (tuple, list)):
+            return (type(o), [walk(x) for x in o])
+        if isinstance(o, dict):
+            return (dict, {k: walk(v) for k, v in o.items()})
+        leaves.append(o)
+        return None
+
+    return leaves, walk(obj)
+
+
+def _unflatten(tree: Any, leaves: list[Any]) -> Any:
+    it = iter(leaves)
+
+    def build(t: Any) -> Any:
+        if t is None:
+            return next(it)
+        kind, sub = t
+        if kind is dict:
+            return {k: build(v) for k, v in sub.items()}
+        items = [build(x) for x in sub]
+        return kind(items) if kind in (tuple, list) else kind(*items)  # namedtuples
+
+    return build(tree)
+
+
+class _RecomputeRule:
+    """Stands in for a primitive on the tape: ``vjp`` replays the construct and
+    backpropagates through the replay."""
+
+    def __init__(self, cell: Any, run: Any, arg_leaves: list[Any], arg_tree: Any,
+                 positions: list[int], linked: list[int], rng: Any) -> None:  # fmt: skip
+        self.cell = cell
+        self.run = run
+        # the Tensor arguments are the node's inputs: not kept twice
+        self.arg_leaves = [None if isinstance(a, Tensor) else a for a in arg_leaves]
+        self.arg_tree = arg_tree
+        self.positions = positions  # where the Tensor arguments sit among arg_leaves
+        self.linked = linked  # which output leaves are linked to the node
+        self.rng = rng
+        self.multiple_results = len(linked) > 1
+        self.name = f"{type(cell).__name__}.recompute"
+
+    def vjp(self, ct: Any, *inputs: Tensor, out: Any, **_: Any) -> tuple[Any, ...]:
+        create_graph = GradMode.enabled  # the sweep's: second order records through the replay
+        n_args = len(self.positions)
+        leaves = list(self.arg_leaves)
+        targets: list[Tensor | None] = []
+        for pos, t in zip(self.positions, inputs[:n_args], strict=True):
+            if not create_graph:  # a fresh leaf: the replay's sweep stops there
+                t2 = Tensor._wrap(t._data, t._device)
+                t2._requires_grad = _tracked(t)
+                t = t2
+            leaves[pos] = t
+            targets.append(t if _tracked(t) else None)
+        targets.extend(p if _tracked(p) else None for p in inputs[n_args:])
+        output = self._replay(leaves)
+        out_leaves, _ = _flatten(output)
+        cts = ct if self.multiple_results else (ct,)
+        outs, used = [], []
+        for i, c in zip(self.linked, cts, strict=True):
+            o = out_leaves[i]
+            if isinstance(o, Tensor) and c is not None and _tracked(o):
+                outs.append(o)
+                used.append(c)
+        wanted = [t for t in targets if t is not None]
+        found = backward(outs, used, wanted, create_graph=create_graph,
+                         release=None if create_graph else self._epoch,
+                         ready_hooks=False)  # fmt: skip
+        return tuple(None if t is None else found.get(id(t), (None, None))[1] for t in targets)
+
+    def _replay(self, leaves: list[Any]) -> Any:
+        cell = self.cell
+        buffers = []
+        if cell.training:
+            buffers = [(p, p._data.copy()) for p in cell.get_parameters() if not p.requires_grad]
+        prev = GradMode.enabled
+        GradMode.enabled = True
+        _STATE.replaying += 1
+        self._epoch = new_epoch()  # nodes of the replay: released by its own sweep
+        try:
+            with _Replay(self.rng):
+                args, kwargs = _unflatten(self.arg_tree, leaves)
+                return self.run(*args, **kwargs)
+        finally:
+            _STATE.replaying -= 1
+            GradMode.enabled = prev
+            for p, data in buffers:
+                p._data[...] = data
+
+
+def call_with_recompute(
+    cell: Any, run: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """``run(*inputs, **kwargs)`` (the construct call) keeping only what a replay needs."""
+    if (
+        not GradMode.enabled
+        or _STATE.replaying
+        or not isinstance(current_interpreter(), EagerInterpreter)  # tracing a graph
+    ):
+        return run(*inputs, **kwargs)
+    rng = _snapshot()
+    GradMode.enabled = False
+    try:
+        output = run(*inputs, **kwargs)
+    finally:
+        GradMode.enabled = True
+    arg_leaves, arg_tree = _flatten((inputs, kwargs))
+    positions = [i for i, a in enumerate(arg_leaves) if isinstance(a, Tensor)]
+    params = [p for p in cell.get_parameters() if p._requires_grad]
+    tensors = tuple(arg_leaves[i] for i in positions) + tuple(params)
+    needs = tuple(_tracked(t) for t in tensors)
+    out_leaves, out_tree = _flatten(output)
+    linked = [
+        i
+        for i, o in enumerate(out_leaves)
+        if isinstance(o, Tensor) and o.dtype.category == 2  # float: differentiable
+    ]
+    if not any(needs) or not linked:
+        return output
+    rule = _RecomputeRule(cell, run, arg_leaves, arg_tree, positions, linked, rng)
+    device = out_leaves[linked[0]]._device
+    node = Node(rule, tensors, {}, [out_leaves[i]._data for i in linked], needs, device)
+    for j, i in enumerate(linked):
+        o = out_leaves[i]
+        out_leaves[i] = Tensor._wrap(o._data, o._device, node, j)
+    return _unflatten(out_tree, out_leaves)
