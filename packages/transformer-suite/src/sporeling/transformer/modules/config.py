@@ -296,7 +296,7 @@ def default_lambda_func(
     rc = parallel_config.recompute
     network.recompute_flags = rc.to_dict() if rc.recompute else None
     if rc.recompute and callable(getattr(network, "recompute", None)):
-        # the core's Cell.recompute marks the block (its eager autodiff keeps activations anyway)
+        # the core's Cell.recompute: in PYNATIVE mode the block is replayed in backward
         network.recompute(
             parallel_optimizer_comm_recompute=rc.parallel_optimizer_comm_recompute,
             mp_comm_recompute=rc.mp_comm_recompute,
