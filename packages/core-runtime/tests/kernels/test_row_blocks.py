@@ -1,8 +1,10 @@
 """Row blocks on their workers: every chunk runs once on a thread numbered below ``blocks``,
 a late worker's chunks go to the caller, errors reach the caller, callers on several threads
-share the workers, workers sleep between jobs, and a forked child gets its own."""
+share the workers, workers sleep between jobs (at once, or after a bounded linger), and a
+forked child gets its own."""
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -123,7 +125,12 @@ def test_a_worker_error_reaches_the_caller_and_the_pool_recovers():
     assert out.tolist() == [1.0] * 10
 
 
-def test_callers_on_several_threads():
+@pytest.mark.parametrize("linger_us", [0.0, 3.0, 500.0])
+def test_callers_on_several_threads(monkeypatch, linger_us):
+    """Many back-to-back jobs from several threads, workers sleeping at once, lingering for
+    about as long as a hand-off takes (posts land on both sides of the linger's end) or
+    lingering throughout."""
+    monkeypatch.setattr(_rows, "LINGER_US", linger_us)
     errors = []
 
     def caller(c):
@@ -175,3 +182,99 @@ def test_a_forked_child_runs_blocks():
             os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_linger_from_the_environment():
+    assert _rows._linger_from_env(None) == 0.0
+    assert _rows._linger_from_env(" ") == 0.0
+    assert _rows._linger_from_env("0") == 0.0
+    assert _rows._linger_from_env("250") == 250.0
+    for bad in ("-1", "nan", "fast", "1e9"):
+        with pytest.raises(ValueError, match=f"SPORELING_WORKER_LINGER_US .*got '{bad}'"):
+            _rows._linger_from_env(bad)
+
+
+class _CountingSemaphore:
+    def __init__(self, sem):
+        self.sem, self.releases = sem, 0
+
+    def acquire(self):
+        return self.sem.acquire()
+
+    def release(self):
+        self.releases += 1
+        self.sem.release()
+
+
+def test_a_lingering_worker_takes_jobs_without_a_wake_then_sleeps(monkeypatch):
+    """Back-to-back jobs reach a lingering worker through its flag alone (the poster skips
+    the semaphore), every chunk still runs once, and once the linger ends it sleeps."""
+    _rows.run_blocks(lambda k, lo, hi: None, 4, 2)  # a worker exists
+    assert _asleep()
+    monkeypatch.setattr(_rows, "LINGER_US", 50_000.0)  # 50 ms: longer than any gap below
+    counters = []
+    for w in _rows._ALL:
+        counters.append(_CountingSemaphore(w.wake))
+        monkeypatch.setattr(w, "wake", counters[-1])
+    out = np.zeros(64)
+    worker_chunks = 0
+    for i in range(200):
+
+        def fn(k, lo, hi, i=i):
+            nonlocal worker_chunks
+            out[lo:hi] = i
+            worker_chunks += k > 0
+
+        _rows.run_blocks(fn, 64, 2, chunks=8)
+        assert (out == i).all()
+    assert worker_chunks > 0
+    # the first post found the worker asleep; a lingering one needs no release (a loaded
+    # machine may deschedule the worker past its linger now and then)
+    assert sum(c.releases for c in counters) <= 20
+    monkeypatch.setattr(_rows, "LINGER_US", 0.0)
+    _rows.run_blocks(lambda k, lo, hi: None, 4, 2)  # ends the 50 ms linger for the next job
+    assert _asleep(timeout=5.0)
+
+
+_STRESS = """
+import random, sys, threading, time
+import numpy as np
+from sporeling.core.kernels.cpu import _rows
+
+_rows._CPUS = 5  # four workers, whatever this machine has
+errors = []
+
+def caller(c):
+    rng = random.Random(c)
+    out = np.zeros(97)
+    for j in range(600):
+        _rows.LINGER_US = rng.choice([0.0, 1.0, 5.0, 20.0, 100.0])
+        out[:] = -1
+        _rows.run_blocks(lambda k, lo, hi: out.__setitem__(slice(lo, hi), j), 97, rng.randint(2, 5))
+        if not (out == j).all():
+            errors.append((c, j))
+        if j % 50 == 0:
+            time.sleep(rng.random() * 2e-3)  # some posts find the workers asleep again
+
+threads = [threading.Thread(target=caller, args=(c,)) for c in range(3)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print("ok" if not errors else errors[:5])
+"""
+
+
+def test_hand_off_stress_with_random_lingers_cannot_hang():
+    """Thousands of hand-offs from three callers to four workers whose linger ends at random
+    around the posts; a lost wake would hang the child, which the timeout turns into a
+    failure instead of a hung suite."""
+    env = {**os.environ, "SPORELING_WORKER_LINGER_US": "5"}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _STRESS], env=env, capture_output=True, text=True, timeout=120
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("row-block hand-offs hung (a lost wake-up)")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "ok"

@@ -17,6 +17,22 @@ this made an eager MLP training step 5.4 -> 3.4 ms: a caller asleep on a lock ga
 core to OpenBLAS's spinning threads and took long to get it back. Workers that also spun
 between jobs (tried inside graph runs) made the first steps after an idle spell 2-4x slower
 on this project's VM, and were dropped. A forked child starts with no workers.
+
+A bounded linger is there instead, off by default: ``SPORELING_WORKER_LINGER_US=N`` has a
+worker spin on its posted flag (GIL released, ``pause`` between loads) for at most ``N``
+microseconds after each job before it sleeps, so that back-to-back kernels (a ResNet-20
+step hands off ~120 times) find it awake instead of paying a futex wake (20-50 us, more
+after an idle spell), as OpenMP's threads stay awake between PyTorch's ops. The poster
+releases the semaphore only for a worker whose sleeping flag is set, which a lingering
+worker has not set: see :meth:`_Worker._loop` for why no post is lost. The spin is counted
+in ``pause`` loads calibrated once against the clock; a preempted spin only ends later.
+Why off: on the shared 2-core VM at load ~9.5, with 300 us of Python between jobs of
+8 nogil chunks, a 2 ms linger made the worker start later, not sooner (median 17 -> 53 us
+after the post; it ran chunks in 66% -> 13% of the jobs; 400 us: 27 us, 42%): the spin
+costs the worker its share of a busy scheduler. A worker that sees its post still needs
+the GIL, held by the caller until its first kernel, so it waits on the GIL's condition
+variable instead, for microseconds. Whether that wins on an idle machine needs an A/B
+there (``SPORELING_WORKER_LINGER_US``, benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -41,9 +57,49 @@ PARALLEL_MIN = 1 << 18
 #: spin with x86 `pause` takes ~25 ns on this project's Zen 4 VM: up to ~50 ms; chunks end sooner)
 SPIN_TRIES = 2_000_000
 
+#: the most ``SPORELING_WORKER_LINGER_US`` may ask for (a longer spin only burns a core)
+LINGER_US_MAX = 100_000.0
 _CPUS = os.cpu_count() or 1  # fixed for the process (os.cpu_count costs ~60 us a call here)
 _POSTED, _SLEEPING = 0, 1  # a worker's flags
 _NEXT, _FINISHED = 0, 1  # a job's counters: next chunk to claim, chunks finished
+
+
+def _linger_from_env(value: str | None) -> float:
+    """``SPORELING_WORKER_LINGER_US`` as microseconds (unset or empty: 0)."""
+    if value is None or not value.strip():
+        return 0.0
+    try:
+        us = float(value)
+    except ValueError:
+        us = float("nan")
+    if not 0 <= us <= LINGER_US_MAX:  # also NaN
+        raise ValueError(
+            f"SPORELING_WORKER_LINGER_US expected microseconds from 0 to {LINGER_US_MAX:g}, "
+            f"got {value!r}"
+        )
+    return us
+
+
+#: microseconds a worker spins for its next job before it sleeps (0, the default: at once)
+LINGER_US = _linger_from_env(os.environ.get("SPORELING_WORKER_LINGER_US"))
+_tries_per_us: list[float] = []  # the spin's calibration, made once
+
+
+def _linger_tries() -> int:
+    """``LINGER_US`` as a number of ``_spin.spin_until`` tries (0: no linger)."""
+    us = LINGER_US
+    if us <= 0:
+        return 0
+    if not _tries_per_us:
+        never = np.zeros(1, np.int64)
+        n, best = 20_000, float("inf")
+        _spin.spin_until(never, 0, -1, 100)  # compiled or loaded before the clock runs
+        for _ in range(5):  # the fastest of five: a preempted try only lowers the rate
+            t0 = time.perf_counter()
+            _spin.spin_until(never, 0, -1, n)
+            best = min(best, time.perf_counter() - t0)
+        _tries_per_us.append(n / max(best * 1e6, 1e-3))
+    return max(1, int(us * _tries_per_us[0]))
 
 
 def _threads() -> int:
@@ -76,9 +132,22 @@ class _Worker:
         threading.Thread(target=self._loop, name="sporeling-rows", daemon=True).start()
 
     def _loop(self) -> None:
+        """Run jobs ``seq = 1, 2, ...`` as they are posted; between two, linger, then sleep.
+
+        No post is lost, linger or not: the worker blocks on the semaphore only after storing
+        ``_SLEEPING = 1`` and then loading ``_POSTED != seq``; the poster stores ``_POSTED``
+        and then loads ``_SLEEPING``. All four are sequentially consistent, so if the
+        worker's load missed the post, its store of 1 came before the poster's load, which
+        sees 1 (the worker writes ``_SLEEPING`` again only after the semaphore let it go)
+        and releases. A spin that sees the post skips the semaphore; a post seen by the
+        re-check leaves a spare permit, which a later wait takes and then re-checks the
+        flag in this loop (a spurious wake, never a missed one)."""
         flags, seq = self.flags, 0
         while True:
             seq += 1
+            tries = _linger_tries()
+            if tries:  # awake for a while: a post now costs the poster no semaphore release
+                _spin.spin_until(flags, _POSTED, seq, tries)
             while _spin.load(flags, _POSTED) != seq:
                 _spin.store(flags, _SLEEPING, 1)
                 if _spin.load(flags, _POSTED) != seq:  # re-check after announcing the sleep
