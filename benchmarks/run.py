@@ -155,6 +155,8 @@ def environment(ctx: Context, threads: dict[str, Any], args: argparse.Namespace)
         "numpy_blas_threads": threads["threads"],
         "numpy_blas_threads_from": threads["from"],
         "numba_threads": numba.get_num_threads(),
+        # the row workers' spin after a job (kernels/cpu/_rows.py; unset: 0, sleep at once)
+        "sporeling_worker_linger_us": os.environ.get("SPORELING_WORKER_LINGER_US", "0"),
         "torch_threads": torch.get_num_threads(),
         "torch_interop_threads": torch.get_num_interop_threads(),
         "quick": ctx.quick,

@@ -20,6 +20,7 @@ import numpy as np
 from .. import dtype as _dt
 from .._primitive import _STATE, Primitive, ShapedArray
 from ..errors import op_error
+from ..kernels.cpu import relu_add as _relu_add
 from ..tensor import Parameter, Tensor
 from ._core import as_tensor, broadcast_shapes, cast, sum_to
 from .complex_numbers import SUPPORTED as _COMPLEX_OPS
@@ -233,6 +234,37 @@ add_p = binary_op(
     scalar="x + y",
     ufunc=True,
 )
+
+
+def _add_cpu(xp: Any, x: Any, y: Any) -> Any:
+    """Large same-shape contiguous float inputs on row blocks of several threads (bit-equal
+    to NumPy's add, kernels/cpu/relu_add.py), the rest in NumPy."""
+    if x.size >= _relu_add.PARALLEL_MIN:
+        out = _relu_add.add(x, y)
+        if out is not None:
+            return out
+    return xp.add(x, y)
+
+
+def _specialize_add(numpy_rule: Callable[..., Any]) -> Callable[..., Any]:
+    """The eager plan's kernel: for shapes the row-block kernel may take, the CPU impl
+    (which checks contiguity per call); otherwise NumPy's add itself."""
+
+    def specialize(impl: Any, arrays: list[Any], params: dict[str, Any]) -> Any:
+        if impl is not _add_cpu:
+            return numpy_rule(impl, arrays, params)
+        if params or any(type(a) is not np.ndarray for a in arrays):
+            return None
+        x, y = arrays
+        if x.shape == y.shape and x.dtype == y.dtype and _relu_add.applies(x.shape, x.dtype):
+            return lambda a, b: _add_cpu(np, a, b)
+        return np.add
+
+    return specialize
+
+
+add_p.def_impl("cpu")(_add_cpu)
+add_p.eager_specialize = _specialize_add(add_p.eager_specialize)
 sub_p = binary_op(
     "sub",
     "subtract",

@@ -10,6 +10,7 @@ import numpy as np
 from ..._backend import is_host
 from ..._primitive import _STATE, Decomposition, Primitive, ShapedArray
 from ...errors import check_axis, op_error
+from ...kernels.cpu import relu_add as _relu_add
 from ...tensor import Tensor
 from .._compare import select
 from .._core import as_tensor, cast, ones_like, reshape
@@ -40,10 +41,23 @@ def _relu_impl(xp: Any, x: Any) -> Any:
     return xp.maximum(x, _zero(x.dtype))
 
 
+def _relu_cpu(xp: Any, x: Any) -> Any:
+    """Large contiguous float inputs on row blocks of several threads (bit-equal to NumPy's
+    maximum, kernels/cpu/relu_add.py), the rest in NumPy."""
+    if x.size >= _relu_add.PARALLEL_MIN:
+        out = _relu_add.relu(x)
+        if out is not None:
+            return out
+    return xp.maximum(x, _zero(x.dtype))
+
+
 def _relu_specialize(impl: Any, arrays: list[Any], params: dict[str, Any]) -> Any:
-    """The eager plan's kernel: NumPy's maximum with the dtype's zero bound."""
-    if impl is not _relu_impl or type(arrays[0]) is not np.ndarray:
+    """The eager plan's kernel: NumPy's maximum with the dtype's zero bound (for shapes the
+    row-block kernel may take, the CPU impl, which checks contiguity per call)."""
+    if impl not in (_relu_impl, _relu_cpu) or type(arrays[0]) is not np.ndarray:
         return None
+    if impl is _relu_cpu and _relu_add.applies(arrays[0].shape, arrays[0].dtype):
+        return lambda x: _relu_cpu(np, x)
     zero, maximum = _zero(arrays[0].dtype), np.maximum
     return lambda x: maximum(x, zero)
 
@@ -55,6 +69,7 @@ relu_p = unary_op(
     impl=_relu_impl,
     vjp=lambda g, x, *, out: relu_grad_p.bind(g, x),
 )
+relu_p.def_impl("cpu")(_relu_cpu)
 relu_p.eager_specialize = _relu_specialize
 
 
