@@ -39,3 +39,13 @@ def test_gpt_recompute_config_same_gradients_lower_peak():
     for a, b in zip(g0, g1, strict=True):
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6)
     assert peak1 < 0.9 * peak0, (peak1, peak0)
+
+
+def test_plan_shows_the_recompute_config():
+    from sporeling.transformer.plan import plan
+    from sporeling.transformer.settings import load_config
+
+    for flag in (False, True):
+        cfg = load_config("gpt_tiny", [f"recompute_config.recompute={str(flag).lower()}"])
+        rows = plan(cfg, device_flops=1e9)["layers"]
+        assert [r["recompute"] for r in rows] == [flag] * 2

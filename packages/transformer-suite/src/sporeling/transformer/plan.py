@@ -9,7 +9,7 @@ from typing import Any
 
 from sporeling.core.parallel import cost_model
 
-from .modules import TransformerOpParallelConfig
+from .modules import TransformerOpParallelConfig, TransformerRecomputeConfig
 from .modules.config import default_lambda_func
 
 __all__ = ["plan", "plan_text"]
@@ -29,6 +29,8 @@ def plan(
     """Estimate for the config's (dp, mp, optimizer_shard) and its layer placement."""
     m = cfg.get("model", {})
     pc = TransformerOpParallelConfig.from_dict(cfg.get("parallel_config", {}) or {})
+    if cfg.get("recompute_config"):  # as runner.build_gpt applies it
+        pc.recompute = TransformerRecomputeConfig(**cfg["recompute_config"])
     # vocab_size 0 means "the tokenizer's": unknown before the data is read, so the plan
     # counts the 65 characters of Tiny Shakespeare and says so
     vocab = int(m.get("vocab_size") or 65)

@@ -21,6 +21,10 @@ Details:
 - Tensors the construct reads that are neither its arguments nor Parameters of the cell are
   constants to its gradient (a Parameter of another cell used inside gets no gradient
   through it): pass such tensors as arguments.
+- The generators are process-wide: replaying swaps their state for the replay's duration.
+  Copies of ``nn.MicroBatchInterleaved`` taking turns on threads that draw random numbers
+  inside a recomputed cell across a collective may see other copies' draws in between, so
+  a replay's dropout masks are then not guaranteed to match (not handled yet).
 - GRAPH_MODE / ``jit``: the compiler does not rematerialise, so while tracing the flag
   changes nothing (every activation is kept, as before); only eager autodiff recomputes.
 """
