@@ -40,7 +40,7 @@ NOT_DIFFERENTIABLE = {
         random_uniform_int""",
     "creation": "full eye linspace arange",
     # writes into state, run for their effect
-    "effects": "assign_inplace optimizer_step",
+    "effects": "assign_inplace optimizer_step param_scatter_inplace",
     # the coordinate gradient of grid sampling: the sampler's second-order terms in the
     # coordinates are not implemented (documented on ops.grid_sample)
     "second order not implemented": "bilinear_sample_coord_grad",
@@ -80,6 +80,7 @@ TESTED_THROUGH = {
     "random_uniform_int": "randint",
     "gather_grad": "gather",
     "tensor_scatter": "tensor_scatter_add",
+    "param_scatter_inplace": "scatter_nd_update",  # a Parameter's scatter_*, index_add
     "unsorted_segment": "unsorted_segment_sum",
     "nn_embedding_lookup": "Embedding",
     "nn_embedding_scatter": "Embedding",

@@ -6,13 +6,15 @@ from typing import Any
 
 import numpy as np
 
-from ..._primitive import ShapedArray
+from ... import dtype as _dt
+from ..._eager import EagerInterpreter
+from ..._primitive import Primitive, ShapedArray, current_interpreter
 from ...errors import check_axis, check_int, op_error
 from ...errors import check_bool as _check_bool
 from ...tensor import Parameter, Tensor
 from .._core import as_tensor, assign_inplace, broadcast_shapes, broadcast_to, cast, reshape
 from .._elementwise import add, sub
-from ._common import _check_range, _index, _scatter_rows, _split3, _tensor
+from ._common import _check_index_dtype, _check_range, _index, _scatter_rows, _split3, _tensor
 from ._prims import (
     _scatter_dtype_check,
     _scatter_nd_into,
@@ -64,6 +66,20 @@ def _traceable(x: Tensor) -> bool:
     )
 
 
+def _in_graph(op: str, arg: str, x: Tensor) -> Tensor:
+    """``x`` when its buffer takes writes directly; else, while tracing (``jit``, GRAPH_MODE),
+    a clear error: such a Parameter (a read-only or strided buffer) is only updated eagerly,
+    by a copy put back, which a compiled graph cannot replay."""
+    if _traceable(x) or isinstance(current_interpreter(), EagerInterpreter):
+        return x
+    raise TypeError(
+        f"{op}: argument '{arg}' (Parameter {getattr(x, 'name', '?')!r}, shape {x.shape}) "
+        "has a read-only or non-contiguous buffer, which graph mode (jit / GRAPH_MODE) cannot "
+        "update in place; give it a writeable contiguous value first "
+        "(e.g. param.set_data(param.copy())) or call this op outside jit"
+    )
+
+
 def _write(x: Tensor, value: Tensor) -> Tensor:
     assign_inplace(x, broadcast_to(value, x.shape))
     return x
@@ -79,6 +95,74 @@ def _fast(x: Tensor) -> bool:
     return x._device.kind == "cpu"
 
 
+# ---- the in-place scatter effect (eager and graph mode) ----------------------------------
+
+
+def _param_scatter_abstract(
+    idx: ShapedArray, u: ShapedArray, *, target: Tensor, op: str, name: str, axis: int | None
+) -> ShapedArray:
+    _check_index_dtype(name, "indices", idx)
+    dtype = _dt.from_numpy(target._data.dtype)
+    if u.dtype != dtype:
+        raise TypeError(f"{name}: 'updates' must have input_x's dtype {dtype}, got {u.dtype}")
+    if axis is None:
+        _scatter_shapes(name, target.shape, idx, u.shape)
+    return ShapedArray((0,), dtype)  # nothing to copy: the result is the Parameter itself
+
+
+def _param_scatter_impl(
+    xp: Any,
+    idx: Any,
+    u: Any,
+    *,
+    target: Tensor,
+    op: str,
+    name: str,
+    axis: int | None,
+    fast: bool = False,
+) -> Any:
+    """Scatter into the Parameter's own buffer; ``axis`` set: rows of that axis
+    (``index_add``), else nd-indices (``scatter_*``, ``scatter_nd_*``)."""
+
+    def apply(a: Any) -> None:
+        if axis is None:
+            _scatter_nd_into(xp, a, idx, u, op, name, fast)
+            return
+        o, n, i = _split3(a.shape, axis)
+        ids = _check_range(xp, name, "indices", idx, n, what=f" for axis {axis} of size {n}")
+        _scatter_rows(xp, a.reshape(o, n, i), ids, u.reshape(o, ids.shape[0], i), op, fast)
+
+    _mutate(target, apply)
+    return xp.empty((0,), target._data.dtype)
+
+
+def _param_scatter_cpu(xp: Any, *args: Any, **params: Any) -> Any:
+    return _param_scatter_impl(xp, *args, fast=True, **params)
+
+
+#: Scatters into a Parameter's buffer in place. An effect, so graph mode (``jit``) records
+#: it and runs it in order on every call, like ``assign_inplace``; its output is empty (the
+#: op returns the Parameter, so no copy of it is made per call).
+param_scatter_p = Primitive(
+    "param_scatter_inplace",
+    "effect",
+    _param_scatter_abstract,
+    impl=_param_scatter_impl,
+    cpu=_param_scatter_cpu,
+)
+
+
+def _scatter_param(
+    x: Tensor, idx: Tensor, u: Tensor, op: str, name: str, axis: int | None = None
+) -> Tensor:
+    from ...autograd.functional import no_grad
+
+    _in_graph(name, "input_x" if axis is None else "x", x)
+    with no_grad():
+        param_scatter_p.bind(idx, u, target=x, op=op, name=name, axis=axis)
+    return x
+
+
 def _scatter_inplace(
     name: str, reduction: str, input_x: Any, indices: Any, updates: Any, nd: bool
 ) -> Tensor:
@@ -92,12 +176,7 @@ def _scatter_inplace(
     _scatter_dtype_check(name, reduction, x.dtype)
     _scatter_shapes(name, x.shape, ShapedArray(idx.shape, idx.dtype), u.shape)
     if isinstance(x, Parameter):
-        return _mutate(
-            x,
-            lambda a: _scatter_nd_into(
-                x._device.xp, a, idx._data, u._data, reduction, name, _fast(x)
-            ),
-        )
+        return _scatter_param(x, idx, u, reduction, name)
     return _rebind(x, lambda old: tensor_scatter_p.bind(old, idx, u, op=reduction, name=name))
 
 
@@ -187,6 +266,8 @@ def assign(variable: Any, value: Any) -> Tensor:
     [5.0, 6.0]
     """
     x, v = _assign_value("assign", variable, value)
+    if isinstance(x, Parameter):
+        _in_graph("assign", "variable", x)
     if _traceable(x):
         return _write(x, v)
     if isinstance(x, Parameter):
@@ -198,6 +279,8 @@ def _assign_arith(op: str, variable: Any, value: Any, sign: int) -> Tensor:
     x, v = _assign_value(op, variable, value)
     if x.dtype.category == 0:
         raise TypeError(f"{op}: argument 'variable' expected a numeric dtype, got Bool")
+    if isinstance(x, Parameter):
+        _in_graph(op, "variable", x)
     if _traceable(x):
         return _write(x, add(x, v) if sign > 0 else sub(x, v))
     if isinstance(x, Parameter):
@@ -264,16 +347,7 @@ def index_add(
             f"{v.shape[ax]} along axis {ax}"
         )
     if isinstance(t, Parameter):
-
-        def apply(a: Any) -> None:
-            xp = t._device.xp
-            o, n, i = _split3(a.shape, ax)
-            ids = _check_range(xp, op, "indices", idx._data, n, what=f" for axis {ax} of size {n}")
-            _scatter_rows(
-                xp, a.reshape(o, n, i), ids, v._data.reshape(o, ids.shape[0], i), "add", _fast(t)
-            )
-
-        return _mutate(t, apply)
+        return _scatter_param(t, idx, v, "add", op, axis=ax)
     return _rebind(t, lambda old: add(old, gather_grad_p.bind(v, idx, axis=ax, size=t.shape[ax])))
 
 
