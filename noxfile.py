@@ -338,10 +338,6 @@ def bench_data(session: nox.Session) -> None:
     session.run("python", "benchmarks/data/run.py", *session.posargs, env=env)
 
 
-if __name__ == "__main__":
-    nox.main()
-
-
 @nox.session(default=False, venv_backend="virtualenv")
 def bench_recommender(session: nox.Session) -> None:
     """Run a script of benchmarks/recommender/ (default bench_throughput.py) beside PyTorch."""
@@ -359,3 +355,7 @@ def bench_rl(session: nox.Session) -> None:
     install(session, *editable(PACKAGES["reinforcement"], extras="gym"))
     env = {**NUMBA_ENV, "OPENBLAS_CORETYPE": None, "OPENBLAS_L2_SIZE": None}
     session.run("python", "benchmarks/rl/sb3_compare.py", *session.posargs, env=env)
+
+
+if __name__ == "__main__":
+    nox.main()
