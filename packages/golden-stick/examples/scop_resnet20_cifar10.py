@@ -1,16 +1,21 @@
 """SCOP on ResNet-20 / CIFAR-10: float pre-training, knockoff phase, masked fine-tune,
 physical export; compared with the unpruned network trained with the same budget (from
-the same pre-trained weights, the same epochs at the same learning rates, phase by
-phase). One command:
+the same pre-trained weights, the same weight-training epochs at the same learning
+rates). One command:
 
     python examples/scop_resnet20_cifar10.py --data ../../shared/data/cifar-10/cifar-10-batches-bin
 
-Scaled to a 2-core machine: --train samples of batches 1-3 (default 10000), validation on
---val samples of batch 4. The schedule (momentum SGD, batch 64): --epochs at --lr, then
---kf-epochs of knockoff training at --kf-lr (the kfscale factors at --kf-scale-lr),
-then --ft-epochs of masked fine-tuning at --ft-lr, the last of them at a tenth of it.
-Prints params, FLOPs, accuracy after each phase and batch-64 speed of the unpruned and
-the exported pruned network (measured in the same run).
+Scaled to a 2-core machine: --train samples of batches 1-3 (default 5000), validation on
+--val samples of batch 4 (default all 10,000; the float and in-between phases on the first
+--val-phases). The schedule (momentum SGD, batch 64): --epochs at --lr; the knockoff
+phase, one pass over --kf-samples random training images (0: --kf-epochs epochs over all)
+that trains only the kfscale factors (at --kf-scale-lr; --kf-weights trains the weights
+too, at --kf-lr); masking and BN recalibration (--recalibrate-bn batches); then
+--ft-epochs of masked fine-tuning at --ft-lr, the last of them at a tenth of it. The
+control trains the same weight-training epochs. Prints params, FLOPs, accuracy after each
+phase, pruned - control on the same images with its paired standard error, and batch-64
+speed of the unpruned and the exported pruned network (measured in the same run); --out
+appends the result line to a JSONL file.
 """
 
 from __future__ import annotations
@@ -96,13 +101,13 @@ def _correct(net, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", required=True)
-    p.add_argument("--train", type=int, default=8000)
+    p.add_argument("--train", type=int, default=5000)
     p.add_argument("--val", type=int, default=10000, help="validation images (batch 4)")
     p.add_argument(
         "--val-phases",
         type=int,
         default=2000,
-        help="validation images for the in-between phases (knockoff, masked)",
+        help="validation images for the float and in-between phases (knockoff, masked)",
     )
     p.add_argument("--epochs", type=int, default=2, help="float pre-training epochs")
     p.add_argument("--kf-epochs", type=int, default=1)
@@ -153,7 +158,7 @@ def main() -> None:
     (_, e1, lr1), (_, e2, lr2), (_, e3, lr3), (_, e4, lr4) = _schedule(args)
     net = ResNet20()
     train(net, xt, yt, e1, 64, lr1, seed=args.seed)
-    acc = {"float": float(_correct(net, xv, yv).mean())}
+    acc = {"float": float(_correct(net, xp, yp).mean())}
     log(phase="float", accuracy=acc["float"])
     # the unpruned control starts from the same pre-trained weights (SCOP's phases share
     # the parameters of ``net``, so it gets a copy)
