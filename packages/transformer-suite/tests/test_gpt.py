@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from sporeling.core import Tensor
+from sporeling.core import Parameter, Tensor
 from sporeling.transformer.generation import generate, sample_next
 from sporeling.transformer.models.gpt import GPT, GPTConfig, GPTWithLoss
 
@@ -117,10 +117,14 @@ def test_compiled_decode_step_equals_op_by_op():
         np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
     generate(cached, [[9, 9], [3]], 4)
     assert cached.__dict__["_sporeling_decode_step"].compile_count == 1
+    blocks = cached.backbone.transformer.encoder.blocks
+    kept = blocks[0].key_past
+    assert isinstance(kept, Parameter)  # the caches are Parameters updated in place
     table = cached.backbone.position_embedding.embedding_table
     table.set_data(Tensor(table.asnumpy() * 2))
     la, lb = [], []
     generate(cached, prompts, 3, step_logits=la)
+    assert blocks[0].key_past is kept  # the same cache Parameters (made once per shape)
     generate(cached, prompts, 3, step_logits=lb, compiled=False)
     for x, y in zip(la, lb):
         np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)

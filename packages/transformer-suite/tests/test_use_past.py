@@ -81,3 +81,44 @@ def test_short_prompt_window_needs_batch_valid_length():
     k, v = k.asnumpy(), v.asnumpy()
     assert np.all(k[..., 4:] == 0) and np.all(k[1, ..., 2:] == 0) and np.all(v[1, :, 2:] == 0)
     assert np.all(k[0, ..., :4] != 0)
+
+
+def test_cache_parameters_are_updated_in_place_with_the_same_values():
+    """Caches held as Parameters take the new key/value in place (``scatter_nd_add``), eagerly
+    and under ``jit``, with the values of the one-hot add on plain tensors; a full cache
+    (every position valid) takes nothing, as the one-hot add leaves it."""
+    from sporeling.core import Parameter, jit
+    from sporeling.transformer.modules import MultiHeadAttention
+
+    S, H, b = 5, 8, 3
+    att = MultiHeadAttention(
+        None, S, S, H, 2, use_past=True,
+        **{k: v for k, v in F64.items() if k != "layernorm_compute_type"},
+    )  # fmt: skip
+    att.add_flags_recursive(is_first_iteration=False)
+    rng = np.random.default_rng(4)
+    k0 = rng.standard_normal((b, 2, 4, S))
+    v0 = rng.standard_normal((b, 2, S, 4))
+    for r, n in enumerate([2, 4, S]):  # valid positions per row; the last row is full
+        k0[r, :, :, n:] = 0
+        v0[r, :, n:, :] = 0
+    x = Tensor(rng.standard_normal((b, 1, H)))
+    mask = Tensor(np.ones((b, 1, S)))
+    bvl = Tensor(np.array([2, 4, S], np.int32))
+    ref, (rk, rv) = att(x, x, x, mask, Tensor(k0), Tensor(v0), bvl)
+    for run in ("eager", "jit"):
+        pk = Parameter(Tensor(k0.copy()), name="k", requires_grad=False)
+        pv = Parameter(Tensor(v0.copy()), name="v", requires_grad=False)
+
+        def step(x, mask, bvl, pk=pk, pv=pv):
+            return att(x, x, x, mask, pk, pv, bvl)
+
+        fn = jit(step) if run == "jit" else step
+        out, (k, v) = fn(x, mask, bvl)
+        np.testing.assert_allclose(out.asnumpy(), ref.asnumpy(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(pk.asnumpy(), rk.asnumpy())
+        np.testing.assert_array_equal(pv.asnumpy(), rv.asnumpy())
+        np.testing.assert_array_equal(k.asnumpy(), rk.asnumpy())
+        if run == "eager":
+            assert k is pk and v is pv  # the cache Parameters themselves
+        assert np.array_equal(pk.asnumpy()[2], k0[2]) and not np.array_equal(pk.asnumpy(), k0)

@@ -146,10 +146,12 @@ def generate(
 
 
 class _DecodeStep:
-    """A GPT's one-token ``use_past`` step (backbone, tied head) as a ``jit`` graph: the
-    caches go in and come out as graph values (``mutable``, so a new cache is no new
-    signature), the blocks get the new ones after each call. The graph is kept on the
-    model, one per batch size; it re-reads the parameters on each call."""
+    """A GPT's one-token ``use_past`` step (backbone, tied head) as a ``jit`` graph. The
+    caches are Parameters kept on the model, one set per cache shape: the prompt pass's
+    caches are copied in, and each step adds the new key and value at their position in
+    place (``scatter_nd_add``, an effect of the graph), so a step writes one position per
+    cache instead of a new cache. The graph is kept on the model too, one per batch size;
+    it re-reads the parameters on each call."""
 
     def __init__(self, model: Any) -> None:
         from sporeling.core import jit
@@ -161,27 +163,40 @@ class _DecodeStep:
             fn = model.__dict__["_sporeling_decode_step"] = jit(self._step)
         self.fn = fn
 
-    def _step(self, tok: Tensor, pos: Tensor, bvl: Tensor, caches: Any) -> Any:
+    def _step(self, tok: Tensor, pos: Tensor, bvl: Tensor) -> Any:
         m = self.model
-        for blk, (k, v) in zip(self.blocks, caches):
-            blk.set_past(k, v)
         out = m.backbone(tok, None, pos, False, bvl)
-        logits = m.head(out[0], out[2])
-        return logits, tuple((blk.key_past, blk.value_past) for blk in self.blocks)
+        return m.head(out[0], out[2])
+
+    def _cache_params(self) -> list[tuple[Any, Any]]:
+        """The blocks' cache Parameters for the current caches' shape, holding their values
+        (a graph captured them by identity: they are made once per shape, never replaced)."""
+        from sporeling.core import Parameter, ops
+
+        kept = self.model.__dict__.setdefault("_sporeling_decode_caches", {})
+        first = self.blocks[0]
+        key = (first.key_past.shape, first.value_past.shape, str(first.key_past.dtype))
+        params = kept.get(key)
+        if params is None:
+            params = kept[key] = [
+                tuple(
+                    Parameter(
+                        ops.zeros(t.shape, t.dtype), name=f"decode_{kind}_{i}", requires_grad=False
+                    )
+                    for kind, t in (("key", blk.key_past), ("value", blk.value_past))
+                )
+                for i, blk in enumerate(self.blocks)
+            ]
+        for blk, (pk, pv) in zip(self.blocks, params, strict=True):
+            if blk.key_past is not pk:  # the prompt pass's cache: copy it in
+                ops.assign(pk, blk.key_past)
+                ops.assign(pv, blk.value_past)
+                blk.set_past(pk, pv)
+        return params
 
     def __call__(self, tok: np.ndarray, pos: np.ndarray) -> Tensor:
-        from sporeling.core import mutable
-
-        caches = tuple((blk.key_past, blk.value_past) for blk in self.blocks)
-        logits, new = self.fn(
-            Tensor(tok.astype(np.int32)),
-            Tensor(pos[:, None]),
-            Tensor(pos),
-            mutable(caches),
-        )
-        for blk, (k, v) in zip(self.blocks, new):
-            blk.set_past(k, v)
-        return logits
+        self._cache_params()
+        return self.fn(Tensor(tok.astype(np.int32)), Tensor(pos[:, None]), Tensor(pos))
 
 
 def _logits_array(out: Any) -> np.ndarray:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from sporeling.core import Tensor, nn, ops
+from sporeling.core import Parameter, Tensor, nn, ops
 from sporeling.core import dtype as mstype
 
 from ._checks import boolean, float_type, multiple, positive_int, rate
@@ -274,6 +274,9 @@ class MultiHeadAttention(nn.Cell):
         first = ops.reshape(key_past[:, 0:1, 0:1, :], (key.shape[0], seq))
         valid_length = ops.reduce_sum(ops.cast(ops.not_equal(first, 0), mstype.float32), 1)
         valid_length = ops.cast(ops.reshape(valid_length, (-1, 1, 1)), mstype.int32)
+        if isinstance(key_past, Parameter) and isinstance(value_past, Parameter):
+            present = self._write_past(key, value, key_past, value_past, valid_length)
+            return ops.cast(present[0], dt), ops.cast(present[1], dt), present
         pos = ops.cast(ops.equal(valid_length, self.range), dt)  # (b, 1, seq)
         # 1.8 tiles the new key/value over the window before the product; broadcasting the
         # (b, heads, d, 1) key against the (b, 1, 1, seq) one-hot gives the same values
@@ -282,6 +285,28 @@ class MultiHeadAttention(nn.Cell):
         cur_v = value * ops.expand_dims(pos, 3)
         present = (ops.cast(key_past, dt) + cur_k, ops.cast(value_past, dt) + cur_v)
         return present[0], present[1], present
+
+    def _write_past(
+        self, key: Tensor, value: Tensor, key_past: Parameter, value_past: Parameter, at: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """Add the new key/value into cache Parameters at each row's position ``at`` (b, 1, 1)
+        in place (``scatter_nd_add``: in a graph an effect on the Parameters' buffers, so a
+        decode step writes one position instead of a new cache). The same values as the
+        one-hot add: a full cache (``at == seq``) takes nothing."""
+        b, nh, d = key.shape[0], key.shape[1], key.shape[2]
+        seq = self.tgt_seq_length
+        room = ops.cast(ops.less(at, seq), key.dtype)  # (b, 1, 1)
+        at = ops.minimum(at, seq - 1)
+        grid = np.indices((b, nh, d), dtype=np.int32)  # (3, b, nh, d)
+        pos_k = ops.broadcast_to(ops.reshape(at, (b, 1, 1, 1)), (b, nh, d, 1))
+        idx_k = ops.concat((Tensor(np.moveaxis(grid, 0, -1)), pos_k), -1)  # (b, nh, d, 4)
+        pos_v = ops.broadcast_to(ops.reshape(at, (b, 1, 1)), (b, nh, 1))
+        idx_v = ops.concat((Tensor(np.moveaxis(grid[:2, :, :, 0], 0, -1)), pos_v), -1)
+        upd_k = ops.reshape(key, (b, nh, d)) * room
+        upd_v = ops.reshape(value, (b, nh, d)) * room
+        ops.scatter_nd_add(key_past, idx_k, ops.cast(upd_k, key_past.dtype))
+        ops.scatter_nd_add(value_past, idx_v, ops.cast(upd_v, value_past.dtype))
+        return key_past, value_past
 
     def _attn(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
         score = ops.matmul(q, k) * (1.0 / math.sqrt(self.size_per_head))
