@@ -55,10 +55,12 @@ class CellFlagsMixin:
 
     def recompute(self, **kwargs: Any) -> None:
         """Mark this cell and its children for recomputation: in eager autodiff the cell keeps
-        only its inputs and runs construct again in backward (same values and gradients, less
-        memory, one more forward). GRAPH_MODE's compiler does not rematerialise: there the
-        flag changes nothing and every activation is kept. The keyword flags (communication
-        recompute, activation slicing) are accepted and have no effect on one process."""
+        only its inputs (arguments, Parameters and any other tensor needing gradients that
+        construct read, a tied weight say) and runs construct again in backward (same values
+        and gradients, less memory, one more forward). GRAPH_MODE's compiler does not
+        rematerialise: there the flag changes nothing and every activation is kept. The
+        keyword flags (communication recompute, activation slicing) are accepted and have no
+        effect on one process."""
         for key in kwargs:
             if key not in ("mp_comm_recompute", "parallel_optimizer_comm_recompute",
                            "recompute_slice_activation"):  # fmt: skip

@@ -1,26 +1,33 @@
 """``Cell.recompute()`` in eager (PYNATIVE) autodiff: keep a cell's inputs, not its activations.
 
-When gradients are being recorded, a cell flagged ``recompute`` runs its ``construct`` with
-recording off, so none of its intermediate results stay alive; its outputs are linked to one
-tape node that keeps only the cell's Tensor arguments, its trainable Parameters and the
-random generators' state. That node's backward rule runs ``construct`` again with recording
-on (drawing the same dropout masks from the saved generator state) and backpropagates the
-cotangents through it to the arguments and the Parameters, which therefore get the same
-gradients as without recompute. Activations then live one recomputed cell at a time instead
-of all at once; the price is one more forward pass of the cell.
+When gradients are being recorded, a cell flagged ``recompute`` runs its ``construct`` once,
+finds the tensors needing gradients that it read (walking its own nodes back to its
+arguments, its trainable Parameters and any other tensor it read: another cell's Parameter,
+a tied embedding weight, a tensor held in an attribute or a closed-over one), then drops
+those nodes, so none of its intermediate results stays alive after the call; its outputs are
+linked to one tape node that keeps only those tensors and the random generators' state.
+That node's backward rule runs ``construct`` again with recording on (drawing the same
+dropout masks from the saved generator state) and backpropagates the cotangents through it
+to all those tensors, which therefore get the same gradients as without recompute (under
+``grad``/``value_and_grad`` with weights as under ``Tensor.backward``). Activations then live
+one recomputed cell at a time instead of all at once; the price is one more forward pass of
+the cell (and the forward records nodes, as without recompute, until the cell returns).
 
 Details:
 
 - Cells inside a recomputed cell are recomputed with it (MindSpore's flag is recursive): while
-  a cell's construct is replayed, the recompute flags below it are ignored.
+  a recomputed cell's construct runs (forward or replay), the recompute flags below it are
+  ignored.
 - Outputs may be nested tuples/lists/dicts (``(output, layer_present)``); their float Tensors
   get gradients, other values are returned as they are. Non-Tensor arguments are passed
   again unchanged.
 - Parameters with ``requires_grad=False`` (BatchNorm's moving statistics) are put back after
   the replay, so a training-mode replay does not update them twice.
-- Tensors the construct reads that are neither its arguments nor Parameters of the cell are
-  constants to its gradient (a Parameter of another cell used inside gets no gradient
-  through it): pass such tensors as arguments.
+- If the replay reads a tensor needing gradients that the forward did not (an attribute
+  reassigned between forward and backward, a data-dependent branch), backward raises a
+  RuntimeError naming the cell and the tensor rather than dropping its gradient.
+- A tensor the construct stores on the side (``self.cache = h``) keeps its recorded nodes,
+  as without recompute.
 - The generators are process-wide: replaying swaps their state for the replay's duration.
   Copies of ``nn.MicroBatchInterleaved`` taking turns on threads that draw random numbers
   inside a recomputed cell across a collective may see other copies' draws in between, so
@@ -44,7 +51,7 @@ __all__ = ["is_recompute", "call_with_recompute"]
 
 
 class _State(threading.local):
-    replaying = 0  # > 0 while a recomputed construct is replayed in backward
+    replaying = 0  # > 0 inside a recomputed construct (its forward or its replay)
 
 
 _STATE = _State()
@@ -57,6 +64,42 @@ def is_recompute(cell: Any) -> bool:
 
 def _tracked(t: Tensor) -> bool:
     return t._node is not None or t._requires_grad
+
+
+def _reads(outputs: list[Any], start: int, known: set[int]) -> list[Tensor]:
+    """Tensors needing gradients that the nodes recorded since epoch ``start`` and leading to
+    ``outputs`` read, other than those in ``known`` (ids), in first-seen order: leaves
+    requiring gradients and results of earlier nodes, where the walk stops."""
+    found: dict[int, Tensor] = {}
+    seen: set[int] = set()
+    stack = []
+
+    def visit(t: Any) -> None:
+        if not isinstance(t, Tensor) or id(t) in known or not _tracked(t):
+            return
+        node = t._node
+        if node is not None and node.epoch >= start and node.inputs is not None:
+            if id(node) not in seen:
+                seen.add(id(node))
+                stack.append(node)
+        else:
+            found.setdefault(id(t), t)
+
+    for o in outputs:
+        visit(o)
+    while stack:
+        node = stack.pop()
+        for t, need in zip(node.inputs, node.needs, strict=True):
+            if need:
+                visit(t)
+    return list(found.values())
+
+
+def _describe(t: Tensor) -> str:
+    name = getattr(t, "name", None)
+    kind = "Parameter" if name is not None and hasattr(t, "requires_grad") else "Tensor"
+    label = f"{kind} {name!r}" if isinstance(name, str) else kind
+    return f"{label} of shape {tuple(t.shape)} and dtype {t.dtype}"
 
 
 def _flatten(obj: Any) -> tuple[list[Any], Any]:
@@ -121,6 +164,17 @@ class _RecomputeRule:
         targets.extend(p if _tracked(p) else None for p in inputs[n_args:])
         output = self._replay(leaves)
         out_leaves, _ = _flatten(output)
+        known = {id(t) for t in leaves if isinstance(t, Tensor)}
+        known.update(id(t) for t in inputs[n_args:])
+        missed = _reads([out_leaves[i] for i in self.linked], self._epoch, known)
+        if missed:
+            raise RuntimeError(
+                f"{type(self.cell).__name__}.recompute: replaying construct in backward read "
+                f"{_describe(missed[0])}, which needs gradients but was not read by the "
+                "forward (reassigned in between, or a data-dependent branch); its gradient "
+                "would be lost. Pass it to the cell as an argument, keep it unchanged until "
+                "backward, or drop recompute() on this cell."
+            )
         cts = ct if self.multiple_results else (ct,)
         outs, used = [], []
         for i, c in zip(self.linked, cts, strict=True):
@@ -165,24 +219,31 @@ def call_with_recompute(
     ):
         return run(*inputs, **kwargs)
     rng = _snapshot()
-    GradMode.enabled = False
+    start = new_epoch()  # the construct's own nodes: walked once, then dropped
+    _STATE.replaying += 1  # cells inside are recorded plainly, recomputed with this one
     try:
         output = run(*inputs, **kwargs)
     finally:
-        GradMode.enabled = True
+        _STATE.replaying -= 1
     arg_leaves, arg_tree = _flatten((inputs, kwargs))
     positions = [i for i, a in enumerate(arg_leaves) if isinstance(a, Tensor)]
     params = [p for p in cell.get_parameters() if p._requires_grad]
     tensors = tuple(arg_leaves[i] for i in positions) + tuple(params)
-    needs = tuple(_tracked(t) for t in tensors)
     out_leaves, out_tree = _flatten(output)
     linked = [
         i
         for i, o in enumerate(out_leaves)
         if isinstance(o, Tensor) and o.dtype.category == 2  # float: differentiable
     ]
+    # other tensors the construct read that need gradients (tied weights, attributes)
+    extra = _reads([out_leaves[i] for i in linked], start, {id(t) for t in tensors})
+    tensors += tuple(extra)
+    needs = tuple(_tracked(t) for t in tensors)
+    for i, o in enumerate(out_leaves):  # drop the recorded nodes: no activation stays
+        if isinstance(o, Tensor) and o._node is not None and o._node.epoch >= start:
+            out_leaves[i] = Tensor._wrap(o._data, o._device)
     if not any(needs) or not linked:
-        return output
+        return _unflatten(out_tree, out_leaves)
     rule = _RecomputeRule(cell, run, arg_leaves, arg_tree, positions, linked, rng)
     device = out_leaves[linked[0]]._device
     node = Node(rule, tensors, {}, [out_leaves[i]._data for i in linked], needs, device)
