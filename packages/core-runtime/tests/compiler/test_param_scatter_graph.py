@@ -234,3 +234,27 @@ def test_out_of_range_indices_name_the_op_under_jit():
 
     with pytest.raises(IndexError, match="scatter_nd_update: argument 'indices' holds index 7"):
         f(Tensor(np.array([[7]], np.int32)), Tensor(np.ones((1, 2), np.float32)))
+
+
+@pytest.mark.parametrize("update", ["scatter_nd_add", "assign_add"])
+def test_an_update_inside_a_differentiated_jit_function_is_a_clear_error(update):
+    """jit's compiled backward recomputes the function: repeating the update would apply it
+    twice, so it is refused with the op, the argument and the Parameter named."""
+    from sporeling.core import grad
+
+    w = Parameter(Tensor(np.ones(3, np.float32)), name="w")
+    acc = Parameter(Tensor(np.zeros(3, np.float32)), name="acc", requires_grad=False)
+
+    @jit
+    def f(x):
+        if update == "scatter_nd_add":
+            ops.scatter_nd_add(acc, Tensor(np.array([[0]], np.int32)), Tensor([1.0]))
+        else:
+            ops.assign_add(acc, Tensor(np.array([1.0, 0.0, 0.0], np.float32)))
+        return ops.reduce_sum(w * x)
+
+    arg = "input_x" if update == "scatter_nd_add" else "variable"
+    with pytest.raises(
+        TypeError, match=rf"{update}: argument '{arg}' \(Parameter 'acc'.*differentiated"
+    ):
+        grad(f, grad_position=None, weights=[w])(Tensor(np.ones(3, np.float32)))

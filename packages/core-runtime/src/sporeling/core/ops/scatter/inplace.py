@@ -58,11 +58,12 @@ def _mutate(x: Tensor, fn: Any) -> Tensor:
 def _traceable(x: Tensor) -> bool:
     """A Parameter whose buffer takes writes directly: its update is the ``assign_inplace``
     effect, which graph mode (``jit``) records and runs in order."""
-    data = x._data
+    flags = getattr(x._data, "flags", None)  # None: a traced value (no buffer)
     return (
         isinstance(x, Parameter)
-        and bool(getattr(data.flags, "writeable", True))
-        and (data.flags.c_contiguous)
+        and flags is not None
+        and bool(getattr(flags, "writeable", True))
+        and bool(flags.c_contiguous)
     )
 
 
@@ -72,10 +73,17 @@ def _in_graph(op: str, arg: str, x: Tensor) -> Tensor:
     by a copy put back, which a compiled graph cannot replay."""
     if _traceable(x) or isinstance(current_interpreter(), EagerInterpreter):
         return x
+    what = f"{op}: argument '{arg}' (Parameter {getattr(x, 'name', '?')!r}, shape {x.shape})"
+    if getattr(x._data, "flags", None) is None:
+        # jit's compiled backward re-runs the function on the Parameters as traced values
+        raise TypeError(
+            f"{what} is updated in place inside a jit function being differentiated: the "
+            "compiled backward recomputes the function and cannot repeat the update; update "
+            "the Parameter outside the differentiated function"
+        )
     raise TypeError(
-        f"{op}: argument '{arg}' (Parameter {getattr(x, 'name', '?')!r}, shape {x.shape}) "
-        "has a read-only or non-contiguous buffer, which graph mode (jit / GRAPH_MODE) cannot "
-        "update in place; give it a writeable contiguous value first "
+        f"{what} has a read-only or non-contiguous buffer, which graph mode (jit / "
+        "GRAPH_MODE) cannot update in place; give it a writeable contiguous value first "
         "(e.g. param.set_data(param.copy())) or call this op outside jit"
     )
 
@@ -99,7 +107,14 @@ def _fast(x: Tensor) -> bool:
 
 
 def _param_scatter_abstract(
-    idx: ShapedArray, u: ShapedArray, *, target: Tensor, op: str, name: str, axis: int | None
+    x: ShapedArray,
+    idx: ShapedArray,
+    u: ShapedArray,
+    *,
+    target: Tensor,
+    op: str,
+    name: str,
+    axis: int | None,
 ) -> ShapedArray:
     _check_index_dtype(name, "indices", idx)
     dtype = _dt.from_numpy(target._data.dtype)
@@ -112,6 +127,7 @@ def _param_scatter_abstract(
 
 def _param_scatter_impl(
     xp: Any,
+    x: Any,
     idx: Any,
     u: Any,
     *,
@@ -121,8 +137,10 @@ def _param_scatter_impl(
     axis: int | None,
     fast: bool = False,
 ) -> Any:
-    """Scatter into the Parameter's own buffer; ``axis`` set: rows of that axis
-    (``index_add``), else nd-indices (``scatter_*``, ``scatter_nd_*``)."""
+    """Scatter into the Parameter's own buffer (``x`` is that buffer: the Parameter is an
+    input so a graph captures it, orders the write after earlier reads, and jit's compiled
+    backward sees it); ``axis`` set: rows of that axis (``index_add``), else nd-indices
+    (``scatter_*``, ``scatter_nd_*``)."""
 
     def apply(a: Any) -> None:
         if axis is None:
@@ -159,7 +177,7 @@ def _scatter_param(
 
     _in_graph(name, "input_x" if axis is None else "x", x)
     with no_grad():
-        param_scatter_p.bind(idx, u, target=x, op=op, name=name, axis=axis)
+        param_scatter_p.bind(x, idx, u, target=x, op=op, name=name, axis=axis)
     return x
 
 
