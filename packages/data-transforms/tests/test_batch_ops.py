@@ -4,6 +4,7 @@ mixing, agreement with Pillow / NumPy references, determinism, and argument erro
 from __future__ import annotations
 
 import colorsys
+import hashlib
 
 import numpy as np
 import pytest
@@ -435,3 +436,64 @@ def test_resized_crop_rgb8_fast_path_equals_the_per_pixel_loop(nearest, size):
         out = np.empty((5, *size, 3), np.uint8)
         k._resized_crop_kernel(view, boxes, flips, out, nearest, 0.0, 255.0, True)
         np.testing.assert_array_equal(out, ref[..., :3])
+
+
+def _digest(array):
+    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
+
+
+def test_resized_crop_output_bytes_are_pinned():
+    # sha256 prefixes of the outputs of the scalar kernels before the flat uint8 kernel
+    # (c439663): odd sizes, upscales and downscales, NHWC / NCHW batches, lists of images of
+    # different sizes (RGB and gray), float32 and 224x224 crops of larger images
+    rng = np.random.default_rng(2024)
+    images = rng.integers(0, 256, (4, 37, 53, 3), dtype=np.uint8)
+    outputs = []
+    for fmt in ("NHWC", "NCHW"):
+        x = images if fmt == "NHWC" else np.ascontiguousarray(images.transpose(0, 3, 1, 2))
+        with use_rng(np.random.default_rng(3)):
+            outputs.append(BatchRandomResizedCrop((23, 41), image_batch_format=fmt)(x))
+    shapes = ((31, 19, 3), (64, 90, 3), (9, 13, 3), (200, 150, 3))
+    listed = [rng.integers(0, 256, s, dtype=np.uint8) for s in shapes]
+    for size in (17, (96, 70)):
+        for ims in (listed, [im[..., 1] for im in listed]):
+            with use_rng(np.random.default_rng(4)):
+                outputs.append(BatchRandomResizedCrop(size, scale=(0.02, 1.0))(ims))
+    with use_rng(np.random.default_rng(5)):
+        outputs.append(BatchRandomResizedCrop(19)(images.astype(np.float32) / 255))
+    large = rng.integers(0, 256, (3, 375, 500, 3), dtype=np.uint8)
+    with use_rng(np.random.default_rng(6)):
+        outputs.append(BatchRandomResizedCrop(224)(large))
+    assert [_digest(out) for out in outputs] == [
+        "e2f4e30ebe01c98a",
+        "9d3a4d781e00bf13",
+        "449271dd6f9a9bfd",
+        "a77958d1e9c5b10e",
+        "43846f977eefad11",
+        "0128d5c9f78e7359",
+        "4fce5b3c12bdf43c",
+        "8a69ebfd54489f3f",
+    ]
+
+
+@pytest.mark.parametrize("nearest", [False, True])
+@pytest.mark.parametrize("channels", [1, 3, 4])
+@pytest.mark.parametrize("size", [(24, 20), (7, 33), (1, 1), (61, 5)])
+def test_resized_crop_u8_flat_kernel_equals_the_per_pixel_loop(nearest, channels, size):
+    # the flat kernel (C-contiguous uint8 rows seen as (H, W * C)) against the scalar
+    # kernels (`_resized_crop_one`): upscales and downscales, 1x1 and full crops, flips
+    from sporeling.data.vision import _batch_kernels as k
+
+    rng = np.random.default_rng(12)
+    images = rng.integers(0, 256, (6, 30, 40, channels), dtype=np.uint8)
+    boxes = np.array(
+        [[0, 0, 40, 30], [3, 2, 9, 5], [10, 4, 1, 1], [0, 7, 40, 2], [5, 5, 30, 20], [39, 0, 1, 30]]
+    )
+    flips = np.array([0, 1, 0, 1, 1, 0], np.uint8)
+    ref = np.empty((6, *size, channels), np.uint8)
+    k._resized_crop_kernel(images, boxes, flips, ref, nearest, 0.0, 255.0, True)
+    out = np.empty_like(ref)
+    flat_in = images.reshape(6, 30, 40 * channels)
+    flat_out = out.reshape(6, size[0], size[1] * channels)
+    k._resized_crop_u8_batch(flat_in, channels, boxes, flips, flat_out, nearest)
+    np.testing.assert_array_equal(out, ref)

@@ -174,6 +174,108 @@ def _resized_crop_one(img, x0, y0, cw, ch, flip, out, nearest, lo, hi, is_int):
 
 
 @numba.njit(cache=True, nogil=True)
+def _column_taps(ow, c, x0, cw, flip, nearest):
+    """Per output value (column * c + channel): the offsets of its two taps in the crop's
+    part of a flattened source row, and their float32 weights, as `_resized_crop_one`
+    computes them (w0 = 1 - w1 in float32). Unsigned offsets: Numba adds no negative-index
+    wraparound to their loads, so the loops that read through them vectorize."""
+    sx = cw / ow
+    ia = np.empty(ow * c, np.uint32)
+    ib = np.empty(ow * c, np.uint32)
+    w0 = np.empty(ow * c, np.float32)
+    w1 = np.empty(ow * c, np.float32)
+    for ox in range(ow):
+        if nearest:
+            a = min(int(np.floor((ox + 0.5) * sx)), cw - 1)
+            b = a
+            v1 = np.float32(0.0)
+        else:
+            fx = max((ox + 0.5) * sx - 0.5, 0.0)
+            a = min(int(np.floor(fx)), cw - 1)
+            b = min(a + 1, cw - 1)
+            v1 = np.float32(fx - a)
+        tx = ow - 1 - ox if flip else ox
+        for k in range(c):
+            ia[tx * c + k] = a * c + k
+            ib[tx * c + k] = b * c + k
+            w0[tx * c + k] = np.float32(1.0) - v1
+            w1[tx * c + k] = v1
+    return ia, ib, w0, w1
+
+
+@numba.njit(cache=True, nogil=True)
+def _horizontal_flat(seg, rowf, ia, ib, w0, w1, dst):
+    # the crop's part of a source row widened to float32 once (a contiguous, vectorized
+    # loop), then top = ra[a] * w0 + ra[b] * w1 per output value through the tap tables:
+    # no index arithmetic or int -> float conversion per value
+    for j in range(rowf.size):
+        rowf[j] = seg[j]
+    for i in range(dst.size):
+        dst[i] = rowf[ia[i]] * w0[i] + rowf[ib[i]] * w1[i]
+
+
+@numba.njit(cache=True, nogil=True)
+def _resized_crop_u8_flat(img, c, x0, y0, cw, ch, flip, out, nearest):
+    """`_resized_crop_one` for a C-contiguous uint8 image seen as (H, W * c) rows, into a
+    C-contiguous (OH, OW * c) output: the same float32 values in the same order, so the
+    same bytes. Each needed source row is interpolated once (`_horizontal_flat`) and kept
+    while output rows use it (the two rows swap roles instead of being copied); the
+    vertical blend, rounding (np.rint of the float32 value: the same half-to-even integer
+    as of its float64 widening) and saturation run in one vectorized loop straight into
+    the output row. Random crops to 224x224: 300 -> 164 us per image against
+    `_resized_crop_rgb8` (A/B in one process under load, issue 24)."""
+    oh = out.shape[0]
+    n = out.shape[1]
+    ow = n // c
+    sy = ch / oh
+    ia, ib, w0, w1 = _column_taps(ow, c, x0, cw, flip, nearest)
+    rowf = np.empty(cw * c, np.float32)
+    rows = np.empty((2, n), np.float32)
+    start = x0 * c
+    stop = start + cw * c
+    have = np.full(2, -1, np.int64)  # the source row held in rows[0] / rows[1]
+    zero = np.float32(0.0)
+    top_level = np.float32(255.0)
+    for oy in range(oh):
+        ya, yb, wy = _source_rows(oy, sy, ch, nearest)
+        t = 0 if have[0] == ya else (1 if have[1] == ya else -1)
+        if t < 0:
+            t = 0 if have[1] == yb else 1  # keep the row the bottom tap needs
+            _horizontal_flat(img[ya + y0, start:stop], rowf, ia, ib, w0, w1, rows[t])
+            have[t] = ya
+        b = 1 - t
+        if have[b] != yb:
+            if yb == ya:
+                b = t
+            else:
+                _horizontal_flat(img[yb + y0, start:stop], rowf, ia, ib, w0, w1, rows[b])
+                have[b] = yb
+        top = rows[t]
+        bot = rows[b]
+        line = out[oy]
+        for i in range(n):  # contiguous: vectorizes
+            v = top[i] + (bot[i] - top[i]) * wy
+            line[i] = np.uint8(np.int32(np.rint(min(max(v, zero), top_level))))
+
+
+@numba.njit(cache=True, nogil=True)
+def _resized_crop_u8_batch(images, c, boxes, flips, out, nearest):
+    """`_resized_crop_u8_flat` over an (N, H, W * c) batch into (N, OH, OW * c)."""
+    for i in range(images.shape[0]):
+        _resized_crop_u8_flat(
+            images[i],
+            c,
+            boxes[i, 0],
+            boxes[i, 1],
+            boxes[i, 2],
+            boxes[i, 3],
+            flips[i] != 0,
+            out[i],
+            nearest,
+        )
+
+
+@numba.njit(cache=True, nogil=True)
 def _resized_crop_kernel(images, boxes, flips, out, nearest, lo, hi, is_int):
     """Per-sample crop box (x, y, w, h) and flip flag over an (N, H, W, C) batch."""
     for i in range(images.shape[0]):

@@ -492,6 +492,12 @@ class BatchRandomResizedCrop(_BatchOp):
             lo, hi, is_int = _int_bounds(dtype)
             for i, v in enumerate(views):
                 x, y, bw, bh = (int(t) for t in boxes[i])
+                if dtype == np.uint8 and v.flags.c_contiguous:
+                    flat = v.reshape(v.shape[0], -1)
+                    _k._resized_crop_u8_flat(
+                        flat, c, x, y, bw, bh, False, out[i].reshape(oh, -1), nearest
+                    )
+                    continue
                 _k._resized_crop_one(v, x, y, bw, bh, False, out[i], nearest, lo, hi, is_int)
             if ranks == {2}:
                 out = out[..., 0]
@@ -512,8 +518,14 @@ class BatchRandomResizedCrop(_BatchOp):
         else:
             out = np.empty((n, oh, ow) + images.shape[3:], images.dtype)
         out_view = _hwc_view(out, fmt if images.ndim == 4 else "NHWC")
-        lo, hi, is_int = _int_bounds(images.dtype)
         flips = np.zeros(n, np.uint8)
+        if images.dtype == np.uint8 and view.flags.c_contiguous and out_view.flags.c_contiguous:
+            # rows as flat (W * C) lines: the vectorized kernel, same bytes
+            _k._resized_crop_u8_batch(
+                view.reshape(n, h, w * c), c, boxes, flips, out_view.reshape(n, oh, ow * c), nearest
+            )
+            return out
+        lo, hi, is_int = _int_bounds(images.dtype)
         _k._resized_crop_kernel(view, boxes, flips, out_view, nearest, lo, hi, is_int)
         return out
 
