@@ -497,3 +497,17 @@ def test_resized_crop_u8_flat_kernel_equals_the_per_pixel_loop(nearest, channels
     flat_out = out.reshape(6, size[0], size[1] * channels)
     k._resized_crop_u8_batch(flat_in, channels, boxes, flips, flat_out, nearest)
     np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+@pytest.mark.parametrize("size", [(9, 13), (50, 61)])
+def test_resized_crop_nchw_planes_equal_nhwc(channels, size):
+    # N-CHW uint8 batches run each channel plane as a 1-channel image: the same bytes as the
+    # N-HWC layout with the same draws (downscale and upscale)
+    images = _images(n=5, h=33, w=27, c=channels, seed=7)
+    chw = np.ascontiguousarray(images.transpose(0, 3, 1, 2))
+    outs = []
+    for fmt, x in (("NHWC", images), ("NCHW", chw)):
+        with use_rng(np.random.default_rng(8)):
+            outs.append(BatchRandomResizedCrop(size, image_batch_format=fmt)(x))
+    np.testing.assert_array_equal(outs[1], outs[0].transpose(0, 3, 1, 2))

@@ -525,6 +525,19 @@ class BatchRandomResizedCrop(_BatchOp):
                 view.reshape(n, h, w * c), c, boxes, flips, out_view.reshape(n, oh, ow * c), nearest
             )
             return out
+        nchw = images.ndim == 4 and fmt == "NCHW"
+        if nchw and images.dtype == np.uint8 and images.flags.c_contiguous:
+            # N-CHW: each channel plane is a 1-channel image with its sample's box (the
+            # channels never mix, so the same bytes)
+            _k._resized_crop_u8_batch(
+                images.reshape(n * c, h, w),
+                1,
+                np.repeat(boxes, c, axis=0),
+                np.zeros(n * c, np.uint8),
+                out.reshape(n * c, oh, ow),
+                nearest,
+            )
+            return out
         lo, hi, is_int = _int_bounds(images.dtype)
         _k._resized_crop_kernel(view, boxes, flips, out_view, nearest, lo, hi, is_int)
         return out
