@@ -280,22 +280,31 @@ def _forward_kernel_implicit(x, wp, out, xp, offs, geo, groups, lo, hi):  # prag
 
 
 @numba.jit(**_JIT)
+def _copy_image_nhwc(x, n, xq, ph, pw):  # pragma: no cover
+    """Image ``x[n]`` (C_in, H, W) channels-last into the interior of ``xq`` (HP, WP, C_in).
+    Pixels outside, channels inside: contiguous writes, one read stream per channel (64
+    images of 16x32x32: 0.46 ms, against 1.2 ms with channels outside)."""
+    _, cin, h, w = x.shape
+    for yy in range(h):
+        row = xq[ph + yy]
+        for xx in range(w):
+            dst = row[pw + xx]
+            for c in range(cin):
+                dst[c] = x[n, c, yy, xx]
+
+
+@numba.jit(**_JIT)
 def _forward_kernel_pixels(x, wk, out, xq, ct, koffs, geo, kc, lo, hi):  # pragma: no cover
     """Forward without im2col, image channels-last (one group, any stride): each image
     copied into the interior of ``xq`` (HP, WP, C_in; border zero), then
     :func:`.microgemm.conv_pixels` writes its output pixels by channels into ``ct``
     (OH*OW, C_out), copied transposed into ``out[n]``; ``wk`` the weights as (K, C_out)."""
     sh, sw, ph, pw = geo[0], geo[1], geo[2], geo[3]
-    _, cin, h, w = x.shape
+    cin = x.shape[1]
     cout, oh, ow = out.shape[1], out.shape[2], out.shape[3]
     length = oh * ow
     for n in range(lo, hi):
-        for yy in range(h):
-            row = xq[ph + yy]
-            for xx in range(w):
-                dst = row[pw + xx]
-                for c in range(cin):
-                    dst[c] = x[n, c, yy, xx]
+        _copy_image_nhwc(x, n, xq, ph, pw)
         microgemm.conv_pixels(
             _at(xq, 0), koffs, _at(wk, 0), _at(ct, 0), cout, oh, ow, sh, sw, xq.shape[1], cin, kc
         )
@@ -346,19 +355,12 @@ def _weight_grad_kernel_nhwc(
     then :func:`.microgemm.weight_cols` adds into ``dwq`` (G, KH*KW, C_out/G, C_in/G), or
     with a kernel row's taps as one run (:func:`_weight_cols_width`) (1, KH, C_out, KW*C_in)."""
     ph, pw = geo[2], geo[3]
-    _, cin, h, w = x.shape
+    cin = x.shape[1]
     cout, length = gy.shape[1], gy.shape[2] * gy.shape[3]
     cig, cog = cin // groups, cout // groups
     width = dwq.shape[3]
     for n in range(lo, hi):
-        # pixels outside, channels inside: contiguous writes, one read stream per channel
-        # (64 images of 16x32x32: 0.46 ms, against 1.2 ms with channels outside)
-        for yy in range(h):
-            row = xq[ph + yy]
-            for xx in range(w):
-                dst = row[pw + xx]
-                for c in range(cin):
-                    dst[c] = x[n, c, yy, xx]
+        _copy_image_nhwc(x, n, xq, ph, pw)
         g2 = gy[n].reshape(cout, length)
         for g in range(groups):
             microgemm.pack_rows(g2[g * cog : (g + 1) * cog], gp)
