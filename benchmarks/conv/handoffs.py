@@ -64,25 +64,9 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=10)
     args = p.parse_args()
 
-    import torch
-    from quiet import limit_threads
+    from resnet20_step import resnet20_steps
 
-    limit_threads(args.threads, torch)
-    import bench_resnet20
-    from common import Context
-    from train_step import step_pair
-
-    ctx = Context("CPU", quick=False)
-    got: dict[str, Any] = {}
-
-    def grab(ctx: Any, name: str, make_sp: Any, make_th: Any, x: Any, y: Any, **kw: Any) -> None:
-        got.update(make_sp=make_sp, make_th=make_th, x=x, y=y, lr=kw["lr"])
-
-    bench_resnet20.training_case = grab
-    bench_resnet20.cases(ctx)
-    sp, _, _, _ = step_pair(
-        ctx, got["make_sp"], got["make_th"], got["x"], got["y"], got["lr"], seed=0
-    )
+    sp, _ = resnet20_steps(args.threads)
     stats: dict[Any, list[tuple[float, ...]]] = defaultdict(list)
     _instrument(stats)
     for _ in range(3):

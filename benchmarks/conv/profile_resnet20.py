@@ -20,7 +20,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def _wrap_impls(core: Any, table: dict[Any, list[float]], clock: Any) -> None:
+def _wrap_impls(table: dict[Any, list[float]], clock: Any) -> None:
     from sporeling.core._primitive import REGISTRY
 
     for prim in REGISTRY.values():
@@ -54,32 +54,12 @@ def main() -> None:
     )
     args = p.parse_args()
 
-    import torch
-    from quiet import limit_threads
-
-    limit_threads(args.threads, torch)
-    import bench_resnet20
-    from common import Context
-    from train_step import step_pair
+    from resnet20_step import resnet20_steps
 
     clock = time.thread_time if args.clock == "thread" else time.perf_counter
-    ctx = Context("CPU", quick=False)
-    captured: dict[str, Any] = {}
+    sp, th = resnet20_steps(args.threads)
+    import torch
 
-    def grab(ctx: Any, name: str, make_sp: Any, make_th: Any, x: Any, y: Any, **kw: Any) -> Any:
-        captured.update(make_sp=make_sp, make_th=make_th, x=x, y=y, lr=kw["lr"])
-
-    bench_resnet20.training_case = grab
-    bench_resnet20.cases(ctx)
-    sp, th, _, _ = step_pair(
-        ctx,
-        captured["make_sp"],
-        captured["make_th"],
-        captured["x"],
-        captured["y"],
-        captured["lr"],
-        seed=0,
-    )
     for _ in range(3):
         sp()
         th()
@@ -104,7 +84,7 @@ def main() -> None:
     )
 
     table: dict[Any, list[float]] = defaultdict(list)
-    _wrap_impls(ctx.core, table, clock)
+    _wrap_impls(table, clock)
     sp()
     table.clear()
     t0 = clock()
