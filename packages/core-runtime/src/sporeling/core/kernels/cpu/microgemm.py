@@ -247,6 +247,19 @@ def _apix16(
 
 
 @numba.jit(**_JIT)
+def _apix_columns(a, sa, offs, b, ldb, c, ldc, k, acc, full, half):  # pragma: no cover
+    """One block of 8 rows of C across its columns with :func:`_apix32` (``full`` columns in
+    blocks of 32) and, when ``half``, :func:`_apix16` for the last 16."""
+    u4 = np.uint64(4)
+    for j in range(0, full, NR):
+        uj = np.uint64(j) * u4
+        _apix32(a, sa, offs, b + uj, ldb, c + uj, ldc, k, acc)
+    if half:
+        uj = np.uint64(full) * u4
+        _apix16(a, sa, offs, b + uj, ldb, c + uj, ldc, k, acc)
+
+
+@numba.jit(**_JIT)
 def weight_rows(xp_addr, plane, taps, pix, rows, b_addr, ldb, c_addr, n, chunk):  # pragma: no cover
     """Implicit-GEMM weight gradient of one image and group, no im2col: ``C[t * rows + ci, :n]
     += sum_p xp[ci * plane + taps[t] + pix[p]] * B[p, :n]`` for ``xp`` the padded input
@@ -266,12 +279,7 @@ def weight_rows(xp_addr, plane, taps, pix, rows, b_addr, ldb, c_addr, n, chunk):
             for i in range(rows // MR):
                 a = xp_addr + np.uint64(i * MR * plane + taps[t]) * u4
                 c = c_addr + np.uint64((t * rows + i * MR) * n) * u4
-                for j in range(0, full, NR):
-                    uj = np.uint64(j) * u4
-                    _apix32(a, plane, po, b0 + uj, ldb, c + uj, n, kc, True)
-                if half:
-                    uj = np.uint64(full) * u4
-                    _apix16(a, plane, po, b0 + uj, ldb, c + uj, n, kc, True)
+                _apix_columns(a, plane, po, b0, ldb, c, n, kc, True, full, half)
 
 
 @numba.jit(**_JIT)
@@ -329,12 +337,7 @@ def conv_pixels(
             for x in range(0, ow, MR):
                 a = xq_addr + np.uint64((y * sh * row + x * sw) * ch) * u4
                 c = c_addr + np.uint64((y * ow + x) * n) * u4
-                for j in range(0, full, NR):
-                    uj = np.uint64(j) * u4
-                    _apix32(a, sa, o_addr, b0 + uj, n, c + uj, n, kk, acc)
-                if half:
-                    uj = np.uint64(full) * u4
-                    _apix16(a, sa, o_addr, b0 + uj, n, c + uj, n, kk, acc)
+                _apix_columns(a, sa, o_addr, b0, n, c, n, kk, acc, full, half)
 
 
 @numba.jit(**_JIT)
