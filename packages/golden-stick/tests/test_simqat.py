@@ -188,9 +188,9 @@ def test_int8_weights_equal_fake_quant_weights():
 
 
 def test_unsupported_options_say_so():
-    with pytest.raises(NotImplementedError, match="custom_policies"):
-        SimulatedQuantizationAwareTraining({"custom_policies": [1]})
-    algo = SimulatedQuantizationAwareTraining({"bn_fold": True, "one_conv_fold": False})
+    algo = SimulatedQuantizationAwareTraining(
+        {"enable_fusion": True, "bn_fold": True, "one_conv_fold": False}
+    )
     with pytest.raises(NotImplementedError, match="two-conv"):
         algo.apply(gs_nets.ConvBnNet())
 

@@ -8,6 +8,13 @@ from .fake_quant import (
     nudge,
 )
 from .int8 import Int8Linear, convert_to_int8, quantize_weight
+from .layer_policy import (
+    ConvBnLayerPolicy,
+    ConvLayerPolicy,
+    DenseLayerPolicy,
+    LayerPolicy,
+    SimulatedLayerPolicy,
+)
 from .quant_cells import (
     BnFoldQuant,
     BnWithoutFoldQuant,
@@ -44,6 +51,11 @@ __all__ = [
     "SimulatedFakeQuantizerPerLayer",
     "SimulatedFakeQuantizerPerChannel",
     "QuantizeWrapperCell",
+    "LayerPolicy",
+    "SimulatedLayerPolicy",
+    "ConvLayerPolicy",
+    "DenseLayerPolicy",
+    "ConvBnLayerPolicy",
     "Conv2dQuant",
     "DenseQuant",
     "BnFoldQuant",

@@ -1,15 +1,20 @@
 """SimQAT: ``SimulatedQuantizationAwareTraining`` (Golden Stick 0.1's default QAT).
 
 ``apply`` rewrites the network through :mod:`sporeling.core.rewrite`: optional fusion of
-Conv2d/Dense + BatchNorm (+ ReLU) chains, a layer policy attached to every Conv2d, Dense
-and fused node (``node.set_attribute("quant_policy", ...)``), each such node replaced by a
-:class:`QuantizeWrapperCell`, then input quantizers that repeat the previous layer's output
-quantizer removed. ``convert`` gives the int8 deploy network (see :mod:`.int8`).
+Conv2d/Dense + BatchNorm (+ ReLU) chains, then the user's ``custom_transforms``
+(``PatternEngine`` objects), a layer policy attached to every node whose cell type has one
+(``custom_policies`` first, then the built-in Conv2d / Dense / fused-cell policies;
+``node.set_attribute("quant_policy", ...)``), each such node replaced by its policy's
+``wrap_cell`` (a :class:`QuantizeWrapperCell`), then input quantizers that repeat the
+previous layer's output quantizer removed. ``convert`` gives the int8 deploy network
+(see :mod:`.int8`).
 """
 
 from __future__ import annotations
 
+import copy
 from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sporeling.core import nn
@@ -24,16 +29,8 @@ from sporeling.core.rewrite import (
 )
 
 from ..comp_algo import CompAlgo
-from .fake_quant import SimulatedFakeQuantizerPerLayer
-from .quant_cells import (
-    BnFoldQuant,
-    BnWithoutFoldQuant,
-    Conv2dBnAct,
-    Conv2dQuant,
-    DenseBnAct,
-    DenseQuant,
-    QuantizeWrapperCell,
-)
+from .layer_policy import ConvBnLayerPolicy, ConvLayerPolicy, DenseLayerPolicy, LayerPolicy
+from .quant_cells import Conv2dBnAct, DenseBnAct, QuantizeWrapperCell
 from .quant_dtype import QuantDtype
 
 __all__ = ["SimulatedQuantizationAwareTraining"]
@@ -101,7 +98,8 @@ class _FuseReplacement(Replacement):
 _LEAVES = (Conv2dBnAct, DenseBnAct, QuantizeWrapperCell)
 
 
-def _walk_trees(stree: SymbolTree) -> list[SymbolTree]:
+def _walk_trees(stree: SymbolTree, leaves: tuple[type, ...]) -> list[SymbolTree]:
+    """The tree and its sub-trees, not entering cells of the ``leaves`` types."""
     out: list[SymbolTree] = []
     todo = [stree]
     while todo:
@@ -111,9 +109,51 @@ def _walk_trees(stree: SymbolTree) -> list[SymbolTree]:
         out.append(tree)
         for node in tree.nodes():
             sub = TreeNodeHelper.get_sub_tree(node)
-            if sub is not None and not isinstance(node.get_instance(), _LEAVES):
+            if sub is not None and not isinstance(node.get_instance(), leaves):
                 todo.append(sub)
     return out
+
+
+def _check_transforms(value: Any) -> list[PatternEngine]:
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(
+            f"{_CLS}: config 'custom_transforms' expected a list of PatternEngine, got {value!r}"
+        )
+    for i, engine in enumerate(value):
+        if not isinstance(engine, PatternEngine):
+            raise TypeError(
+                f"{_CLS}: config 'custom_transforms' item {i} expected a PatternEngine "
+                f"(sporeling.core.rewrite), got {engine!r}"
+            )
+    return list(value)
+
+
+PolicyEntry = LayerPolicy | Callable[[nn.Cell], LayerPolicy | None]
+
+
+def _check_policies(value: Any) -> dict[type, PolicyEntry]:
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"{_CLS}: config 'custom_policies' expected a dict from Cell types to layer "
+            f"policies, got {value!r}"
+        )
+    for key, policy in value.items():
+        if not (isinstance(key, type) and issubclass(key, nn.Cell)):
+            raise TypeError(
+                f"{_CLS}: config 'custom_policies' key {key!r} expected a Cell type "
+                "(a subclass of nn.Cell)"
+            )
+        if not isinstance(policy, LayerPolicy) and not callable(policy):
+            raise TypeError(
+                f"{_CLS}: config 'custom_policies' value for {key.__name__} expected a "
+                f"LayerPolicy or a callable cell -> LayerPolicy | None, got {policy!r}"
+            )
+    return dict(value)
+
+
+def _same_grid(a: nn.Cell, b: nn.Cell) -> bool:
+    """Two activation quantizers that put one tensor on the same grid."""
+    return type(a) is type(b) and a.extend_repr() == b.extend_repr()
 
 
 class SimulatedQuantizationAwareTraining(CompAlgo):
@@ -122,7 +162,17 @@ class SimulatedQuantizationAwareTraining(CompAlgo):
     ``config`` keys (pairs are (activation, weight)): ``quant_delay`` (0, 0),
     ``quant_dtype`` (INT8, INT8), ``per_channel`` (False, True), ``symmetric``
     (False, True), ``narrow_range`` (False, False), ``enable_fusion`` False, ``freeze_bn``
-    10000000, ``bn_fold`` False, ``one_conv_fold`` True.
+    10000000, ``bn_fold`` False, ``one_conv_fold`` True, and two extension hooks:
+
+    * ``custom_transforms``: a list of ``PatternEngine`` objects (``sporeling.core.rewrite``)
+      applied to the network's symbol tree after the built-in fusions (whether or not
+      ``enable_fusion`` is set), e.g. to fuse ``[Conv2d, ReLU6]`` into a cell of your own.
+    * ``custom_policies``: a dict ``{Cell type: policy}``, looked up before the built-in
+      policies (a layer's class, then its base classes). ``policy`` is a
+      :class:`~.layer_policy.LayerPolicy` (each matching layer gets a deep copy) or a
+      callable ``policy(cell) -> LayerPolicy | None`` (None: that layer stays float). The
+      layer is replaced by ``policy.wrap_cell(cell)``; a cell of a type with a policy is
+      not entered (its own sub-layers are not quantized separately).
     """
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
@@ -130,9 +180,10 @@ class SimulatedQuantizationAwareTraining(CompAlgo):
         unknown = set(self._config) - set(_DEFAULTS) - {"custom_transforms", "custom_policies"}
         if unknown:
             raise ValueError(f"{_CLS}: unknown config keys {sorted(unknown)}")
-        for hook in ("custom_transforms", "custom_policies"):
-            if self._config.get(hook) is not None:
-                raise NotImplementedError(f"{_CLS}: config '{hook}' is not supported yet")
+        transforms = self._config.get("custom_transforms")
+        self._custom_transforms = [] if transforms is None else _check_transforms(transforms)
+        policies = self._config.get("custom_policies")
+        self._custom_policies = {} if policies is None else _check_policies(policies)
         cfg = {**_DEFAULTS, **self._config}
         act, weight = _pair("quant_delay", cfg["quant_delay"])
         self.set_act_quant_delay(act)
@@ -203,7 +254,7 @@ class SimulatedQuantizationAwareTraining(CompAlgo):
 
     # ---- apply --------------------------------------------------------------------------
     def policy(self) -> dict[str, Any]:
-        """The layer policy every quantized node carries."""
+        """The settings of the built-in layer policies (each quantized node's policy)."""
         return {
             "act_quant_delay": self._act_quant_delay,
             "weight_quant_delay": self._weight_quant_delay,
@@ -214,36 +265,35 @@ class SimulatedQuantizationAwareTraining(CompAlgo):
             "weight_per_channel": self._weight_per_channel,
             "freeze_bn": self._freeze_bn,
             "bn_fold": self._bn_fold,
+            "one_conv_fold": self._one_conv_fold,
         }
 
-    def _act_quantizer(self) -> SimulatedFakeQuantizerPerLayer:
-        return SimulatedFakeQuantizerPerLayer(
-            symmetric=self._act_symmetric,
-            narrow_range=self._act_narrow_range,
-            quant_delay=self._act_quant_delay,
-        )
-
-    def _handler(self, cell: nn.Cell, policy: dict[str, Any]) -> nn.Cell | None:
+    def _layer_policy(self, cell: nn.Cell) -> LayerPolicy | None:
+        """``cell``'s policy: the custom one for its class (or nearest base), else built-in."""
+        for cls in type(cell).__mro__:
+            entry = self._custom_policies.get(cls)
+            if entry is None:
+                continue
+            if isinstance(entry, LayerPolicy):
+                return copy.deepcopy(entry)
+            policy = entry(cell)
+            if policy is not None and not isinstance(policy, LayerPolicy):
+                raise TypeError(
+                    f"{_CLS}: config 'custom_policies' factory for {cls.__name__} expected to "
+                    f"return a LayerPolicy or None, got {policy!r}"
+                )
+            return policy
         if isinstance(cell, nn.Conv2d):
-            return Conv2dQuant(cell, policy)
+            return ConvLayerPolicy(self.policy())
         if isinstance(cell, nn.Dense):
-            return DenseQuant(cell, policy)
+            return DenseLayerPolicy(self.policy())
         if isinstance(cell, (Conv2dBnAct, DenseBnAct)):
-            if cell.bn is None:
-                return Conv2dQuant(cell.op, policy, cell.act)
-            if policy["bn_fold"]:
-                return BnFoldQuant(cell.op, cell.bn, policy, cell.act)
-            return BnWithoutFoldQuant(cell.op, cell.bn, policy, cell.act)
+            return ConvBnLayerPolicy(self.policy())
         return None
 
     def apply(self, network: nn.Cell) -> nn.Cell:
         """The fake-quant form of ``network`` (parameters shared with it)."""
         super().apply(network)
-        if self._bn_fold and not self._one_conv_fold:
-            raise NotImplementedError(
-                f"{_CLS}: bn_fold with one_conv_fold=False (the two-conv form) is not supported; "
-                "the one-conv form (the default) is"
-            )
         stree = SymbolTree.create(network)
         if self._enable_fusion:
             conv, dense = nn.Conv2d, nn.Dense
@@ -256,7 +306,10 @@ class SimulatedQuantizationAwareTraining(CompAlgo):
                 ([dense, nn.ReLU], DenseBnAct),
             ):
                 PatternEngine(chain, _FuseReplacement(fused)).apply(stree)
-        for tree in _walk_trees(stree):
+        for engine in self._custom_transforms:
+            engine.apply(stree)
+        leaves = _LEAVES + tuple(self._custom_policies)
+        for tree in _walk_trees(stree, leaves):
             self._quantize_tree(tree)
         return stree.get_network()
 
@@ -265,14 +318,20 @@ class SimulatedQuantizationAwareTraining(CompAlgo):
         for node in tree.nodes():
             if node.get_node_type() not in (NodeType.CallCell, NodeType.Tree):
                 continue
-            policy = self.policy()
-            handler = self._handler(node.get_instance(), policy)
-            if handler is None:
+            policy = self._layer_policy(node.get_instance())
+            if policy is None:
                 continue
+            cell = policy.wrap_cell(node.get_instance())
+            if cell is None:
+                continue
+            if not isinstance(cell, nn.Cell):
+                raise TypeError(
+                    f"{_CLS}: {type(policy).__name__}.wrap_cell expected to return a Cell or "
+                    f"None, got {cell!r}"
+                )
             node.set_attribute("quant_policy", policy)
-            wrapper = QuantizeWrapperCell(handler, self._act_quantizer(), self._act_quantizer())
             new = Node.create_call_cell(
-                wrapper,
+                cell,
                 node.get_targets(),
                 node.get_args(),
                 node.get_kwargs(),
@@ -280,17 +339,22 @@ class SimulatedQuantizationAwareTraining(CompAlgo):
             )
             new.set_attribute("quant_policy", policy)
             tree.replace(node, [new])
-            wrapped[id(new)] = wrapper
-        # redundant quantizers: an input quantizer right after the previous layer's output one
+            if isinstance(cell, QuantizeWrapperCell):
+                wrapped[id(new)] = cell
+        # redundant quantizers: an input quantizer right after the previous layer's output
+        # quantizer of the same kind (same class and settings)
         for node in tree.nodes():
             wrapper = wrapped.get(id(node))
-            if wrapper is None:
+            if wrapper is None or wrapper._input_quantizer is None:
                 continue
             providers = node.get_inputs()
             if len(providers) != 1:
                 continue
             prev = wrapped.get(id(providers[0]))
-            if prev is not None and prev._output_quantizer is not None:
+            if prev is None or prev._output_quantizer is None:
+                continue
+            if _same_grid(prev._output_quantizer, wrapper._input_quantizer):
+                node.get_attribute("quant_policy").set_input_not_insert_fq()
                 wrapper._input_quantizer = None
                 wrapper.set_input_source(prev._output_quantizer)
 
