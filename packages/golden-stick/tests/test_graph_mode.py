@@ -57,6 +57,13 @@ CASES = {
         ),
         (4, 3, 8, 8),
     ),
+    "simqat_bn_fold_two_conv": (
+        gs_nets.ConvBnNet,
+        lambda: SimulatedQuantizationAwareTraining(
+            {"enable_fusion": True, "bn_fold": True, "one_conv_fold": False, "freeze_bn": 1}
+        ),
+        (4, 3, 8, 8),
+    ),
     "slb_w2_act": (
         gs_nets.ConvBnNet,
         lambda: SlbQuantAwareTraining({"quant_dtype": QuantDtype.INT2, "enable_act_quant": True}),

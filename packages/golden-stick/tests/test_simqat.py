@@ -10,6 +10,7 @@ from sporeling.goldenstick import CompAlgo, QuantDtype, SimulatedQuantizationAwa
 from sporeling.goldenstick.deploy_runtime import qgemm
 from sporeling.goldenstick.quantization import (
     BnFoldQuant,
+    BnFoldQuantTwoConv,
     BnWithoutFoldQuant,
     Int8Linear,
     QuantizeWrapperCell,
@@ -99,18 +100,21 @@ def test_fusion_and_redundant_quantizer_removal():
     assert "self.relu(" not in qnet._rewrite_source  # the ReLUs are fused
 
 
-@pytest.mark.parametrize("bn_fold", [False, True])
-def test_conv_bn_fusion_matches_float_network_in_eval(bn_fold):
+@pytest.mark.parametrize("bn_fold,one_conv", [(False, True), (True, True), (True, False)])
+def test_conv_bn_fusion_matches_float_network_in_eval(bn_fold, one_conv):
     net = gs_nets.ConvBnNet()
     gs_nets.randomize_bn(net)
     x = Tensor(RNG.standard_normal((2, 3, 8, 8)).astype("f4"))
     for _, cell in net.cells_and_names():  # calibrate on the statistics eval uses
         if isinstance(cell, nn.BatchNorm2d):
             cell.use_batch_statistics = False
-    config = {"enable_fusion": True, "bn_fold": bn_fold, "freeze_bn": 0}
+    config = {"enable_fusion": True, "bn_fold": bn_fold, "freeze_bn": 0, "one_conv_fold": one_conv}
     qnet = SimulatedQuantizationAwareTraining(config).apply(net)
     kinds = {type(w._handler) for w in _wrappers(qnet)}
-    assert (BnFoldQuant if bn_fold else BnWithoutFoldQuant) in kinds
+    expected = (
+        BnWithoutFoldQuant if not bn_fold else BnFoldQuant if one_conv else BnFoldQuantTwoConv
+    )
+    assert expected in kinds
     qnet.set_train(True)
     qnet(x)  # observe the activation ranges
     qnet.set_train(False)
@@ -126,13 +130,18 @@ def test_qgemm_matches_integer_reference():
     np.testing.assert_array_equal(qgemm(a, w), a.astype(np.int64) @ w.astype(np.int64).T)
 
 
-@pytest.mark.parametrize("fusion,fold", [(False, False), (True, False), (True, True)])
-def test_int8_export_matches_fake_quant_within_one_step(fusion, fold):
+@pytest.mark.parametrize(
+    "fusion,fold,one_conv",
+    [(False, False, True), (True, False, True), (True, True, True), (True, True, False)],
+)
+def test_int8_export_matches_fake_quant_within_one_step(fusion, fold, one_conv):
     net = gs_nets.ConvBnNet() if fusion else gs_nets.LeNet5()
     gs_nets.randomize_bn(net)
     shape = (4, 3, 8, 8) if fusion else (4, 1, 32, 32)
     x = Tensor(RNG.standard_normal(shape).astype("f4"))
-    algo = SimulatedQuantizationAwareTraining({"enable_fusion": fusion, "bn_fold": fold})
+    algo = SimulatedQuantizationAwareTraining(
+        {"enable_fusion": fusion, "bn_fold": fold, "one_conv_fold": one_conv}
+    )
     qnet = algo.apply(net)
     qnet.set_train(True)
     qnet(x)
@@ -185,14 +194,6 @@ def test_int8_weights_equal_fake_quant_weights():
     q, scale = quantize_weight(w, True, False)
     assert q.dtype == np.int8 and q.min() >= -128 and q.max() <= 127
     np.testing.assert_allclose(q * scale[:, None, None, None], fq, rtol=1e-6, atol=1e-7)
-
-
-def test_unsupported_options_say_so():
-    algo = SimulatedQuantizationAwareTraining(
-        {"enable_fusion": True, "bn_fold": True, "one_conv_fold": False}
-    )
-    with pytest.raises(NotImplementedError, match="two-conv"):
-        algo.apply(gs_nets.ConvBnNet())
 
 
 def test_net_transformer_pattern_transform():

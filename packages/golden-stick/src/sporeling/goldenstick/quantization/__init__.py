@@ -17,6 +17,7 @@ from .layer_policy import (
 )
 from .quant_cells import (
     BnFoldQuant,
+    BnFoldQuantTwoConv,
     BnWithoutFoldQuant,
     Conv2dBnAct,
     Conv2dQuant,
@@ -59,6 +60,7 @@ __all__ = [
     "Conv2dQuant",
     "DenseQuant",
     "BnFoldQuant",
+    "BnFoldQuantTwoConv",
     "BnWithoutFoldQuant",
     "Conv2dBnAct",
     "DenseBnAct",

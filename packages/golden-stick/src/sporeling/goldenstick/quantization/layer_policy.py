@@ -19,6 +19,7 @@ from sporeling.core import nn
 from .fake_quant import SimulatedFakeQuantizerPerChannel, SimulatedFakeQuantizerPerLayer
 from .quant_cells import (
     BnFoldQuant,
+    BnFoldQuantTwoConv,
     BnWithoutFoldQuant,
     Conv2dBnAct,
     Conv2dQuant,
@@ -146,12 +147,9 @@ class SimulatedLayerPolicy(LayerPolicy):
                 return Conv2dQuant(handler.op, c, handler.act)
             if not c["bn_fold"]:
                 return BnWithoutFoldQuant(handler.op, handler.bn, c, handler.act)
-            if not c["one_conv_fold"]:
-                raise NotImplementedError(
-                    f"{type(self).__name__}: bn_fold with one_conv_fold=False (the two-conv "
-                    "form) is not supported; the one-conv form (the default) is"
-                )
-            return BnFoldQuant(handler.op, handler.bn, c, handler.act)
+            if c["one_conv_fold"]:
+                return BnFoldQuant(handler.op, handler.bn, c, handler.act)
+            return BnFoldQuantTwoConv(handler.op, handler.bn, c, handler.act)
         return None
 
     def wrap_cell(self, handler: nn.Cell) -> nn.Cell | None:

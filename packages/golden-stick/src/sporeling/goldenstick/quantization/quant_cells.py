@@ -17,6 +17,7 @@ __all__ = [
     "Conv2dQuant",
     "DenseQuant",
     "BnFoldQuant",
+    "BnFoldQuantTwoConv",
     "BnWithoutFoldQuant",
     "QuantizeWrapperCell",
     "linear_forward",
@@ -145,7 +146,8 @@ class BnFoldQuant(nn.Cell):
             updates.append((self.step_count, steps))
             # batch statistics (and moving ones updated) for the first freeze_bn steps
             batch = steps <= float(self.freeze_bn)
-            raw = linear_forward(op, x, op.weight, None)
+            # statistics of what the BN sees: the conv output with its bias
+            raw = linear_forward(op, x, op.weight, op.bias)
             axes = self._axes(raw.ndim)
             b_mean = ops.mean(raw, axes)
             b_var = ops.mean(ops.square(raw - ops.reshape(b_mean, bshape)), axes)
@@ -163,7 +165,7 @@ class BnFoldQuant(nn.Cell):
             mean, var = bn.moving_mean, bn.moving_variance
         inv = bn.gamma / ops.sqrt(var + bn.eps)
         w = self.fake_quant_weight(op.weight * ops.reshape(inv, wshape))
-        bias = bn.beta - mean * inv
+        bias = bn.beta - mean * inv  # mean includes the conv's bias (see folded)
         if op.bias is not None:
             bias = bias + op.bias * inv
         y = linear_forward(op, x, w, bias)
@@ -179,6 +181,59 @@ class BnFoldQuant(nn.Cell):
         w = self.op.weight.asnumpy() * s.reshape((-1,) + (1,) * (self.op.weight.ndim - 1))
         b = shift if self.op.bias is None else shift + s * self.op.bias.asnumpy()
         return w.astype(np.float32), b.astype(np.float32), None
+
+
+class BnFoldQuantTwoConv(BnFoldQuant):
+    """Conv2d/Dense + BatchNorm folded, two-conv form (MindSpore's ``Conv2dBnFoldQuant``:
+    ``BatchNormFold``, ``CorrectionMul``, ``BatchNormFold2``). The first product, on the
+    float weight (and bias), gives the batch mean and std ``sigma_B``; the weight is
+    folded with the *running* std and fake-quantized, ``w_q = fq(w * gamma / sigma_R)``;
+    the second product is corrected back to the batch statistics:
+
+        y = conv(x, w_q) * sigma_R / sigma_B + beta + gamma * (b - mu_B) / sigma_B
+
+    (``b`` the conv's bias, 0 if none; ``mu_B`` includes it). Without quantization this
+    is exactly the BN in training mode, gradients through the batch statistics included,
+    while the quantized weight already sits on the deploy grid (folded with the running
+    std). After ``freeze_bn`` training steps, and in eval, ``mu_B, sigma_B`` become the
+    running ``mean, sigma_R``: ``y = conv(x, w_q) + beta + gamma * (b - mean) / sigma_R``,
+    the deploy form. ``sigma_R`` is ``sqrt(moving_variance + eps)`` from before this
+    step's update (the moving statistics are updated last, as in the one-conv form)."""
+
+    def construct(self, x: Tensor) -> Tensor:
+        op, bn = self.op, self.bn
+        wshape = (-1,) + (1,) * (op.weight.ndim - 1)
+        bshape = (1, -1, 1, 1) if isinstance(op, nn.Conv2d) else (1, -1)
+        old_mean, old_var = bn.moving_mean + 0.0, bn.moving_variance + 0.0
+        running_std = ops.sqrt(old_var + bn.eps)
+        updates: list[tuple[Parameter, Tensor]] = []
+        if self.training:
+            steps = ops.stop_gradient(self.step_count + 1.0)
+            updates.append((self.step_count, steps))
+            batch = steps <= float(self.freeze_bn)
+            raw = linear_forward(op, x, op.weight, op.bias)  # what the BN would see
+            axes = self._axes(raw.ndim)
+            b_mean = ops.mean(raw, axes)
+            b_var = ops.mean(ops.square(raw - ops.reshape(b_mean, bshape)), axes)
+            m = float(bn.momentum)
+            n = raw.size // raw.shape[1]
+            new_mean = m * old_mean + (1 - m) * ops.stop_gradient(b_mean)
+            new_var = m * old_var + (1 - m) * ops.stop_gradient(b_var) * (n / max(n - 1, 1))
+            batch = ops.broadcast_to(batch, old_mean.shape)
+            updates.append((bn.moving_mean, ops.select(batch, new_mean, old_mean)))
+            updates.append((bn.moving_variance, ops.select(batch, new_var, old_var)))
+            mean = ops.select(batch, b_mean, old_mean)
+            std = ops.select(batch, ops.sqrt(b_var + bn.eps), running_std)
+        else:
+            mean, std = old_mean, running_std
+        w = self.fake_quant_weight(op.weight * ops.reshape(bn.gamma / running_std, wshape))
+        shift = -mean if op.bias is None else op.bias - mean
+        bias = bn.beta + bn.gamma * shift / std
+        y = linear_forward(op, x, w, None) * ops.reshape(running_std / std, bshape)
+        y = y + ops.reshape(bias, bshape)
+        for param, value in updates:  # last: no read of these Parameters follows
+            ops.assign(param, value)
+        return self.act(y) if self.act is not None else y
 
 
 class BnWithoutFoldQuant(Conv2dQuant):
