@@ -258,15 +258,18 @@ def _weight_grad_kernel_mk(
 
 
 @numba.jit(**_JIT)
-def _forward_kernel_implicit(x, wp, out, xp, offs, geo, groups, lo, hi):  # pragma: no cover
+def _forward_kernel_implicit(x, wp, out, xp, rest, offs, geo, groups, lo, hi):  # pragma: no cover
     """Stride-1 forward without im2col: each image copied into the interior of ``xp`` (this
     thread's zero-padded buffer, (C, HP, WP); the border stays zero), then per group
-    :func:`.microgemm.conv_rows` reads each block's K input runs from it (``offs``)."""
+    :func:`.microgemm.conv_rows` reads each block's K input runs from it (``offs``). With
+    output channels per group not in blocks of 8 (``wp`` padded with zero rows,
+    :func:`_packed`), the last block goes to ``rest`` (8, OH*OW) and its real rows to ``out``."""
     ph, pw = geo[2], geo[3]
     _, cin, h, w = x.shape
     cout, oh, ow = out.shape[1], out.shape[2], out.shape[3]
     hp, wpr = xp.shape[1], xp.shape[2]
     cig, cog = cin // groups, cout // groups
+    full, length = cog // microgemm.MR, oh * ow
     for n in range(lo, hi):
         for c in range(cin):
             for yy in range(h):
@@ -275,8 +278,16 @@ def _forward_kernel_implicit(x, wp, out, xp, offs, geo, groups, lo, hi):  # prag
                     row[pw + xx] = src[xx]
         for g in range(groups):
             b = _at(xp, g * cig * hp * wpr)
-            c_addr = _at(out, (n * cout + g * cog) * oh * ow)
-            microgemm.conv_rows(wp[g], offs, b, wpr, c_addr, oh * ow, oh, ow)
+            c_addr = _at(out, (n * cout + g * cog) * length)
+            if full == wp.shape[1]:
+                microgemm.conv_rows(wp[g], offs, b, wpr, c_addr, length, oh, ow)
+                continue
+            if full > 0:
+                microgemm.conv_rows(wp[g, :full], offs, b, wpr, c_addr, length, oh, ow)
+            microgemm.conv_rows(wp[g, full:], offs, b, wpr, _at(rest, 0), length, oh, ow)
+            o2 = out[n].reshape(cout, length)
+            for r in range(cog - full * microgemm.MR):
+                o2[g * cog + full * microgemm.MR + r] = rest[r]
 
 
 @numba.jit(**_JIT)
@@ -298,15 +309,16 @@ def _forward_kernel_pixels(x, wk, out, xq, ct, koffs, geo, kc, lo, hi):  # pragm
     """Forward without im2col, image channels-last (one group, any stride): each image
     copied into the interior of ``xq`` (HP, WP, C_in; border zero), then
     :func:`.microgemm.conv_pixels` writes its output pixels by channels into ``ct``
-    (OH*OW, C_out), copied transposed into ``out[n]``; ``wk`` the weights as (K, C_out)."""
+    (OH*OW, C_out), copied transposed into ``out[n]``; ``wk`` the weights as (K, C_out), or
+    with zero columns up to a block of 16 (``ct`` as wide; only C_out of them copied)."""
     sh, sw, ph, pw = geo[0], geo[1], geo[2], geo[3]
     cin = x.shape[1]
     cout, oh, ow = out.shape[1], out.shape[2], out.shape[3]
-    length = oh * ow
+    length, width = oh * ow, ct.shape[1]  # ``width``: C_out, or up to a block of 16
     for n in range(lo, hi):
         _copy_image_nhwc(x, n, xq, ph, pw)
         microgemm.conv_pixels(
-            _at(xq, 0), koffs, _at(wk, 0), _at(ct, 0), cout, oh, ow, sh, sw, xq.shape[1], cin, kc
+            _at(xq, 0), koffs, _at(wk, 0), _at(ct, 0), width, oh, ow, sh, sw, xq.shape[1], cin, kc
         )
         o2 = out[n].reshape(cout, length)
         for co in range(cout):
@@ -422,27 +434,46 @@ _K_CHUNK = 128  # steps of K per pass of conv_pixels: B's chunk (K_CHUNK x C_out
 _PIXEL_CHUNK = 128  # pixels per pass of weight_rows: B's chunk (128 x C_out floats) in L1
 
 
+def _padded(count: int, block: int, most: float = 2.0) -> int:
+    """``count`` channels up to a whole number of ``block``-wide micro-kernel blocks (zero
+    weights, outputs dropped) when that multiplies the work by at most ``most``, else
+    ``count``. A pruned network's 9, 18 or 36 channels (SCOP at rate 0.45) had fallen to
+    OpenBLAS's per-image GEMMs. One core, 64 images, under load: 9->9 32x32 2.2 -> 1.1 ms
+    (16 rows), 18->18 16x16 1.6 -> 1.0 (24 rows), 36->36 8x8 1.2 -> 0.85 (48 columns of
+    the pixel path); but 9->18 stride 2 on the pixel path (32 columns) 1.15 -> 1.3, hence a
+    bound of 1.5 there (:func:`_pixels`)."""
+    up = -(-count // block) * block
+    return up if up <= most * count else count
+
+
 def _implicit(dtype: Any, geo: Geometry, cog: int, ow: int) -> bool:
     """Whether the forward skips im2col (:func:`_forward_kernel_implicit`): stride 1, rows
-    of whole blocks of 16 output pixels, and what :func:`_micro` asks for."""
-    return geo[0] == 1 and geo[1] == 1 and ow % 16 == 0 and _micro(dtype, cog, 32)
+    of whole blocks of 16 output pixels, and what :func:`_micro` asks for (output channels
+    per group padded to blocks of 8, :func:`_padded`)."""
+    return (
+        geo[0] == 1
+        and geo[1] == 1
+        and ow % 16 == 0
+        and _micro(dtype, _padded(cog, microgemm.MR), 32)
+    )
 
 
 def _pixels(dtype: Any, groups: int, cout: int, ow: int, kernel: tuple[int, int]) -> bool:
     """Whether the forward reads a channels-last copy of each image with blocks of 8 output
     pixels as A's rows (:func:`_forward_kernel_pixels`): float32 on the micro-kernel, one
     group, output rows of whole blocks of 8 (8x8 layers, any stride), output channels in
-    blocks of 16 (at least 32), kernels larger than 1x1 (a strided 1x1 projection reads a
-    quarter of the pixels the copy moves: 32->64 1x1 stride 2 took 0.46 ms this way against
-    0.33 on im2col, 64 images). One core, 64 images, against im2col: 16->32 3x3 stride 2
-    2.8 -> 2.2 ms, 32->64 3x3 stride 2 2.05 -> 1.8; 64->64 8x8 alike (2.5-2.6 ms), but its
-    input gradient, a forward of gy this way instead of col2im, 2.95 -> 2.45."""
+    blocks of 16 (at least 32; padded when that adds at most half, :func:`_padded`), kernels
+    larger than 1x1 (a strided 1x1 projection reads a quarter of the pixels the copy moves:
+    32->64 1x1 stride 2 took 0.46 ms this way against 0.33 on im2col, 64 images). One core,
+    64 images, against im2col: 16->32 3x3 stride 2 2.8 -> 2.2 ms, 32->64 3x3 stride 2 2.05
+    -> 1.8; 64->64 8x8 alike (2.5-2.6 ms), but its input gradient, a forward of gy this
+    way instead of col2im, 2.95 -> 2.45."""
     return (
         groups == 1
         and ow % microgemm.MR == 0
-        and cout % (microgemm.NR // 2) == 0
+        and _padded(cout, microgemm.NR // 2, 1.5) % (microgemm.NR // 2) == 0
         and kernel[0] * kernel[1] > 1
-        and _micro(dtype, microgemm.MR, cout)
+        and _micro(dtype, microgemm.MR, _padded(cout, microgemm.NR // 2, 1.5))
     )
 
 
@@ -514,10 +545,15 @@ def _micro(dtype: Any, rows: int, length: int) -> bool:
     )
 
 
-def _packed(w2: np.ndarray, groups: int, transposed: bool) -> np.ndarray:
+def _packed(w2: np.ndarray, groups: int, transposed: bool, rows: int = 0) -> np.ndarray:
     """``w2`` (C_out, K) packed per group for :func:`.microgemm.gemm_blocks`: the group's
-    rows (C_out/G, K), or with ``transposed`` its transpose (K, C_out/G)."""
+    rows (C_out/G, K), or with ``transposed`` its transpose (K, C_out/G); with ``rows``
+    more than C_out/G, the group's rows followed by zero rows up to ``rows``."""
     cog, k = w2.shape[0] // groups, w2.shape[1]
+    if rows > cog:
+        wz = np.zeros((groups, rows, k), w2.dtype)
+        wz[:, :cog] = w2.reshape(groups, cog, k)
+        return _packed(wz.reshape(groups * rows, k), groups, transposed)
     if transposed:
         out = np.empty((groups, k // microgemm.MR, cog, microgemm.MR), w2.dtype)
         for g in range(groups):
@@ -599,21 +635,25 @@ def conv2d_images(
     if _implicit(x.dtype, geo, cout // groups, out_hw[1]) and not (
         pixels and _pixels_first(cout, out_hw[1])
     ):
-        wp = _packed(w2, groups, transposed=False)
+        wp = _packed(w2, groups, False, _padded(cout // groups, microgemm.MR))
         (hp, wpr), offs = _padded_plan(x.shape, geo, kernel, groups, out_hw)
         xp = np.zeros((threads, c, hp, wpr), x.dtype)
+        rest = np.empty((threads, microgemm.MR, length), x.dtype)
 
         def block(k: int, lo: int, hi: int) -> None:
-            _forward_kernel_implicit(x, wp, out, xp[k], offs, g2, groups, lo, hi)
+            _forward_kernel_implicit(x, wp, out, xp[k], rest[k], offs, g2, groups, lo, hi)
 
         _run(block, n, threads)
         return out
     if pixels:
-        # weights as (K, C_out) with K = (tap, channel), as the offsets run
-        wk = np.ascontiguousarray(w.transpose(2, 3, 1, 0)).reshape(-1, cout)
+        # weights as (K, C_out) with K = (tap, channel), as the offsets run; zero columns
+        # up to a block of 16
+        width = _padded(cout, microgemm.NR // 2, 1.5)
+        wk = np.zeros((kernel[0] * kernel[1] * c, width), x.dtype)
+        wk[:, :cout] = w.transpose(2, 3, 1, 0).reshape(-1, cout)
         (hp, wpr), koffs = _pixel_offsets(x.shape, geo, kernel, out_hw)
         xq = np.zeros((threads, hp, wpr, c), x.dtype)
-        ct = np.empty((threads, length, cout), x.dtype)
+        ct = np.empty((threads, length, width), x.dtype)
 
         def block(k: int, lo: int, hi: int) -> None:
             _forward_kernel_pixels(x, wk, out, xq[k], ct[k], koffs, g2, _K_CHUNK, lo, hi)
