@@ -130,6 +130,12 @@ def main() -> None:
     )
     p.add_argument("--ft-lr", type=float, default=0.02)
     p.add_argument("--rate", type=float, default=0.45)
+    p.add_argument(
+        "--keep-residual",
+        action="store_true",
+        help="leave the residual channel groups whole (prune_residual=False): only the "
+        "channels inside each block are pruned",
+    )
     p.add_argument("--seed", type=int, default=1)
     p.add_argument(
         "--recalibrate-bn",
@@ -182,7 +188,7 @@ def main() -> None:
     kfscale = {"min": float(k.min()), "max": float(k.max()), "std": float(k.std())}
     acc["knockoff"] = float(_correct(kf, xp, yp).mean())
     log(phase="knockoff", accuracy=acc["knockoff"], kfscale=kfscale)
-    ft = PrunerFtCompressAlgo({"prune_rate": args.rate})
+    ft = PrunerFtCompressAlgo({"prune_rate": args.rate, "prune_residual": not args.keep_residual})
     masked = ft.apply(kf)
     acc["masked_before_fine_tune"] = float(_correct(masked, xp, yp).mean())
     if args.recalibrate_bn > 0:
@@ -242,6 +248,7 @@ def main() -> None:
         "val_samples": len(xv),
         "seed": args.seed,
         "knockoff_trains_weights": args.kf_weights,
+        "prune_residual": not args.keep_residual,
         "recalibrate_bn_batches": args.recalibrate_bn,
         "schedule": _schedule(args),
         "knockoff_samples": len(xk) * e2,

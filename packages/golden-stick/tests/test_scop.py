@@ -176,6 +176,36 @@ print(float(np.abs(out - np.load({str(tmp_path / "ref.npy")!r})).max()))
     assert float(done.stdout.strip()) < 1e-5
 
 
+def test_prune_residual_false_prunes_only_inside_the_blocks():
+    net = gs_nets.TinyResNet()
+    gs_nets.randomize_bn(net)
+    kf, x = _trained_kf(net)
+    ft = PrunerFtCompressAlgo({"prune_rate": 0.5, "prune_residual": False})
+    masked = ft.apply(kf)
+    masked.set_train(False)
+    ref = masked(x).asnumpy()
+    small = ft.convert(masked)
+    small.set_train(False)
+    np.testing.assert_allclose(small(x).asnumpy(), ref, rtol=1e-5, atol=1e-5)
+    blocks = list(small.layers.cells())
+    # the residual width stays; each block's inner channels are halved
+    assert small.conv.out_channels == 8 and small.fc.in_channels == 16
+    assert [b.conv2.out_channels for b in blocks] == [8, 8, 16, 16]
+    assert [b.conv1.out_channels for b in blocks] == [4, 4, 8, 8]
+    assert [b.conv2.in_channels for b in blocks] == [4, 4, 8, 8]
+    assert blocks[2].down.cells()[0].out_channels == 16
+    # against the residual groups pruned as well: fewer channels go
+    everything = PrunerFtCompressAlgo({"prune_rate": 0.5})
+    everything.apply(kf)
+    assert count_params(everything.convert(masked)) < count_params(small) < count_params(net)
+
+
+@pytest.mark.parametrize("flag", [1, "no", None])
+def test_prune_residual_must_be_a_bool(flag):
+    with pytest.raises(TypeError, match="prune_residual"):
+        PrunerFtCompressAlgo({"prune_residual": flag})
+
+
 @pytest.mark.parametrize("rate,exc", [(1.0, ValueError), (-0.1, ValueError), ("0.5", TypeError)])
 def test_prune_rate_outside_range(rate, exc):
     with pytest.raises(exc, match="prune_rate"):

@@ -165,13 +165,17 @@ def keep_indices(
 
 
 def _settle_grouped_cats(
-    groups: list[ChannelGroup], scores: dict[int, np.ndarray], prune_rate: float
+    groups: list[ChannelGroup],
+    scores: dict[int, np.ndarray],
+    prune_rate: float,
+    whole: set[int] | None = None,
 ) -> dict[int, np.ndarray]:
     """The kept channels per producer (``id(conv)`` -> indices). A grouped conv reading a
     concat must keep the same number of inputs in each of its groups; where its parts
     would not (a part not pruned, or pruned by other blocks), those parts stay whole.
-    Unpruning only grows counts, so this settles."""
-    whole: set[int] = set()
+    Unpruning only grows counts, so this settles. ``whole``: ids of groups kept whole
+    from the start."""
+    whole = set(whole or ())
     while True:
         keep: dict[int, np.ndarray] = {}
         for group in groups:
@@ -231,13 +235,23 @@ class PrunerFtCompressAlgo(CompAlgo):
     """SCOP phase 2 (fine-tune with masks) and the physical export.
 
     ``config``: ``prune_rate`` (default 0.45, in [0, 1)) - an addition: 0.1 left the
-    channel choice to the user's script.
+    channel choice to the user's script; ``prune_residual`` (default True): with False,
+    the channel groups that several convs write (those met at a residual add) stay
+    whole and only the others are pruned, as 1.8's ResNet script leaves the residual
+    width as it is (its conv3 scatters back to it).
     """
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         super().__init__(config)
         self.prune_rate = _check_rate(type(self).__name__, self._config.get("prune_rate", 0.45))
-        unknown = set(self._config) - {"prune_rate"}
+        residual = self._config.get("prune_residual", True)
+        if not isinstance(residual, bool):
+            raise TypeError(
+                f"{type(self).__name__}: argument 'prune_residual' expected a bool, "
+                f"got {residual!r}"
+            )
+        self.prune_residual = residual
+        unknown = set(self._config) - {"prune_rate", "prune_residual"}
         if unknown:
             raise ValueError(f"{type(self).__name__}: unknown config keys {sorted(unknown)}")
         self._masks: dict[int, np.ndarray] = {}
@@ -257,7 +271,8 @@ class PrunerFtCompressAlgo(CompAlgo):
         plain = self._plain(inner)
         self._origin = plain
         groups = find_channel_groups(plain)
-        self._keep = keep = _settle_grouped_cats(groups, scores, self.prune_rate)
+        whole = set() if self.prune_residual else {id(g) for g in groups if len(g.producers) > 1}
+        self._keep = keep = _settle_grouped_cats(groups, scores, self.prune_rate, whole)
         features = _norm_keep(groups, keep)  # id(bn) -> its kept features
         wrapped: set[int] = set()
 
