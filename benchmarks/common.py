@@ -42,6 +42,36 @@ def numpy_blas_threads() -> tuple[int, str]:
     return os.cpu_count() or 1, "os.cpu_count() (BLAS not identified)"
 
 
+def blas_kernels(torch: Any = None) -> str:
+    """Which BLAS each side multiplies with, and NumPy's OpenBLAS kernels: the ratios of the
+    product-heavy cases depend on them more than on anything in the core (on an AMD Zen 5
+    PyTorch's MKL runs AVX2 code at half the speed of OpenBLAS's SkylakeX kernels, on an
+    Intel Xeon it was 10-25% ahead; ``OPENBLAS_CORETYPE=Haswell`` halves OpenBLAS's on
+    either). Empty parts are left out when unknown."""
+    parts = []
+    try:
+        from threadpoolctl import threadpool_info
+
+        for info in threadpool_info():
+            if info.get("user_api") == "blas" and "numpy" in info.get("filepath", ""):
+                arch = info.get("architecture")
+                parts.append(
+                    f"NumPy {info.get('internal_api')} {info.get('version')}"
+                    + (f" ({arch} kernels)" if arch else "")
+                )
+                break
+    except ImportError:
+        pass
+    core = os.environ.get("OPENBLAS_CORETYPE")
+    if core:
+        parts.append(f"OPENBLAS_CORETYPE={core}")
+    if torch is not None:
+        show = torch.__config__.show()
+        if "BLAS_INFO=" in show:
+            parts.append("PyTorch " + show.split("BLAS_INFO=", 1)[1].split(",", 1)[0].strip())
+    return ", ".join(parts) or "unknown"
+
+
 def cpu_name() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

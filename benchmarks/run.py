@@ -35,7 +35,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import Context, cpu_name, numpy_blas_threads  # noqa: E402
+from common import Context, blas_kernels, cpu_name, numpy_blas_threads  # noqa: E402
 from harness import Result, Settings, measure, render_markdown, render_text, table  # noqa: E402
 from memory import measure_side  # noqa: E402
 from quiet import BusyNeighbour, LoadMeter, QuietPolicy, limit_threads  # noqa: E402
@@ -152,6 +152,7 @@ def environment(ctx: Context, threads: dict[str, Any], args: argparse.Namespace)
         "torch": torch.__version__,
         "device": ctx.device,
         "torch_device": str(ctx.torch_device),
+        "blas": blas_kernels(torch),
         "numpy_blas_threads": threads["threads"],
         "numpy_blas_threads_from": threads["from"],
         "numba_threads": numba.get_num_threads(),
@@ -262,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(
             f"Sporeling {env['sporeling_core']} on {env['device']} vs PyTorch {env['torch']} "
-            f"on {env['torch_device']}, commit {env['commit']}\n{env['machine']}\nthreads: "
+            f"on {env['torch_device']}, commit {env['commit']}\n{env['machine']}\n"
+            f"BLAS: {env['blas']}\nthreads: "
             f"NumPy BLAS {threads['threads']} (from {threads['from']}), PyTorch set to "
             f"{env['torch_threads']}, Numba {env['numba_threads']}"
             f"{', busy neighbour on one core' if args.busy_neighbour else ''}\n"
@@ -324,6 +326,7 @@ def write_reports(
         "",
         f"- date: {env['date']}, commit {env['commit']}",
         f"- machine: {env['machine']}",
+        f"- BLAS: {env.get('blas', 'not recorded')}",
         f"- Sporeling core {env['sporeling_core']} on {env['device']}, PyTorch {env['torch']} "
         f"on {env['torch_device']}, NumPy {env['numpy']}, Numba {env['numba']}, "
         f"Python {env['python']}",
