@@ -8,7 +8,7 @@ import pytest
 
 from sporeling.core import Tensor, ops
 from sporeling.core.compiler import jit
-from sporeling.core.kernels.cpu import _rows, relu_add
+from sporeling.core.kernels.cpu import _jobs, _rows, relu_add
 
 BIG = relu_add.PARALLEL_MIN
 
@@ -23,8 +23,15 @@ def two_blocks(monkeypatch):
         calls.append((rows, blocks))
         real(fn, rows, blocks, chunks)
 
+    real_job = _jobs.run
+
+    def run_job(fn, args, rows, blocks, chunks=None):  # float32: workers without the GIL
+        calls.append((rows, blocks))
+        real_job(fn, args, rows, blocks, chunks)
+
     monkeypatch.setattr(relu_add, "n_blocks", lambda rows, elements: 2)
     monkeypatch.setattr(relu_add, "run_blocks", run_blocks)
+    monkeypatch.setattr(_jobs, "run", run_job)
     monkeypatch.setattr(relu_add, "ENABLED", True)
     return calls
 

@@ -32,7 +32,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from . import microgemm
+from . import _jobs, microgemm
 from ._config import JIT_SERIAL
 from ._rows import PARALLEL_MIN, max_blocks, run_blocks
 from .blas import single_threaded_blas
@@ -607,14 +607,22 @@ def _threads(n_img: int, columns: int) -> int:
     return max(1, min(max_blocks(), n_img))
 
 
-def _run(fn: Any, n_img: int, blocks: int) -> None:
+def _run(fn: Any, n_img: int, blocks: int, job: Any = None, args: tuple[Any, ...] = ()) -> None:
     """``fn(k, lo, hi)`` over ``blocks`` blocks of images, the BLAS held to one thread when
-    there are several (on one block the BLAS keeps its own threads)."""
+    there are several (on one block the BLAS keeps its own threads). A kernel with a job
+    wrapper (:mod:`.conv_jobs`, ``job`` taking ``args`` packed) runs on :mod:`._jobs`'
+    workers instead, which never take the GIL."""
     if blocks == 1:
         fn(0, 0, n_img)
         return
+    chunks = blocks if n_img < 4 * blocks else 2 * blocks
+    if job is not None and _jobs.available():
+        packed = _jobs.pack(*args, strict=False)
+        if packed is not None:
+            _jobs.run(_jobs.job(job), packed, n_img, blocks, chunks)
+            return
     with single_threaded_blas():
-        run_blocks(fn, n_img, blocks, chunks=blocks if n_img < 4 * blocks else 2 * blocks)
+        run_blocks(fn, n_img, blocks, chunks=chunks)
 
 
 def conv2d_images(
@@ -643,7 +651,7 @@ def conv2d_images(
         def block(k: int, lo: int, hi: int) -> None:
             _forward_kernel_implicit(x, wp, out, xp[k], rest[k], offs, g2, groups, lo, hi)
 
-        _run(block, n, threads)
+        _run(block, n, threads, conv_jobs.forward_implicit, (x, wp, out, xp, offs, g2, groups))
         return out
     if pixels:
         # weights as (K, C_out) with K = (tap, channel), as the offsets run; zero columns
@@ -658,7 +666,8 @@ def conv2d_images(
         def block(k: int, lo: int, hi: int) -> None:
             _forward_kernel_pixels(x, wk, out, xq[k], ct[k], koffs, g2, _K_CHUNK, lo, hi)
 
-        _run(block, n, threads)
+        args = (x, wk, out, xq, ct, koffs, g2, _K_CHUNK)
+        _run(block, n, threads, conv_jobs.forward_pixels, args)
         return out
     if _micro(x.dtype, cout // groups, length):
         wp = _packed(w2, groups, transposed=False)
@@ -732,7 +741,8 @@ def conv2d_weight_grad_images(
             s, q, p = dwq[k], xq[k], gp[k]
             _weight_grad_kernel_nhwc(x, gy, s, q, p, toffs, g2, groups, _PIXEL_CHUNK, lo, hi)
 
-        _run(block, n, threads)
+        args = (x, gy, dwq, xq, gp, toffs, g2, groups, _PIXEL_CHUNK)
+        _run(block, n, threads, conv_jobs.weight_grad_nhwc, args)
         dq = dwq[0]
         for k in range(1, threads):
             dq += dwq[k]
@@ -752,7 +762,8 @@ def conv2d_weight_grad_images(
                 x, gy, sums[k], xp[k], gyt[k], taps, pix, g2, groups, _PIXEL_CHUNK, lo, hi
             )
 
-        _run(block, n, threads)
+        args = (x, gy, sums, xp, gyt, taps, pix, g2, groups, _PIXEL_CHUNK)
+        _run(block, n, threads, conv_jobs.weight_grad_implicit, args)
         dwt = sums[0]
         for k in range(1, threads):
             dwt += sums[k]
@@ -779,3 +790,6 @@ def conv2d_weight_grad_images(
     for k in range(1, threads):
         dwt += sums[k]
     return np.ascontiguousarray(dwt.transpose(0, 2, 1)).reshape(cout, c // groups, *kernel)
+
+
+from . import conv_jobs  # noqa: E402 - its wrappers call this module's kernels

@@ -18,8 +18,11 @@ import math
 import numba
 import numpy as np
 
+from . import _jobs
 from ._alloc import empty_apart
 from ._config import JIT_SERIAL
+from ._jobs import block as _block
+from ._jobs import real, view1, view3
 from ._rows import n_blocks, run_blocks
 from .vecmath import wide_vectors
 
@@ -196,6 +199,37 @@ def _batch_norm_bwd_kernel(
                 dx3[i, c, k] = wr * (gy3[i, c, k] - a - d * rstd * bq) + gm + gv * d
 
 
+def _bn_fwd_job(args, k, lo, hi):  # pragma: no cover - compiled
+    """(x3, w, b, eps, y3, mean, var), float32, for :mod:`._jobs`."""
+    p = _block(args)
+    f = np.float32
+    _batch_norm_fwd_kernel(
+        lo, hi, view3(p, 0, f), view1(p, 1, f), view1(p, 2, f), real(p, 3),
+        view3(p, 4, f), view1(p, 5, f), view1(p, 6, f),
+    )  # fmt: skip
+
+
+def _bn_bwd_job(args, k, lo, hi):  # pragma: no cover - compiled
+    """(gy3, gmean, gvar, x3, w, mean, var, eps, dx3, dw, db), float32, for :mod:`._jobs`."""
+    p = _block(args)
+    f = np.float32
+    _batch_norm_bwd_kernel(
+        lo, hi, view3(p, 0, f), view1(p, 1, f), view1(p, 2, f), view3(p, 3, f),
+        view1(p, 4, f), view1(p, 5, f), view1(p, 6, f), real(p, 7), view3(p, 8, f),
+        view1(p, 9, f), view1(p, 10, f),
+    )  # fmt: skip
+
+
+def _native(arrays: tuple[np.ndarray, ...], blocks: int) -> bool:
+    """Whether a batch-norm kernel runs on :mod:`._jobs` (several blocks, every array
+    float32 and C-contiguous, as its wrapper reads them)."""
+    return (
+        blocks > 1
+        and _jobs.available()
+        and all(a.dtype == np.float32 and a.flags.c_contiguous for a in arrays)
+    )
+
+
 def batch_norm_forward(
     x3: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -206,10 +240,16 @@ def batch_norm_forward(
     mean = np.empty(x3.shape[1], x3.dtype)
     var = np.empty(x3.shape[1], x3.dtype)
 
+    blocks = n_blocks(x3.shape[1], x3.size)
+    if _native((x3, w, b, y, mean, var), blocks):
+        args = _jobs.pack(x3, w, b, float(eps), y, mean, var)
+        _jobs.run(_jobs.job(_bn_fwd_job), args, x3.shape[1], blocks)
+        return y, mean, var
+
     def block(_k: int, lo: int, hi: int) -> None:
         _batch_norm_fwd_kernel(lo, hi, x3, w, b, eps, y, mean, var)
 
-    run_blocks(block, x3.shape[1], n_blocks(x3.shape[1], x3.size))
+    run_blocks(block, x3.shape[1], blocks)
     return y, mean, var
 
 
@@ -228,10 +268,17 @@ def batch_norm_backward(
     dw = np.empty(x3.shape[1], x3.dtype)
     db = np.empty(x3.shape[1], x3.dtype)
 
+    blocks = n_blocks(x3.shape[1], x3.size)
+    arrays = (gy3, gmean, gvar, x3, w, mean, var)
+    if _native((*arrays, dx, dw, db), blocks):
+        args = _jobs.pack(*arrays, float(eps), dx, dw, db)
+        _jobs.run(_jobs.job(_bn_bwd_job), args, x3.shape[1], blocks)
+        return dx, dw, db
+
     def block(_k: int, lo: int, hi: int) -> None:
         _batch_norm_bwd_kernel(lo, hi, gy3, gmean, gvar, x3, w, mean, var, eps, dx, dw, db)
 
-    run_blocks(block, x3.shape[1], n_blocks(x3.shape[1], x3.size))
+    run_blocks(block, x3.shape[1], blocks)
     return dx, dw, db
 
 

@@ -24,7 +24,10 @@ import os
 import numba
 import numpy as np
 
+from . import _jobs
 from ._alloc import empty_apart
+from ._jobs import block as _block
+from ._jobs import view1
 from ._rows import PARALLEL_MIN, n_blocks, run_blocks
 from .vecmath import wide_vectors
 
@@ -51,6 +54,19 @@ def _add_kernel(x, y, out, lo, hi):  # pragma: no cover - compiled
         out[i] = x[i] + y[i]
 
 
+def _relu_job(args, k, lo, hi):  # pragma: no cover - compiled
+    """(x, out) float32 for :mod:`._jobs`."""
+    p = _block(args)
+    _relu_kernel(view1(p, 0, np.float32), view1(p, 1, np.float32), np.float32(0), lo, hi)
+
+
+def _add_job(args, k, lo, hi):  # pragma: no cover - compiled
+    """(x, y, out) float32 for :mod:`._jobs`."""
+    p = _block(args)
+    f = np.float32
+    _add_kernel(view1(p, 0, f), view1(p, 1, f), view1(p, 2, f), lo, hi)
+
+
 def applies(shape: tuple[int, ...], dtype: np.dtype) -> bool:
     """Whether an input of this shape and dtype may run here (contiguity is checked per
     call): enabled, float32/float64, at least ``PARALLEL_MIN`` elements, several threads."""
@@ -70,10 +86,14 @@ def relu(x: np.ndarray) -> np.ndarray | None:
     xf, of = x.reshape(-1), out.reshape(-1)
     zero = x.dtype.type(0)
 
+    size = xf.shape[0]
+    if x.dtype == np.float32 and _jobs.available():  # workers without the GIL
+        _jobs.run(_jobs.job(_relu_job), _jobs.pack(xf, of), size, n_blocks(size, size))
+        return out
+
     def block(_k: int, lo: int, hi: int) -> None:
         _relu_kernel(xf, of, zero, lo, hi)
 
-    size = xf.shape[0]
     run_blocks(block, size, n_blocks(size, size))
     return out
 
@@ -93,9 +113,13 @@ def add(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     out = empty_apart(x.shape, x.dtype, x, y)
     xf, yf, of = x.reshape(-1), y.reshape(-1), out.reshape(-1)
 
+    size = xf.shape[0]
+    if x.dtype == np.float32 and _jobs.available():  # workers without the GIL
+        _jobs.run(_jobs.job(_add_job), _jobs.pack(xf, yf, of), size, n_blocks(size, size))
+        return out
+
     def block(_k: int, lo: int, hi: int) -> None:
         _add_kernel(xf, yf, of, lo, hi)
 
-    size = xf.shape[0]
     run_blocks(block, size, n_blocks(size, size))
     return out

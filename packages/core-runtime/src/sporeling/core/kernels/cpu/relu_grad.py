@@ -24,8 +24,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from . import _jobs
 from ._alloc import empty_apart
 from ._config import JIT_SERIAL
+from ._jobs import block as _block
+from ._jobs import view1
 from ._rows import n_blocks, run_blocks
 from .vecmath import wide_vectors
 
@@ -44,6 +47,13 @@ def _relu_grad_kernel(g, x, out, lo, hi):  # pragma: no cover - compiled
         out[i] = g[i] if x[i] > 0 else 0
 
 
+def _relu_grad_job(args, k, lo, hi):  # pragma: no cover - compiled
+    """(g, x, out) float32 for :mod:`._jobs`."""
+    p = _block(args)
+    f = np.float32
+    _relu_grad_kernel(view1(p, 0, f), view1(p, 1, f), view1(p, 2, f), lo, hi)
+
+
 def relu_grad(g: np.ndarray, x: np.ndarray) -> np.ndarray | None:
     """``where(x > 0, g, 0)`` for C-contiguous float32/float64 ``g`` and ``x`` of one shape
     and dtype, or None when this kernel does not apply (the caller uses NumPy then)."""
@@ -59,11 +69,15 @@ def relu_grad(g: np.ndarray, x: np.ndarray) -> np.ndarray | None:
     out = empty_apart(g.shape, g.dtype, g, x)
     gf, xf, of = g.reshape(-1), x.reshape(-1), out.reshape(-1)
     size = gf.shape[0]
+    blocks = n_blocks(size, size)
+    if blocks > 1 and g.dtype == np.float32 and _jobs.available():  # workers without the GIL
+        _jobs.run(_jobs.job(_relu_grad_job), _jobs.pack(gf, xf, of), size, blocks)
+        return out
 
     def block(_k: int, lo: int, hi: int) -> None:
         _relu_grad_kernel(gf, xf, of, lo, hi)
 
-    run_blocks(block, size, n_blocks(size, size))
+    run_blocks(block, size, blocks)
     return out
 
 

@@ -1,0 +1,437 @@
+"""Row blocks on a worker that never takes the GIL: kernels called through C function
+pointers from a Numba loop, so a 2-thread step hands work over without the GIL or a sleep.
+
+:mod:`._rows` runs each chunk as a Python call on a Python thread. On this project's
+2-vCPU VM (guest halt polling off, ``haltpoll.guest_halt_poll_ns=0``) any thread that
+blocks halts its vCPU, and waking it again is slow; a ResNet-20 step has ~150 hand-offs,
+and each blocked twice: the worker on its semaphore, then on the GIL (held by the caller
+until its own chunk starts), and the caller at the end on the GIL (held by the worker
+while it put itself back in the idle list). A bounded spin in :mod:`._rows` removed only
+the first, and measured no better.
+
+Here a job is a ``cfunc`` of signature ``void(args, k, lo, hi)`` (``args`` the address of
+an int64 block, see :func:`pack`) and a job block (function, arguments, chunk bounds,
+counters). The worker is a Python thread parked in one nogil Numba call (:func:`_serve`)
+for its whole life: it claims chunks from the job's counter and calls the function by
+address, spins (``pause``) for the next post for up to ``LINGER_US`` microseconds after
+each job, then sleeps on a POSIX semaphore through libc, all without the GIL. The caller
+runs its chunks and waits for the rest in one nogil call (:func:`_participate`). So
+during a step the GIL is only the caller's, and the worker, awake between back-to-back
+ops, sees a post within a microsecond.
+
+Only kernels with a job wrapper use this (:func:`available`: Linux/glibc, several
+threads); the rest stay on :mod:`._rows`. A forked child starts with no workers.
+``SPORELING_NATIVE_JOBS=0`` turns this off (everything on :mod:`._rows`), for A/B runs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numba
+import numpy as np
+from llvmlite import ir  # type: ignore[import-untyped]
+from numba import types
+from numba.extending import intrinsic
+
+from . import _spin
+from ._rows import LINGER_US_MAX, SPIN_TRIES, max_blocks
+
+__all__ = ["available", "job", "pack", "run", "stats", "view1", "view2", "view3", "view4", "view5"]
+
+_intrinsic: Any = intrinsic
+#: whether jobs with a wrapper run here (``SPORELING_NATIVE_JOBS``)
+ENABLED = os.environ.get("SPORELING_NATIVE_JOBS", "1").strip() not in ("0", "off", "false")
+
+_JOB_SIG = types.void(types.int64, types.int64, types.int64, types.int64)
+# a worker's control block (int64, one cache line)
+_POSTED, _SLEEPING, _JOB, _K, _IDLE, _LINGER, _STARTS, _CHUNKS = range(8)
+# a job block: function, arguments, chunks, next chunk, chunks finished, then the bounds
+_FN, _ARGS, _N, _NEXT, _FINISHED, _BOUNDS = range(6)
+
+
+def _linger_from_env(value: str | None) -> float:
+    """``SPORELING_NATIVE_LINGER_US`` as microseconds (unset or empty: the default)."""
+    if value is None or not value.strip():
+        return 1000.0
+    try:
+        us = float(value)
+    except ValueError:
+        us = float("nan")
+    if not 0 <= us <= LINGER_US_MAX:  # also NaN
+        raise ValueError(
+            f"SPORELING_NATIVE_LINGER_US expected microseconds from 0 to {LINGER_US_MAX:g}, "
+            f"got {value!r}"
+        )
+    return us
+
+
+#: microseconds a worker spins for its next job before it sleeps on its semaphore
+LINGER_US = _linger_from_env(os.environ.get("SPORELING_NATIVE_LINGER_US"))
+
+
+# ---- pointers and indirect calls inside Numba ----------------------------------------
+
+
+@_intrinsic
+def _pointer(typingctx: Any, addr: Any, dtype: Any) -> Any:
+    """``addr`` (int64) as a pointer to ``dtype`` (a NumPy scalar class)."""
+    if not (isinstance(addr, types.Integer) and isinstance(dtype, types.NumberClass)):
+        return None
+    elem = dtype.instance_type
+    sig = types.CPointer(elem)(addr, dtype)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.inttoptr(args[0], context.get_value_type(elem).as_pointer())
+
+    return sig, codegen
+
+
+@_intrinsic
+def _as_f64(typingctx: Any, bits: Any) -> Any:
+    """An int64's bits as a float64 (how :func:`pack` stores floats)."""
+    if not isinstance(bits, types.Integer):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(bits), codegen
+
+
+@_intrinsic
+def _call_job(typingctx: Any, fn: Any, args: Any, k: Any, lo: Any, hi: Any) -> Any:
+    """Call the C function at address ``fn`` as ``void(args, k, lo, hi)``, all int64."""
+    if not all(isinstance(a, types.Integer) for a in (fn, args, k, lo, hi)):
+        return None
+    sig = types.none(types.int64, types.int64, types.int64, types.int64, types.int64)
+
+    def codegen(context: Any, builder: Any, signature: Any, a: Any) -> Any:
+        i64 = ir.IntType(64)
+        fnty = ir.FunctionType(ir.VoidType(), [i64, i64, i64, i64])
+        builder.call(builder.inttoptr(a[0], fnty.as_pointer()), list(a[1:]))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@_intrinsic
+def _call_c1(typingctx: Any, fn: Any, arg: Any) -> Any:
+    """Call the C function at address ``fn`` as ``int(void *arg)`` (libc's ``sem_wait``)."""
+    if not (isinstance(fn, types.Integer) and isinstance(arg, types.Integer)):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, a: Any) -> Any:
+        i8p = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.IntType(32), [i8p])
+        call = builder.call(
+            builder.inttoptr(a[0], fnty.as_pointer()), [builder.inttoptr(a[1], i8p)]
+        )
+        return builder.sext(call, ir.IntType(64))
+
+    return types.int64(types.int64, types.int64), codegen
+
+
+#: slots of int64 per packed argument: an array's address and up to five sizes
+SLOT = 6
+
+
+@numba.njit(cache=True, inline="always")
+def block(args: int) -> Any:  # pragma: no cover - compiled
+    """The packed argument block at address ``args`` (its first slot holds its length)."""
+    n = numba.carray(_pointer(args, np.int64), (1,))[0]
+    return numba.carray(_pointer(args, np.int64), (n,))
+
+
+@numba.njit(cache=True, inline="always")
+def integer(p: Any, j: int) -> int:  # pragma: no cover - compiled
+    """Integer argument ``j`` of a packed block."""
+    return p[SLOT * j + 1]
+
+
+@numba.njit(cache=True, inline="always")
+def real(p: Any, j: int) -> float:  # pragma: no cover - compiled
+    """Float argument ``j`` of a packed block (stored as a float64's bits)."""
+    return _as_f64(p[SLOT * j + 1])
+
+
+@numba.njit(cache=True, inline="always")
+def view1(p: Any, j: int, dtype: Any) -> Any:  # pragma: no cover - compiled
+    """Array argument ``j`` (one dimension) of ``dtype``, C-contiguous."""
+    i = SLOT * j + 1
+    return numba.carray(_pointer(p[i], dtype), (p[i + 1],))
+
+
+@numba.njit(cache=True, inline="always")
+def view2(p: Any, j: int, dtype: Any) -> Any:  # pragma: no cover - compiled
+    i = SLOT * j + 1
+    return numba.carray(_pointer(p[i], dtype), (p[i + 1], p[i + 2]))
+
+
+@numba.njit(cache=True, inline="always")
+def view3(p: Any, j: int, dtype: Any) -> Any:  # pragma: no cover - compiled
+    i = SLOT * j + 1
+    return numba.carray(_pointer(p[i], dtype), (p[i + 1], p[i + 2], p[i + 3]))
+
+
+@numba.njit(cache=True, inline="always")
+def view4(p: Any, j: int, dtype: Any) -> Any:  # pragma: no cover - compiled
+    i = SLOT * j + 1
+    return numba.carray(_pointer(p[i], dtype), (p[i + 1], p[i + 2], p[i + 3], p[i + 4]))
+
+
+@numba.njit(cache=True, inline="always")
+def view5(p: Any, j: int, dtype: Any) -> Any:  # pragma: no cover - compiled
+    i = SLOT * j + 1
+    shape = (p[i + 1], p[i + 2], p[i + 3], p[i + 4], p[i + 5])
+    return numba.carray(_pointer(p[i], dtype), shape)
+
+
+def pack(*items: Any, strict: bool = True) -> np.ndarray | None:
+    """Arguments for a job function: slot 0 holds the block's length, then ``SLOT`` int64
+    per argument: a C-contiguous array's address and sizes, an int, a float's bits. The
+    arrays must stay alive until :func:`run` returns (the caller holds them). An array that
+    is not C-contiguous (or over 5-d) raises ValueError, or with ``strict=False`` gives None
+    (the caller then runs the kernel on :mod:`._rows`)."""
+    out = np.zeros(1 + SLOT * len(items), np.int64)
+    out[0] = out.shape[0]
+    for j, a in enumerate(items):
+        i = 1 + SLOT * j
+        if isinstance(a, np.ndarray):
+            if not a.flags.c_contiguous or a.ndim > SLOT - 1:
+                if not strict:
+                    return None
+                raise ValueError(
+                    f"pack: argument {j} expected a C-contiguous array of at most "
+                    f"{SLOT - 1} dimensions, got shape {a.shape} strides {a.strides}"
+                )
+            out[i] = a.__array_interface__["data"][0]
+            out[i + 1 : i + 1 + a.ndim] = a.shape
+        elif isinstance(a, (float, np.floating)):
+            out[i] = struct.unpack("<q", struct.pack("<d", float(a)))[0]
+        else:
+            out[i] = int(a)
+    return out
+
+
+_CFUNCS: dict[Any, Any] = {}
+
+
+def job(py_func: Callable[[int, int, int, int], None]) -> int:
+    """The C address of ``py_func`` (``(args, k, lo, hi)``, all int64) compiled as a cached
+    ``cfunc``; compiled (or loaded) on first use, not at import."""
+    fn = _CFUNCS.get(py_func)
+    if fn is None:
+        fn = _CFUNCS[py_func] = numba.cfunc(_JOB_SIG, cache=True)(py_func)
+    return int(fn.address)
+
+
+# ---- the worker loop and the caller's part --------------------------------------------
+
+
+@numba.njit(cache=True, nogil=True)
+def _chunks(job: Any, k: int) -> int:  # pragma: no cover - compiled
+    """Claims and runs chunks of ``job`` as thread ``k`` until none is left; how many ran."""
+    n, fn, args = job[_N], job[_FN], job[_ARGS]
+    ran = 0
+    c = _spin.fetch_add(job, _NEXT, 1)
+    while c < n:
+        _call_job(fn, args, k, job[_BOUNDS + c], job[_BOUNDS + c + 1])
+        ran += 1
+        c_next = _spin.fetch_add(job, _NEXT, 1)  # claimed before this one is reported
+        _spin.fetch_add(job, _FINISHED, 1)
+        c = c_next
+    return ran
+
+
+@numba.njit(cache=True, nogil=True)
+def _serve(ctl: Any, sem: int, sem_wait: int) -> None:  # pragma: no cover - compiled
+    """A worker's whole life, without the GIL: wait for post ``seq`` (spin up to
+    ``ctl[_LINGER]`` tries, then sleep on the semaphore), run the job's chunks, go idle.
+
+    No post is lost: the worker waits on the semaphore only after storing ``_SLEEPING = 1``
+    and then loading ``_POSTED != seq``; the poster (:func:`_post`) stores ``_POSTED`` and
+    then loads ``_SLEEPING``, all sequentially consistent (as in :mod:`._rows`). A job
+    block stays alive while the worker may read it: its worker holds the last two it got
+    (a third is posted only after the worker went idle from the second)."""
+    seq = 0
+    while True:
+        seq += 1
+        if not _spin.spin_until(ctl, _POSTED, seq, _spin.load(ctl, _LINGER)):
+            while _spin.load(ctl, _POSTED) != seq:
+                _spin.store(ctl, _SLEEPING, 1)
+                if _spin.load(ctl, _POSTED) != seq:
+                    _call_c1(sem_wait, sem)  # EINTR or a spare permit: loop and re-check
+                _spin.store(ctl, _SLEEPING, 0)
+        addr = _spin.load(ctl, _JOB)
+        if addr == 0:
+            return
+        n = numba.carray(_pointer(addr, np.int64), (_BOUNDS,))[_N]
+        job = numba.carray(_pointer(addr, np.int64), (_BOUNDS + n + 1,))
+        k = _spin.load(ctl, _K)
+        ctl[_STARTS] += 1
+        ran = _chunks(job, k)
+        ctl[_CHUNKS] += ran
+        _spin.store(ctl, _IDLE, 1)
+
+
+@numba.njit(cache=True)
+def _try_take(ctl: Any) -> bool:  # pragma: no cover - compiled
+    """Whether the worker was idle, marking it taken. Compiled without ``nogil``: called
+    with the GIL held, the check and the store are one step for every Python thread."""
+    if _spin.load(ctl, _IDLE) != 1:
+        return False
+    _spin.store(ctl, _IDLE, 0)
+    return True
+
+
+@numba.njit(cache=True)
+def _post(ctl: Any, addr: int, k: int, seq: int, sem: int, sem_post: int) -> None:
+    """Posts job block ``addr`` as thread ``k`` to a worker taken by :func:`_try_take`,
+    waking it if it sleeps."""
+    _spin.store(ctl, _JOB, addr)
+    _spin.store(ctl, _K, k)
+    _spin.store(ctl, _POSTED, seq)
+    if _spin.load(ctl, _SLEEPING):
+        _call_c1(sem_post, sem)
+
+
+@numba.njit(cache=True, nogil=True)
+def _participate(job: Any, tries: int) -> bool:  # pragma: no cover - compiled
+    """The caller's chunks, then a spin until every chunk finished (False: not within
+    ``tries`` loads; the caller then polls with short sleeps)."""
+    _chunks(job, 0)
+    return _spin.spin_until(job, _FINISHED, job[_N], tries)
+
+
+class _Worker:
+    """A daemon thread parked in :func:`_serve`; its control block and semaphore are
+    allocated with libc's malloc and never freed (the thread may still spin on them while
+    the interpreter shuts down)."""
+
+    def __init__(self) -> None:
+        libc = _libc()
+        assert libc is not None
+        mem = libc.malloc(3 * 64)
+        ctypes.memset(mem, 0, 3 * 64)
+        mem += -mem % 64  # the control block on a cache line of its own, then the semaphore
+        self.ctl = np.frombuffer((ctypes.c_int64 * 8).from_address(mem), np.int64)
+        self.sem = mem + 64
+        if libc.sem_init(ctypes.c_void_p(self.sem), 0, 0) != 0:
+            raise OSError("sem_init failed")
+        self.ctl[_IDLE] = 1
+        self.ctl[_LINGER] = _linger_tries()
+        self.seq = 0
+        self.jobs: list[np.ndarray] = []
+        args = (self.ctl, self.sem, _addr(libc.sem_wait))
+        threading.Thread(target=_serve, args=args, name="sporeling-jobs", daemon=True).start()
+
+    def post(self, job: np.ndarray, k: int) -> None:
+        self.seq += 1
+        self.jobs = [*self.jobs[-1:], job]
+        _post(self.ctl, job.ctypes.data, k, self.seq, self.sem, _addr(_libc().sem_post))
+
+
+_LIBC: list[Any] = []
+
+
+def _libc() -> Any:
+    """glibc through ctypes (malloc, sem_init/sem_wait/sem_post), or None elsewhere."""
+    if not _LIBC:
+        lib = None
+        if sys.platform.startswith("linux"):
+            try:
+                lib = ctypes.CDLL(None)
+                lib.malloc.restype = ctypes.c_size_t
+                lib.malloc.argtypes = [ctypes.c_size_t]
+                lib.sem_init.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint]
+                lib.sem_wait, lib.sem_post  # noqa: B018 - present?
+            except (OSError, AttributeError):
+                lib = None
+        _LIBC.append(lib)
+    return _LIBC[0]
+
+
+def _addr(fn: Any) -> int:
+    return int(ctypes.cast(fn, ctypes.c_void_p).value or 0)
+
+
+_tries_per_us: list[float] = []
+
+
+def _linger_tries() -> int:
+    """``LINGER_US`` as a number of ``_spin.spin_until`` tries (calibrated once)."""
+    if LINGER_US <= 0:
+        return 0
+    if not _tries_per_us:
+        never = np.zeros(1, np.int64)
+        n, best = 20_000, float("inf")
+        _spin.spin_until(never, 0, -1, 100)
+        for _ in range(5):
+            t0 = time.perf_counter()
+            _spin.spin_until(never, 0, -1, n)
+            best = min(best, time.perf_counter() - t0)
+        _tries_per_us.append(n / max(best * 1e6, 1e-3))
+    return max(1, int(LINGER_US * _tries_per_us[0]))
+
+
+_ALL: list[_Worker] = []
+_CPUS = os.cpu_count() or 1
+
+
+def available() -> bool:
+    """Whether jobs can run here: enabled, glibc found, more than one thread set."""
+    return ENABLED and max_blocks() > 1 and _libc() is not None
+
+
+def _take(n: int) -> list[_Worker]:
+    """Up to ``n`` idle workers, taken (new ones while fewer than the CPUs less one exist)."""
+    taken = []
+    for w in _ALL:
+        if len(taken) == n:
+            break
+        if _try_take(w.ctl):
+            taken.append(w)
+    while len(taken) < n and len(_ALL) < max(1, _CPUS - 1):
+        w = _Worker()
+        _try_take(w.ctl)
+        _ALL.append(w)
+        taken.append(w)
+    return taken
+
+
+def _forget_workers() -> None:  # a forked child has none of the parent's threads
+    _ALL.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_workers)
+
+
+def run(fn: int, args: np.ndarray, rows: int, blocks: int, chunks: int | None = None) -> None:
+    """Call job function ``fn`` (from :func:`job`) as ``fn(args, k, lo, hi)`` for ``chunks``
+    contiguous ranges of ``rows`` (default twice ``blocks``), on this thread (``k = 0``)
+    and up to ``blocks - 1`` idle workers (``k`` says which thread runs a call: ranges one
+    thread runs may share its buffers). Returns once every range ran."""
+    n = max(1, min(rows, chunks if chunks is not None else 2 * blocks))
+    job_ = np.empty(_BOUNDS + n + 1, np.int64)
+    job_[_FN], job_[_ARGS], job_[_N], job_[_NEXT], job_[_FINISHED] = fn, args.ctypes.data, n, 0, 0
+    job_[_BOUNDS:] = rows * np.arange(n + 1, dtype=np.int64) // n
+    if blocks > 1 and n > 1:
+        for k, w in enumerate(_take(blocks - 1), start=1):
+            w.post(job_, k)
+    if not _participate(job_, SPIN_TRIES):
+        while _spin.load(job_, _FINISHED) != n:
+            time.sleep(20e-6)
+
+
+def stats() -> tuple[int, int]:
+    """Jobs the workers started and chunks they ran, since the process began."""
+    return (sum(int(w.ctl[_STARTS]) for w in _ALL), sum(int(w.ctl[_CHUNKS]) for w in _ALL))
