@@ -651,7 +651,8 @@ def conv2d_images(
         def block(k: int, lo: int, hi: int) -> None:
             _forward_kernel_implicit(x, wp, out, xp[k], rest[k], offs, g2, groups, lo, hi)
 
-        _run(block, n, threads, conv_jobs.forward_implicit, (x, wp, out, xp, offs, g2, groups))
+        args = (x, wp, out, xp, rest, offs, g2, groups)
+        _run(block, n, threads, conv_jobs.forward_implicit, args)
         return out
     if pixels:
         # weights as (K, C_out) with K = (tap, channel), as the offsets run; zero columns

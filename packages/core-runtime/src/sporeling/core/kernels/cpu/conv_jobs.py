@@ -15,11 +15,12 @@ _F, _I = np.float32, np.int64
 
 
 def forward_implicit(args, k, lo, hi):  # pragma: no cover - compiled
-    """(x, wp, out, xp, offs, geo, groups): :func:`.conv_images._forward_kernel_implicit`."""
+    """(x, wp, out, xp, rest, offs, geo, groups):
+    :func:`.conv_images._forward_kernel_implicit`."""
     p = block(args)
     ci._forward_kernel_implicit(
         view4(p, 0, _F), view4(p, 1, _F), view4(p, 2, _F), view4(p, 3, _F)[k],
-        view1(p, 4, _I), view1(p, 5, _I), integer(p, 6), lo, hi,
+        view3(p, 4, _F)[k], view1(p, 5, _I), view1(p, 6, _I), integer(p, 7), lo, hi,
     )  # fmt: skip
 
 
