@@ -164,9 +164,10 @@ def test_tensor_backward_and_input_gradient():
     assert all(p.grad is not None for p in net.trainable_params())
 
 
-def test_graph_mode_trace_keeps_todays_behaviour():
-    """jit traces the construct once (no replay: the compiler does not rematerialise); the
-    gradients equal the eager ones with and without the flag."""
+def test_graph_mode_gradients_equal_eager():
+    """jit traces the construct once (no eager replay: the compiler recomputes, see
+    compiler/test_recompute_graph.py); the gradients equal the eager ones with and without
+    the flag."""
     net = MLPBlock()
     x = _x((4, 16))
 

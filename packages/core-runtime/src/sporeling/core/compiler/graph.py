@@ -77,6 +77,11 @@ class Eqn:
     outputs: list[Var]
     #: buffer reuse: for each output, the index of an input whose buffer it is written into
     out_alias: tuple[int | None, ...] | None = None
+    #: the call of a ``recompute()`` cell that recorded it (an id per outermost call), or None
+    remat: int | None = None
+    #: recorded while gradients were not being recorded: a first-order backward sweep (or
+    #: ``no_grad`` code); such readers get a recomputed cell's values rematerialised
+    backward: bool = False
 
     def __repr__(self) -> str:
         outs = ", ".join(map(repr, self.outputs))
@@ -85,6 +90,8 @@ class Eqn:
         extra = f" {shown}" if shown else ""
         if self.out_alias is not None:
             extra += f" in-place{list(self.out_alias)}"
+        if self.remat is not None:
+            extra += f" recompute#{self.remat}"
         return f"{outs} = {self.prim.name}({ins}){extra}"
 
 

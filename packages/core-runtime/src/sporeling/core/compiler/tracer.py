@@ -6,10 +6,17 @@ records an :class:`~.graph.Eqn` instead of computing. Tensors whose ``_data`` is
 made by Python code) are *captured* by reference. Autograd keeps working — nodes are
 recorded exactly as in eager mode — so ``grad`` inside a traced function adds its backward
 ops to the same graph.
+
+Equations recorded while a ``recompute()`` cell's construct runs carry that call's region id
+(:meth:`Tracer.recompute_region`), and those recorded with gradient recording off (a
+first-order backward sweep) are marked ``backward``: the rematerialisation pass
+(:mod:`.passes.remat`) reads both.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from .._backend import get_device
@@ -27,6 +34,21 @@ class Tracer:
     def __init__(self) -> None:
         self.eqns: list[Eqn] = []
         self.captured: dict[int, tuple[Var, Tensor]] = {}
+        self.region: int | None = None  # the outermost recompute cell call being traced
+        self._regions = 0
+
+    @contextmanager
+    def recompute_region(self) -> Iterator[None]:
+        """Tag what a recomputed cell's construct records (cells inside it share the tag)."""
+        if self.region is not None:
+            yield
+            return
+        self.region = self._regions
+        self._regions += 1
+        try:
+            yield
+        finally:
+            self.region = None
 
     def var_of(self, t: Tensor) -> Var:
         data = t._data
@@ -61,7 +83,9 @@ class Tracer:
         aval = prim.abstract_eval(sig, params)
         avals = aval if prim.multiple_results else (aval,)
         outs = [Var(av.shape, av.dtype.np) for av in avals]
-        self.eqns.append(Eqn(prim, in_vars, params, outs))
+        self.eqns.append(
+            Eqn(prim, in_vars, params, outs, remat=self.region, backward=not GradMode.enabled)
+        )
         floating = any(av.dtype.category >= 2 for av in avals)
         node = None
         if track and floating and GradMode.enabled and prim.vjp is not None:

@@ -3,7 +3,8 @@
 
 Flags are plain attributes (and a ``_mindspore_flags`` dict, as MindSpore keeps them).
 ``recompute()`` marks the cells; eager autodiff then keeps only a marked cell's inputs and
-replays its construct in backward (``nn/_recompute.py``). GRAPH_MODE keeps every activation.
+replays its construct in backward (``nn/_recompute.py``); in GRAPH_MODE the compiler
+recomputes the marked cell's values in the backward graph (``compiler/passes/remat.py``).
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ class CellFlagsMixin:
         """Mark this cell and its children for recomputation: in eager autodiff the cell keeps
         only its inputs (arguments, Parameters and any other tensor needing gradients that
         construct read, a tied weight say) and runs construct again in backward (same values
-        and gradients, less memory, one more forward). GRAPH_MODE's compiler does not
-        rematerialise: there the flag changes nothing and every activation is kept. The
+        and gradients, less memory, one more forward). Under GRAPH_MODE / ``jit`` the
+        compiled backward recomputes the cell's values from its inputs instead. The
         keyword flags (communication recompute, activation slicing) are accepted and have no
         effect on one process."""
         for key in kwargs:

@@ -32,8 +32,11 @@ Details:
   Copies of ``nn.MicroBatchInterleaved`` taking turns on threads that draw random numbers
   inside a recomputed cell across a collective may see other copies' draws in between, so
   a replay's dropout masks are then not guaranteed to match (not handled yet).
-- GRAPH_MODE / ``jit``: the compiler does not rematerialise, so while tracing the flag
-  changes nothing (every activation is kept, as before); only eager autodiff recomputes.
+- GRAPH_MODE / ``jit``: while tracing, the construct runs once inside the tracer's
+  ``recompute_region``, which tags the equations it records; the compiler's
+  rematerialisation pass (``compiler/passes/remat.py``) then gives the backward sweep copies
+  of them, so their values are recomputed just before backward reads them (random draws,
+  such as dropout masks, are kept instead: the same masks, bit for bit).
 """
 
 from __future__ import annotations
@@ -212,12 +215,15 @@ def call_with_recompute(
     cell: Any, run: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """``run(*inputs, **kwargs)`` (the construct call) keeping only what a replay needs."""
-    if (
-        not GradMode.enabled
-        or _STATE.replaying
-        or not isinstance(current_interpreter(), EagerInterpreter)  # tracing a graph
-    ):
+    if not GradMode.enabled or _STATE.replaying:
         return run(*inputs, **kwargs)
+    interp = current_interpreter()
+    if not isinstance(interp, EagerInterpreter):  # tracing a graph: the compiler recomputes
+        region = getattr(interp, "recompute_region", None)
+        if region is None:
+            return run(*inputs, **kwargs)
+        with region():
+            return run(*inputs, **kwargs)
     rng = _snapshot()
     start = new_epoch()  # the construct's own nodes: walked once, then dropped
     _STATE.replaying += 1  # cells inside are recorded plainly, recomputed with this one

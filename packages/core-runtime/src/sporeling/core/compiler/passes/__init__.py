@@ -4,13 +4,16 @@ Order: drop dead code; fold what is known at compile time; drop multiplications 
 (which folding reveals); expand softmax / layer norm into their parts (only with fusion on);
 sum slice gradients into one array; turn transposed products into products of transposes;
 merge duplicates (folding first, so equal constants and the ops on them meet); drop what
-merging left dead; fold biases into their products (before fusion: a fused kernel would
-otherwise read the product and the bias and store their sum again for the backward); fuse
-elementwise chains (on the final, smallest graph); then plan in-place writes (last,
-because fusion changes which buffers exist and when they die).
+merging left dead; give the backward its own copies of ``recompute()`` cells' values (after
+merging, which would fold the copies back into the originals); fold biases into their
+products (before fusion: a fused kernel would otherwise read the product and the bias and
+store their sum again for the backward); fuse elementwise chains (on the final, smallest
+graph); then plan in-place writes (last, because fusion changes which buffers exist and when
+they die).
 
 Effects (``optimizer_step``, ``assign_inplace``) and random primitives are never removed,
-merged or moved across one another by any pass.
+merged, copied or moved across one another by any pass. A pass that replaces an equation
+gives the new ones its ``remat``/``backward`` tags (``_util.tagged_like``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from .expand import expand_row_ops
 from .fold import constant_folding
 from .fusion import elementwise_fusion
 from .products import transpose_products
+from .remat import rematerialise
 from .reuse import buffer_reuse
 from .simplify import algebraic_simplification
 from .slices import merge_slice_grads
@@ -38,6 +42,7 @@ PASSES = [
     transpose_products,
     common_subexpression_elimination,
     dead_code_elimination,
+    rematerialise,
     fold_dense_bias,
     elementwise_fusion,
     buffer_reuse,

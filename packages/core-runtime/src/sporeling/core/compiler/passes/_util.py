@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..graph import Graph, Var
+from ..graph import Eqn, Graph, Var
 
 #: kinds whose calls are never removed, merged, folded or moved across one another
 ORDERED_KINDS = frozenset({"effect", "random"})
@@ -14,6 +14,13 @@ def never_touch(prim: Any) -> bool:
     """Effects, random draws, collectives and nested compiled calls (``Primitive.pinned``):
     left exactly as traced."""
     return prim.kind in ORDERED_KINDS or bool(getattr(prim, "pinned", False))
+
+
+def tagged_like(new: list[Eqn], old: Eqn) -> list[Eqn]:
+    """``new`` (equations replacing ``old``) with ``old``'s recompute region and backward mark."""
+    for e in new:
+        e.remat, e.backward = old.remat, old.backward
+    return new
 
 
 def params_key(params: dict[str, Any]) -> tuple[Any, ...] | None:

@@ -29,6 +29,7 @@ from ...context import get_context
 from ...tensor import Tensor
 from ..graph import Eqn, Graph, Var
 from ..tracer import Tracer
+from ._util import tagged_like
 
 __all__ = ["expand_row_ops"]
 
@@ -84,4 +85,4 @@ def _trace(
         s.inputs = [rename.get(v.id, v) for v in s.inputs]
         s.outputs = [rename.get(v.id, v) for v in s.outputs]
     graph.consts += [(v, t._data) for v, t in tracer.captured.values()]
-    return tracer.eqns
+    return tagged_like(tracer.eqns, e)

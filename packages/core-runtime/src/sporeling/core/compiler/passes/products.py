@@ -15,7 +15,7 @@ from __future__ import annotations
 from ...ops._core import transpose_p
 from ...ops._matmul import matmul_p
 from ..graph import Eqn, Graph, Var
-from ._util import count_readers
+from ._util import count_readers, tagged_like
 
 __all__ = ["transpose_products"]
 
@@ -42,11 +42,14 @@ def transpose_products(graph: Graph) -> Graph:
         bt = Var((*b.shape[:-2], b.shape[-1], b.shape[-2]), b.dtype)
         at = Var((*a.shape[:-2], a.shape[-1], a.shape[-2]), a.dtype)
         rewritten[id(m)] = []
-        rewritten[id(e)] = [
-            Eqn(transpose_p, [b], {"perm": _swap_last_two(b.ndim)}, [bt]),
-            Eqn(transpose_p, [a], {"perm": _swap_last_two(a.ndim)}, [at]),
-            Eqn(m.prim, [bt, at], dict(m.params), [e.outputs[0]]),
-        ]
+        rewritten[id(e)] = tagged_like(
+            [
+                Eqn(transpose_p, [b], {"perm": _swap_last_two(b.ndim)}, [bt]),
+                Eqn(transpose_p, [a], {"perm": _swap_last_two(a.ndim)}, [at]),
+                Eqn(m.prim, [bt, at], dict(m.params), [e.outputs[0]]),
+            ],
+            e,  # computed where the transpose was
+        )
     eqns: list[Eqn] = []
     for e in graph.eqns:
         eqns += rewritten.get(id(e), [e])

@@ -12,7 +12,7 @@ from ...ops._core import transpose_p
 from ...ops._elementwise import add_p
 from ...ops._indexing import getitem_grad_p, getitem_grad_sum_p
 from ..graph import Eqn, Graph, Var
-from ._util import count_readers
+from ._util import count_readers, tagged_like
 
 __all__ = ["merge_slice_grads"]
 
@@ -49,6 +49,7 @@ def merge_slice_grads(graph: Graph) -> Graph:
                     {"templates": tuple(t for _, t in parts), "shape": out.shape},
                     [out],
                 )
+                tagged_like([merged], e)
                 terms[out.id] = (parts, merged)
                 replaced[id(e)] = merged
     if replaced:
