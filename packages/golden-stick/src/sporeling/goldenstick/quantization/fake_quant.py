@@ -17,6 +17,7 @@ from sporeling.core import Parameter, Tensor, nn, ops
 from sporeling.core import dtype as mstype
 
 from ..deploy_runtime import fake_quant_array
+from .fq_ops import fake_quant_range, minmax
 
 __all__ = [
     "nudge",
@@ -135,16 +136,20 @@ class _FakeQuantizer(nn.Cell):
     def steps(self) -> int:
         return int(self.step_count.asnumpy()[0])
 
-    def _count(self) -> Tensor:
+    def _count(self) -> Tensor | None:
         """Count a training step; returns the new count (a value: a Parameter is never
-        read after its update in the same call, so graph mode cannot reorder the two)."""
+        read after its update in the same call, so graph mode cannot reorder the two), or
+        None where nothing reads it (no quant_delay, no EMA: one in-place add)."""
+        if self.quant_delay == 0 and not self.ema:
+            ops.assign_add(self.step_count, 1.0)
+            return None
         steps = ops.stop_gradient(self.step_count + 1.0)
         ops.assign(self.step_count, steps)
         return steps
 
     def _observe(self, lo: Tensor, hi: Tensor, steps: Tensor | None) -> tuple[Tensor, Tensor]:
-        """Record the range (its EMA after the first step, if asked); returns it."""
-        lo, hi = ops.stop_gradient(lo), ops.stop_gradient(hi)
+        """Record the range (its EMA after the first step, if asked); returns it. (``lo``
+        and ``hi`` come from :func:`.fq_ops.minmax`: no gradient flows through them.)"""
         if self.ema and steps is not None:
             d = self.ema_decay
             later = steps > 1.0
@@ -202,15 +207,10 @@ class SimulatedFakeQuantizerPerLayer(_FakeQuantizer):
         bits, sym, narrow = self.num_bits, self.symmetric, self.narrow_range
         if self.training:
             steps = self._count()
-            lo, hi = self._observe(
-                ops.reshape(ops.reduce_min(x), (1,)), ops.reshape(ops.reduce_max(x), (1,)), steps
-            )
-            nmin, nmax, scale = nudge_tensors(lo, hi, bits, sym, narrow)
-            return self._delayed(x, fake_quant(x, nmin, nmax, scale), steps)
-        # eval: the recorded range; never observed data: nothing to simulate yet
-        nmin, nmax, scale = nudge_tensors(self.minq, self.maxq, bits, sym, narrow)
-        seen = ops.logical_or(self.minq != 0, self.maxq != 0)
-        return ops.select(ops.broadcast_to(seen, x.shape), fake_quant(x, nmin, nmax, scale), x)
+            lo, hi = self._observe(*minmax(x), steps)
+            return self._delayed(x, fake_quant_range(x, lo, hi, None, bits, sym, narrow), steps)
+        # eval: the recorded range; never observed data ([0, 0]): passes x through
+        return fake_quant_range(x, self.minq, self.maxq, None, bits, sym, narrow)
 
 
 class SimulatedFakeQuantizerPerChannel(_FakeQuantizer):
@@ -240,14 +240,7 @@ class SimulatedFakeQuantizerPerChannel(_FakeQuantizer):
 
     def construct(self, x: Tensor) -> Tensor:
         axis = self.channel_axis % x.ndim
-        perm = (axis, *(d for d in range(x.ndim) if d != axis))
-        moved = ops.reshape(ops.transpose(x, perm), (x.shape[axis], -1))
         steps = self._count() if self.training else None
-        lo, hi = self._observe(ops.reduce_min(moved, 1), ops.reduce_max(moved, 1), steps)
-        nmin, nmax, scale = nudge_tensors(lo, hi, self.num_bits, self.symmetric, self.narrow_range)
-        shape = [1] * x.ndim
-        shape[axis] = -1
-        out = fake_quant(
-            x, ops.reshape(nmin, shape), ops.reshape(nmax, shape), ops.reshape(scale, shape)
-        )
+        lo, hi = self._observe(*minmax(x, axis), steps)
+        out = fake_quant_range(x, lo, hi, axis, self.num_bits, self.symmetric, self.narrow_range)
         return self._delayed(x, out, steps)
