@@ -45,7 +45,12 @@ def test_plan_shows_the_recompute_config():
     from sporeling.transformer.plan import plan
     from sporeling.transformer.settings import load_config
 
+    est = {}
     for flag in (False, True):
         cfg = load_config("gpt_tiny", [f"recompute_config.recompute={str(flag).lower()}"])
-        rows = plan(cfg, device_flops=1e9)["layers"]
-        assert [r["recompute"] for r in rows] == [flag] * 2
+        result = plan(cfg, device_flops=1e9)
+        assert [r["recompute"] for r in result["layers"]] == [flag] * 2
+        est[flag] = result["estimate"]
+    # the estimate follows: fewer activation bytes, more compute
+    assert est[True].activation_bytes < 0.6 * est[False].activation_bytes
+    assert est[True].compute_time > est[False].compute_time

@@ -27,6 +27,16 @@ def test_memory_by_hand_small_case():
     assert e.memory_bytes == pytest.approx(
         e.weights_bytes + e.grads_bytes + e.optimizer_bytes + acts
     )
+    # every layer recomputed: each layer's input (L s b h w) and one layer's full set
+    r = estimate(
+        m, Layout(dp=2, mp=2, optimizer_shard=True), LinkModel(1e9, 0.0), 4, weight_bytes=2,
+        recompute=True,
+    )  # fmt: skip
+    assert r.activation_bytes == pytest.approx(2 * 4 * 2 * 8 * 2 + acts / 2)
+    # one more forward of each layer: 96 B s L h^2 (1 + s/(6h) + V/(16 L h)) FLOPs
+    assert r.compute_time / e.compute_time == pytest.approx(
+        96 * (1 + 4 / 48 + 16 / 256) / (72 * (1 + 4 / 48 + 16 / 192))
+    )
 
 
 def test_collective_formulas():

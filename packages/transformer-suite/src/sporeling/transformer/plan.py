@@ -1,7 +1,8 @@
 """``sporeling-transformer plan``: the per-rank memory and communication estimate of a run
 config's layout, from the core's cost model (:mod:`sporeling.core.parallel.cost_model`),
-before anything runs; plus the per-layer pipeline stage and gradient-fusion group that 1.8's
-``lambda_func`` gives each block."""
+before anything runs (with the recompute config's smaller activations and extra forward);
+plus the per-layer pipeline stage and gradient-fusion group that 1.8's ``lambda_func`` gives
+each block."""
 
 from __future__ import annotations
 
@@ -58,6 +59,7 @@ def plan(
         device_flops=device_flops,
         efficiency=efficiency,
         weight_bytes=wbytes,
+        recompute=pc.recompute.recompute,
     )
     layers = []
     for i in range(model.layers):
@@ -99,6 +101,12 @@ def plan_text(result: dict[str, Any]) -> str:
     for r in result["layers"]:
         lines.append(
             f"{r['layer']:>5}  {r['pipeline_stage']:>5}  {r['fusion_group']:>12}  {r['recompute']}"
+        )
+    if pc.recompute.recompute:
+        lines.append(
+            "note: every block recomputed (PYNATIVE and GRAPH_MODE alike): activations are "
+            "each block's input plus one block's full set; compute includes one more forward "
+            "of each block"
         )
     if result.get("vocab_assumed"):
         lines.append(

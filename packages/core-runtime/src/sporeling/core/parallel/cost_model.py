@@ -21,7 +21,12 @@ does so on a small case). A GPT with hidden ``h``, ``L`` layers, ``a`` heads, se
   ``P/t * o`` (Adam: two fp32 moments, ``o = 8``, plus an fp32 master copy when ``w < 4``),
   divided by ``d`` with the optimizer shard (and with it the gradients, reduce-scattered),
   plus activations ``L * s b h (10 + 24 / t + 5 a s / (h t)) * w / 2`` (Korthikanti et
-  al. 2022, 16-bit activations scaled to ``w``-byte ones, no sequence parallelism).
+  al. 2022, 16-bit activations scaled to ``w``-byte ones, no sequence parallelism);
+* with every layer recomputed (``recompute=True``: ``Cell.recompute()``, in PyNative and in
+  compiled graphs alike), the activations are each layer's input ``L * s b h * w`` plus one
+  layer's full set (the one being recomputed and differentiated), and the FLOPs are
+  ``96 B s L h^2 (1 + s / (6 h) + V / (16 L h))`` (one more forward of each layer;
+  Narayanan et al. 2021).
 """
 
 from __future__ import annotations
@@ -81,8 +86,10 @@ class GPTConfig:
         h, L = self.hidden, self.layers
         return L * (12 * h * h + 13 * h) + self.vocab * h + self.seq * h
 
-    def flops(self, batch: int) -> float:
+    def flops(self, batch: int, recompute: bool = False) -> float:
         h, L, s, V = self.hidden, self.layers, self.seq, self.vocab
+        if recompute:  # one more forward of each layer
+            return 96.0 * batch * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))
         return 72.0 * batch * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h))
 
 
@@ -118,10 +125,12 @@ def estimate(
     weight_bytes: int = 2,
     overlap: float = 0.0,
     intra_link: LinkModel | None = None,
+    recompute: bool = False,
 ) -> Estimate:
     """Predicted step time and per-device memory of ``model`` at ``layout`` (module doc).
 
-    ``intra_link`` is the link inside a model-parallel group (default ``link``).
+    ``intra_link`` is the link inside a model-parallel group (default ``link``);
+    ``recompute``: every layer is recomputed in backward.
     """
     d, t = layout.dp, layout.mp
     if global_batch % d:
@@ -134,7 +143,7 @@ def estimate(
     h, s, L, a = model.hidden, model.seq, model.layers, model.heads
     w = weight_bytes
     p_local = model.params() / t
-    compute = model.flops(global_batch) / (d * t * device_flops * efficiency)
+    compute = model.flops(global_batch, recompute) / (d * t * device_flops * efficiency)
     tp_link = intra_link or link
     tp = 4 * L * tp_link.all_reduce(b * s * h * w, t)
     grad_bytes = p_local * w
@@ -149,7 +158,8 @@ def estimate(
     weights = p_local * w
     grads = p_local * w / shard
     optimizer = p_local * opt_per_param / shard
-    acts = L * s * b * h * (10 + 24 / t + 5 * a * s / (h * t)) * w / 2
+    layer_acts = s * b * h * (10 + 24 / t + 5 * a * s / (h * t)) * w / 2
+    acts = L * s * b * h * w + layer_acts if recompute else L * layer_acts
     return Estimate(
         layout,
         step,
