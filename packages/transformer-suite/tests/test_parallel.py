@@ -53,10 +53,10 @@ def test_layout_errors():
     from sporeling.transformer.runner import train
 
     # what T5 and ViT do not implement is refused, not ignored
-    with pytest.raises(ValueError, match=r"'model_parallel': 2\}: not implemented for arch 't5'"):
-        train({"arch": "t5", "parallel_config": {"model_parallel": 2}})
-    with pytest.raises(ValueError, match="arch 'vit' .its parallel layouts: data_parallel and"):
-        train({"arch": "vit", "parallel_config": {"model_parallel": 2}})
+    with pytest.raises(ValueError, match=r"'pipeline_stage': 2\}: not implemented for arch 't5'"):
+        train({"arch": "t5", "parallel_config": {"pipeline_stage": 2}})
+    with pytest.raises(ValueError, match="arch 'vit' .its parallel layouts: data_parallel and mod"):
+        train({"arch": "vit", "parallel_config": {"pipeline_stage": 2}})
 
 
 def test_pipeline_wrapper_errors():
@@ -145,9 +145,17 @@ def test_dp_optimizer_shard_and_mp_under_mpiexec():
 
 
 def test_vit_and_t5_data_parallel_under_mpiexec(tmp_path):
-    """t5_vit_parallel.py: train_vit with dp=2 and dp=2 + optimizer_shard, and train_t5 with
-    dp=2, write the single-process run's parameters (each rank keeps its half of every
+    """t5_vit_parallel.py: train_vit and train_t5 with dp=2, dp=2 + optimizer_shard and mp=2
+    write the single-process run's parameters (each rank keeps its half of every
     batch; T5's token mean rescaled to the whole batch's)."""
     out = _mpiexec("t5_vit_parallel.py", 2, str(tmp_path))
-    for what in ("vit dp2:", "vit dp2_shard:", "t5_dp2:", "t5_dp2_shard:"):
+    for what in ("vit dp2:", "vit dp2_shard:", "vit mp2:", "t5_dp2:", "t5_dp2_shard:", "t5_mp2:"):
         assert out.count(f" {what}") == 2, out
+
+
+def test_vit_and_t5_dp_times_mp_under_mpiexec_4(tmp_path):
+    """t5_vit_parallel.py under 4 ranks: train_vit and train_t5 with data_parallel=2 x
+    model_parallel=2, without and with optimizer_shard, write one process's parameters."""
+    out = _mpiexec("t5_vit_parallel.py", 4, str(tmp_path))
+    for what in ("vit dp2xmp2:", "vit dp2xmp2_shard:", "t5_dp2xmp2:", "t5_dp2xmp2_shard:"):
+        assert out.count(f" {what}") == 4, out

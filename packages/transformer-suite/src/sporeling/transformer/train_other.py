@@ -1,5 +1,10 @@
 """Train and evaluate the T5 (digit reversal) and ViT (MNIST) runs of a config, through
-``Model.fit`` as the GPT runner does; checkpoints in the core's safetensors format."""
+``Model.fit`` as the GPT runner does; checkpoints in the core's safetensors format.
+
+Parallel layouts as the GPT's, from the same model code: ``data_parallel``,
+``model_parallel`` (every attention's heads and feed-forward's units split by
+:func:`~sporeling.transformer.parallel.shard_model`), both (``sporeling launch -n dp*mp``) and
+``optimizer_shard``; the checkpoint is written whole (the shards gathered)."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import yaml
 from sporeling.core import (
     PYNATIVE_MODE,
     Model,
+    Tensor,
     load_checkpoint,
     load_param_into_net,
     nn,
@@ -51,10 +57,26 @@ def _optimizer(net: nn.Cell, opt: dict[str, Any], steps: int) -> nn.Optimizer:
     )
 
 
+def _step(with_loss: nn.Cell, opt: nn.Optimizer, info: Any) -> nn.Cell:
+    """The layout's training step (the GPT's: the dp x mp gradient average over the dp
+    group, the optimizer sharded over it); no clipping."""
+    from .parallel import train_step
+
+    return train_step(with_loss, opt, 0.0, info)
+
+
 def _finish(
-    out: Path, cfg: dict[str, Any], net: nn.Cell, results: dict[str, Any]
+    out: Path, cfg: dict[str, Any], net: nn.Cell, results: dict[str, Any], info: Any
 ) -> dict[str, Any]:
-    save_checkpoint(net, str(out / "model.safetensors"))
+    """Rank 0 writes the run; under model parallelism every rank first gathers the shards,
+    so the checkpoint is the whole model whatever the layout."""
+    from .parallel import full_state
+
+    state = {k: Tensor(v) for k, v in full_state(net).items()} if info.mp > 1 else net
+    results["parameters"] = sum(p.size for p in net.trainable_params())  # this rank's
+    if info.rank != 0:  # every copy holds the same parameters
+        return {**results, "rank": info.rank}
+    save_checkpoint(state, str(out / "model.safetensors"))
     (out / "config.yaml").write_text(yaml.safe_dump(cfg))
     (out / "results.json").write_text(json.dumps(results, indent=1))
     results["rank"] = 0
@@ -68,9 +90,12 @@ def exact_match(net: T5Model, length: int, n: int, seed: int) -> float:
     return float(np.mean([o == w for o, w in zip(outs, want)]))
 
 
+PARALLEL = ("data_parallel", "model_parallel", "optimizer_shard")  # not pipeline_stage
+
+
 def _one_process_only(cfg: dict[str, Any], arch: str, allowed: tuple[str, ...] = ()) -> None:
-    """A parallel layout these runs do not implement is refused rather than ignored (T5:
-    any; ViT: all but ``allowed``, data_parallel and optimizer_shard)."""
+    """A parallel layout these runs do not implement is refused rather than ignored (T5 and
+    ViT: all but ``allowed``)."""
     pc = cfg.get("parallel_config") or {}
     asked = {
         k: pc[k]
@@ -93,10 +118,12 @@ class GlobalTokenMean(nn.Cell):
     process computes it (``sum / (count + 1e-5)``; the halves of a batch hold different
     numbers of target tokens, so a plain average of their means would differ)."""
 
-    def __init__(self, with_loss: T5WithLoss, dp: int) -> None:
+    def __init__(self, with_loss: T5WithLoss, dp: int, group: str | None = None) -> None:
         super().__init__(auto_prefix=False)
         self.with_loss = with_loss
         self.dp = float(dp)
+        # dp x mp: the counts of this rank's dp group (the mp ranks of a copy hold equal ones)
+        self.kwargs = {} if group is None else {"group": group}
 
     def construct(self, source_ids: Any, source_mask: Any, target_ids: Any) -> Any:
         from sporeling.core import communication as comm
@@ -105,16 +132,16 @@ class GlobalTokenMean(nn.Cell):
 
         real = ops.not_equal(ops.cast(target_ids, mstype.int32), self.with_loss.pad)
         local = ops.reduce_sum(ops.cast(real, mstype.float32))
-        total = comm.all_reduce(local)
+        total = comm.all_reduce(local, **self.kwargs)
         weight = ops.stop_gradient((local + 1e-5) * self.dp / (total + 1e-5))
         return self.with_loss(source_ids, source_mask, target_ids) * weight
 
 
 def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
-    from .parallel import apply_parallel
+    from .parallel import apply_parallel, shard_model
     from .runner import _context
 
-    _one_process_only(cfg, "t5", ("data_parallel", "optimizer_shard"))
+    _one_process_only(cfg, "t5", PARALLEL)
     info = apply_parallel(cfg)  # data parallel: the core's DATA_PARALLEL, batches as ViT's
     if info.rank != 0:
         log = _quiet
@@ -130,6 +157,8 @@ def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     cfg = {**cfg, "model": m}
     set_seed(int(t.get("seed", 0)))
     net = T5Model(T5Config.from_dict(m))
+    if info.mp > 1:
+        shard_model(net, info.mp_group)
     steps, interval, bs = (
         int(t["max_iters"]),
         int(t.get("eval_interval", t["max_iters"])),
@@ -146,10 +175,9 @@ def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         shard = info.dp_rank if shards > 1 else 0
         return sampled_batches(rows, cols, bs, steps, seed, fixed, shards, shard)
 
-    train_net = GlobalTokenMean(with_loss, info.dp) if info.dp > 1 else with_loss
-    step = nn.TrainOneStepCell(
-        train_net, _optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps)
-    )
+    train_net = GlobalTokenMean(with_loss, info.dp, info.dp_group) if info.dp > 1 else with_loss
+    opt = _optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps)
+    step = _step(train_net, opt, info)
     model = Model(step, eval_network=with_loss, metrics={"loss": Loss()})
     fusion_before = _context(cfg)
     t0 = time.perf_counter()
@@ -174,9 +202,7 @@ def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     em = exact_match(net, length, int(t.get("test_size", 500)), seed + 2)
     log(f"exact match {em:.3f} on {int(t.get('test_size', 500))} held-out strings")
     results = {"wall_s": wall, "val_loss": history, "exact_match": em}
-    if info.rank != 0:  # rank 0 writes the run (every rank holds the same parameters)
-        return {**results, "rank": info.rank}
-    return _finish(out, cfg, net, results)
+    return _finish(out, cfg, net, results, info)
 
 
 def load_t5(out_dir: str | Path) -> tuple[T5Model, dict[str, Any]]:
@@ -201,10 +227,10 @@ def evaluate_t5(out_dir: str | Path, test_size: int | None = None) -> float:
 
 
 def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
-    from .parallel import apply_parallel
+    from .parallel import apply_parallel, shard_model
     from .runner import _context
 
-    _one_process_only(cfg, "vit", ("data_parallel", "optimizer_shard"))
+    _one_process_only(cfg, "vit", PARALLEL)
     # data parallel: the core's DATA_PARALLEL (the step averages the gradients); every rank
     # reads one process's batches and keeps its share of each
     info = apply_parallel(cfg)
@@ -225,11 +251,15 @@ def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         log = _quiet
     set_seed(seed)
     net = ViT(ViTConfig.from_dict(cfg.get("model", {})))
+    if info.mp > 1:
+        shard_model(net, info.mp_group)
     steps = epochs * train_ds.get_dataset_size()
+    loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    opt = _optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps)
     model = Model(
-        net,
-        nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
-        _optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps),
+        _step(nn.WithLossCell(net, loss), opt, info),
+        eval_network=nn.WithEvalCell(net, loss),
+        eval_indexes=[0, 1, 2],
         metrics={"accuracy": Accuracy()},
     )
     history: list[float] = []
@@ -252,9 +282,7 @@ def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     finally:
         set_context(mode=PYNATIVE_MODE, enable_graph_kernel=fusion_before)
     results = {"wall_s": time.perf_counter() - t0, "test_accuracy": history}
-    if info.rank != 0:  # rank 0 writes the run (every rank holds the same parameters)
-        return {**results, "rank": info.rank}
-    return _finish(out, cfg, net, results)
+    return _finish(out, cfg, net, results, info)
 
 
 def _quiet(*_: Any) -> None:
