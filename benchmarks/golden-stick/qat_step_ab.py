@@ -125,7 +125,9 @@ if "--profile" in sys.argv:
     for _ in range(30):
         steps["new"](x, y)
     pr.disable()
-    pstats.Stats(pr).sort_stats("tottime").print_stats(25)
+    pstats.Stats(pr).sort_stats(
+        sys.argv[-1] if sys.argv[-1] in ("cumtime", "tottime") else "tottime"
+    ).print_stats(40)
     sys.exit()
 n = int(os.environ.get("REPS", 30))
 res = {k: [] for k in steps}

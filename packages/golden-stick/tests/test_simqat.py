@@ -224,13 +224,13 @@ class _DenseBn(nn.Cell):
         return self.relu(self.bn(self.fc(x)))
 
 
-@pytest.mark.parametrize("bn_fold", [False, True])
-def test_dense_bn_relu_fusion(bn_fold):
+@pytest.mark.parametrize("bn_fold,one_conv", [(False, True), (True, True), (True, False)])
+def test_dense_bn_relu_fusion(bn_fold, one_conv):
     net = _DenseBn()
     gs_nets.randomize_bn(net)
     net.bn.use_batch_statistics = False
     algo = SimulatedQuantizationAwareTraining(
-        {"enable_fusion": True, "bn_fold": bn_fold, "freeze_bn": 0}
+        {"enable_fusion": True, "bn_fold": bn_fold, "freeze_bn": 0, "one_conv_fold": one_conv}
     )
     qnet = algo.apply(net)
     (wrapper,) = _wrappers(qnet)
