@@ -300,8 +300,7 @@ def test_which_forwards_read_output_pixels():
     assert conv_images._pixels(f32, 1, 48, 16, (2, 1))
     assert not conv_images._pixels(f32, 2, 64, 8, (3, 3))  # groups
     assert not conv_images._pixels(f32, 1, 64, 12, (3, 3))  # rows not blocks of 8
-    assert conv_images._pixels(f32, 1, 40, 8, (3, 3))  # 40 -> 48 columns (padded)
-    assert not conv_images._pixels(f32, 1, 20, 8, (3, 3))  # 20 -> 32: 1.6x the work
+    assert not conv_images._pixels(f32, 1, 40, 8, (3, 3))  # channels not blocks of 16
     assert not conv_images._pixels(f32, 1, 16, 8, (3, 3))  # fewer than 32 channels
     assert not conv_images._pixels(f32, 1, 64, 8, (1, 1))  # a 1x1 projection
     assert not conv_images._pixels(np.float64, 1, 64, 8, (3, 3))
@@ -475,46 +474,42 @@ def test_implicit_paths_on_several_threads(monkeypatch):
     np.testing.assert_allclose(dx, dx_want, **_tol(np.float32))
 
 
-PADDED_CASES = [  # float32 forwards whose output channels are padded to micro-kernel blocks
+PADDED_CASES = [  # float32 forwards whose output channels are padded to blocks of 8 rows
     # 9 out -> 16 rows (a block written in place, one through the scratch), pads, rows of 32
     ((2, 9, 5, 32), (9, 9, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
     # 5 out -> 8 rows (no block in place), batch 1, 3 in, dilation, one-sided pads
-    ((1, 3, 6, 16), (5, 3, 3, 3), (1, 1), ((2, 0), (1, 1)), (2, 1), 1),
+    ((1, 3, 6, 32), (5, 3, 3, 3), (1, 1), ((2, 0), (1, 1)), (2, 1), 1),
     # groups of 9 out -> 16 rows each, 6 in per group, a 2x3 kernel
-    ((2, 12, 5, 16), (18, 6, 2, 3), (1, 1), ((0, 1), (1, 1)), (1, 1), 2),
-    # pixel path, stride 2: 36 out -> 48 columns (a block of 32 and one of 16), 18 in
-    ((2, 18, 16, 16), (36, 18, 3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1),
-    # pixel path, stride 1, batch 1: 36 -> 48 columns; the input gradient (36 out of the
-    # flipped forward) too
-    ((1, 36, 8, 8), (36, 36, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
-    # 18 out at stride 2 (32 columns would be 1.8x the work): not padded, im2col
+    ((2, 12, 5, 32), (18, 6, 2, 3), (1, 1), ((0, 1), (1, 1)), (1, 1), 2),
+    # not padded: rows of 16 (18 out), stride 2 (18 out), 8x8 (36 out): OpenBLAS
+    ((2, 9, 4, 16), (18, 9, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
     ((2, 9, 16, 16), (18, 9, 3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1),
+    ((1, 36, 8, 8), (36, 36, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
 ]
 
 
 def test_which_channel_counts_are_padded():
-    """Up to the next block when that at most doubles the work (1.5x on the pixel path)."""
+    """Up to the next block of 8 rows when that at most doubles the work, on rows of whole
+    blocks of 32 output pixels only."""
     assert [conv_images._padded(c, 8) for c in (1, 3, 4, 5, 8, 9, 18, 36)] == [
         1, 3, 8, 8, 8, 16, 24, 40
-    ]  # fmt: skip
-    assert [conv_images._padded(c, 16, 1.5) for c in (9, 18, 20, 24, 36, 40)] == [
-        9, 18, 20, 32, 48, 48
     ]  # fmt: skip
     if not microgemm.available():
         pytest.skip("no AVX-512: no micro-kernel paths")
     one = (1, 1, 1, 1, 1, 1)
     assert conv_images._implicit(np.float32, one, 9, 32)
+    assert conv_images._implicit(np.float32, one, 18, 64)
+    assert not conv_images._implicit(np.float32, one, 18, 16)  # rows of 16 pixels
     assert not conv_images._implicit(np.float32, one, 3, 32)  # 3 -> 8: stays on OpenBLAS
-    assert conv_images._pixels(np.float32, 1, 36, 8, (3, 3))
-    assert not conv_images._pixels(np.float32, 1, 18, 8, (3, 3))
+    assert not conv_images._pixels(np.float32, 1, 36, 8, (3, 3))
 
 
 @pytest.mark.parametrize("case", PADDED_CASES)
 def test_padded_channels_match_the_float64_reference(case, monkeypatch):
-    """Odd channel counts on the micro-kernel paths (zero weights up to the block, the extra
-    outputs dropped) against the float64 reference, and unpadded (OpenBLAS) alike."""
+    """Odd channel counts (zero weights up to the block, the extra outputs dropped where
+    padded) against the float64 reference, and unpadded (OpenBLAS) alike."""
     test_kernels_match_the_float64_reference(case, np.float32)
-    monkeypatch.setattr(conv_images, "_padded", lambda count, block, most=2.0: count)
+    monkeypatch.setattr(conv_images, "_padded", lambda count, block: count)
     test_kernels_match_the_float64_reference(case, np.float32)
 
 
@@ -523,10 +518,11 @@ def test_padded_rows_on_several_threads(monkeypatch):
     monkeypatch.setattr(conv_images, "max_blocks", lambda: 3)
     monkeypatch.setattr(conv_images, "PARALLEL_MIN", 0)
     rng = np.random.default_rng(9)
-    base = rng.standard_normal((7, 22, 5, 16)).astype(np.float32)
-    x = base[:, ::2]  # (7, 11, 5, 16), strided
+    base = rng.standard_normal((7, 22, 5, 32)).astype(np.float32)
+    x = base[:, ::2]  # (7, 11, 5, 32), strided
     w = (rng.standard_normal((13, 11, 3, 3)) / 10).astype(np.float32)
     pads, geo = ((1, 1), (1, 1)), (1, 1, 1, 1, 1, 1)
+    assert conv_images._implicit(np.float32, geo, 13, 32) == microgemm.available()
     want = ref_conv(x, w, (1, 1), pads, (1, 1), 1)
     got = conv_images.conv2d_images(x, w, geo, 1, want.shape[2:])
     np.testing.assert_allclose(got, want, **_tol(np.float32))

@@ -173,8 +173,8 @@ CONV_CASES = [  # x, w, stride, low pads, dilation, groups, output size (float32
     ((3, 8, 13, 16), (32, 8, 3, 3), (2, 2), (1, 1), (1, 1), 1),  # pixels, stride 2
     ((4, 16, 9, 16), (32, 16, 3, 3), (1, 1), (1, 1), (1, 1), 1),  # merged taps dw, 9 rows
     ((7, 8, 5, 16), (16, 8, 3, 3), (1, 1), (0, 2), (1, 1), 1),  # one-sided pad, implicit dw
-    ((3, 9, 6, 16), (9, 9, 3, 3), (1, 1), (1, 1), (1, 1), 1),  # 9 out: zero-padded rows
-    ((2, 8, 8, 8), (36, 8, 3, 3), (1, 1), (1, 1), (1, 1), 1),  # 36 out: padded pixel columns
+    ((3, 9, 6, 32), (9, 9, 3, 3), (1, 1), (1, 1), (1, 1), 1),  # 9 out: zero-padded rows
+    ((2, 12, 5, 32), (18, 6, 3, 3), (1, 1), (1, 1), (1, 1), 2),  # groups of 9: padded rows
 ]
 
 

@@ -309,16 +309,15 @@ def _forward_kernel_pixels(x, wk, out, xq, ct, koffs, geo, kc, lo, hi):  # pragm
     """Forward without im2col, image channels-last (one group, any stride): each image
     copied into the interior of ``xq`` (HP, WP, C_in; border zero), then
     :func:`.microgemm.conv_pixels` writes its output pixels by channels into ``ct``
-    (OH*OW, C_out), copied transposed into ``out[n]``; ``wk`` the weights as (K, C_out), or
-    with zero columns up to a block of 16 (``ct`` as wide; only C_out of them copied)."""
+    (OH*OW, C_out), copied transposed into ``out[n]``; ``wk`` the weights as (K, C_out)."""
     sh, sw, ph, pw = geo[0], geo[1], geo[2], geo[3]
     cin = x.shape[1]
     cout, oh, ow = out.shape[1], out.shape[2], out.shape[3]
-    length, width = oh * ow, ct.shape[1]  # ``width``: C_out, or up to a block of 16
+    length = oh * ow
     for n in range(lo, hi):
         _copy_image_nhwc(x, n, xq, ph, pw)
         microgemm.conv_pixels(
-            _at(xq, 0), koffs, _at(wk, 0), _at(ct, 0), width, oh, ow, sh, sw, xq.shape[1], cin, kc
+            _at(xq, 0), koffs, _at(wk, 0), _at(ct, 0), cout, oh, ow, sh, sw, xq.shape[1], cin, kc
         )
         o2 = out[n].reshape(cout, length)
         for co in range(cout):
@@ -434,46 +433,41 @@ _K_CHUNK = 128  # steps of K per pass of conv_pixels: B's chunk (K_CHUNK x C_out
 _PIXEL_CHUNK = 128  # pixels per pass of weight_rows: B's chunk (128 x C_out floats) in L1
 
 
-def _padded(count: int, block: int, most: float = 2.0) -> int:
+def _padded(count: int, block: int) -> int:
     """``count`` channels up to a whole number of ``block``-wide micro-kernel blocks (zero
-    weights, outputs dropped) when that multiplies the work by at most ``most``, else
-    ``count``. A pruned network's 9, 18 or 36 channels (SCOP at rate 0.45) had fallen to
-    OpenBLAS's per-image GEMMs. One core, 64 images, under load: 9->9 32x32 2.2 -> 1.1 ms
-    (16 rows), 18->18 16x16 1.6 -> 1.0 (24 rows), 36->36 8x8 1.2 -> 0.85 (48 columns of
-    the pixel path); but 9->18 stride 2 on the pixel path (32 columns) 1.15 -> 1.3, hence a
-    bound of 1.5 there (:func:`_pixels`)."""
+    weights, outputs dropped) when that at most doubles the work, else ``count``."""
     up = -(-count // block) * block
-    return up if up <= most * count else count
+    return up if up <= 2 * count else count
 
 
 def _implicit(dtype: Any, geo: Geometry, cog: int, ow: int) -> bool:
     """Whether the forward skips im2col (:func:`_forward_kernel_implicit`): stride 1, rows
-    of whole blocks of 16 output pixels, and what :func:`_micro` asks for (output channels
-    per group padded to blocks of 8, :func:`_padded`)."""
-    return (
-        geo[0] == 1
-        and geo[1] == 1
-        and ow % 16 == 0
-        and _micro(dtype, _padded(cog, microgemm.MR), 32)
-    )
+    of whole blocks of 16 output pixels, and what :func:`_micro` asks for. Output channels
+    per group not in blocks of 8 are padded (:func:`_padded`) on rows of whole blocks of
+    32 only: one core, 64 images, native OpenBLAS, load ~15: 9->9 32x32 1.52 -> 1.29 ms
+    (16 rows), but 18->18 16x16 0.83 -> 1.14 (24 rows in blocks of 16 pixels); a pruned
+    network's 9, 18 or 36 channels (SCOP at rate 0.45) otherwise take OpenBLAS."""
+    rows = _padded(cog, microgemm.MR) if ow % microgemm.NR == 0 else cog
+    return geo[0] == 1 and geo[1] == 1 and ow % 16 == 0 and _micro(dtype, rows, 32)
 
 
 def _pixels(dtype: Any, groups: int, cout: int, ow: int, kernel: tuple[int, int]) -> bool:
     """Whether the forward reads a channels-last copy of each image with blocks of 8 output
     pixels as A's rows (:func:`_forward_kernel_pixels`): float32 on the micro-kernel, one
     group, output rows of whole blocks of 8 (8x8 layers, any stride), output channels in
-    blocks of 16 (at least 32; padded when that adds at most half, :func:`_padded`), kernels
-    larger than 1x1 (a strided 1x1 projection reads a quarter of the pixels the copy moves:
-    32->64 1x1 stride 2 took 0.46 ms this way against 0.33 on im2col, 64 images). One core,
-    64 images, against im2col: 16->32 3x3 stride 2 2.8 -> 2.2 ms, 32->64 3x3 stride 2 2.05
-    -> 1.8; 64->64 8x8 alike (2.5-2.6 ms), but its input gradient, a forward of gy this
-    way instead of col2im, 2.95 -> 2.45."""
+    blocks of 16 (at least 32; not padded: 36 -> 48 ran 0.65 -> 0.92 ms against OpenBLAS's
+    SkylakeX kernels, one core, 64 images of 8x8), kernels larger than 1x1 (a strided 1x1
+    projection reads a quarter of the pixels the copy moves: 32->64 1x1 stride 2 took 0.46
+    ms this way against 0.33 on im2col, 64 images). One core, 64 images, against im2col:
+    16->32 3x3 stride 2 2.8 -> 2.2 ms, 32->64 3x3 stride 2 2.05 -> 1.8; 64->64 8x8 alike
+    (2.5-2.6 ms), but its input gradient, a forward of gy this way instead of col2im, 2.95
+    -> 2.45."""
     return (
         groups == 1
         and ow % microgemm.MR == 0
-        and _padded(cout, microgemm.NR // 2, 1.5) % (microgemm.NR // 2) == 0
+        and cout % (microgemm.NR // 2) == 0
         and kernel[0] * kernel[1] > 1
-        and _micro(dtype, microgemm.MR, _padded(cout, microgemm.NR // 2, 1.5))
+        and _micro(dtype, microgemm.MR, cout)
     )
 
 
@@ -643,7 +637,8 @@ def conv2d_images(
     if _implicit(x.dtype, geo, cout // groups, out_hw[1]) and not (
         pixels and _pixels_first(cout, out_hw[1])
     ):
-        wp = _packed(w2, groups, False, _padded(cout // groups, microgemm.MR))
+        rows = _padded(cout // groups, microgemm.MR) if out_hw[1] % microgemm.NR == 0 else 0
+        wp = _packed(w2, groups, False, rows)
         (hp, wpr), offs = _padded_plan(x.shape, geo, kernel, groups, out_hw)
         xp = np.zeros((threads, c, hp, wpr), x.dtype)
         rest = np.empty((threads, microgemm.MR, length), x.dtype)
@@ -655,14 +650,11 @@ def conv2d_images(
         _run(block, n, threads, conv_jobs.forward_implicit, args)
         return out
     if pixels:
-        # weights as (K, C_out) with K = (tap, channel), as the offsets run; zero columns
-        # up to a block of 16
-        width = _padded(cout, microgemm.NR // 2, 1.5)
-        wk = np.zeros((kernel[0] * kernel[1] * c, width), x.dtype)
-        wk[:, :cout] = w.transpose(2, 3, 1, 0).reshape(-1, cout)
+        # weights as (K, C_out) with K = (tap, channel), as the offsets run
+        wk = np.ascontiguousarray(w.transpose(2, 3, 1, 0)).reshape(-1, cout)
         (hp, wpr), koffs = _pixel_offsets(x.shape, geo, kernel, out_hw)
         xq = np.zeros((threads, hp, wpr, c), x.dtype)
-        ct = np.empty((threads, length, width), x.dtype)
+        ct = np.empty((threads, length, cout), x.dtype)
 
         def block(k: int, lo: int, hi: int) -> None:
             _forward_kernel_pixels(x, wk, out, xq[k], ct[k], koffs, g2, _K_CHUNK, lo, hi)
