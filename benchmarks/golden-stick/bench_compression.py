@@ -94,6 +94,23 @@ def main() -> None:
         ],
         "bytes": [_size(res), _size(small)],
     }
+    # the same with round_to=8 (kept channels per group to multiples of 8: 8/16/32, the
+    # core's micro-kernel blocks, instead of 9/18/36)
+    ft8 = PrunerFtCompressAlgo({"prune_rate": 0.45, "round_to": 8})
+    small8 = ft8.convert(ft8.apply(kf))
+    out["resnet20_scop_0.45_round_to_8"] = {
+        "params": [param_count(res), param_count(small8)],
+        "flops": [count_flops(res, shape), count_flops(small8, shape)],
+        "ms": [
+            round(measure_speed(res, xr, args.repeats), 1),
+            round(measure_speed(small8, xr, args.repeats), 1),
+        ],
+        "cpu_ms": [
+            round(measure_speed(res, xr, args.repeats, clock="cpu"), 1),
+            round(measure_speed(small8, xr, args.repeats, clock="cpu"), 1),
+        ],
+        "bytes": [_size(res), _size(small8)],
+    }
 
     # SLB: packed weight sizes of ResNet-20's convs
     conv_bytes = sum(

@@ -40,7 +40,7 @@ def test_quantize_prune_report_and_reload_in_a_fresh_process(capsys, tmp_path, l
     s, p = str(tmp_path / "s"), str(tmp_path / "p")
     slb = _run(capsys, "quantize", *small, "--algo", "slb", "--bits", "1", "--out", s)
     assert slb["deployed_accuracy"] == pytest.approx(slb["fake_quant_accuracy"])
-    pr = _run(capsys, "prune", *small, "--rate", "0.5", "--out", p)
+    pr = _run(capsys, "prune", *small, "--rate", "0.5", "--round-to", "8", "--out", p)
     assert pr["params"][1] < 0.4 * pr["params"][0]
     assert pr["pruned_accuracy"] == pytest.approx(pr["masked_accuracy"])
 

@@ -22,7 +22,7 @@ from sporeling.goldenstick.pruner import (
     find_channel_groups,
     prune_channels,
 )
-from sporeling.goldenstick.pruner.scop import keep_indices
+from sporeling.goldenstick.pruner.scop import keep_indices, rounded_kept
 
 RNG = np.random.default_rng(0)
 
@@ -198,6 +198,51 @@ def test_prune_residual_false_prunes_only_inside_the_blocks():
     everything = PrunerFtCompressAlgo({"prune_rate": 0.5})
     everything.apply(kf)
     assert count_params(everything.convert(masked)) < count_params(small) < count_params(net)
+
+
+def test_rounded_kept_counts():
+    """MindSpore's count by default; with round_to, (1 - rate) * C to the nearest multiple
+    (half up), at least round_to, at most C."""
+    assert [rounded_kept(c, 0.45, 1) for c in (16, 32, 64, 2)] == [9, 18, 36, 2]
+    assert rounded_kept(1, 0.9, 1) == 1  # at least one channel stays
+    assert [rounded_kept(c, 0.45, 8) for c in (16, 32, 64)] == [8, 16, 32]
+    assert rounded_kept(64, 0.3, 8) == 48  # 44.8 -> 48
+    assert rounded_kept(16, 0.25, 8) == 16  # 12: half up -> 16, all of them
+    assert rounded_kept(16, 0.9, 8) == 8  # 1.6 -> at least 8
+    assert rounded_kept(4, 0.45, 8) == 4  # fewer than round_to: whole
+
+
+def test_round_to_keeps_residual_groups_consistent():
+    """Kept counts rounded per channel group: every conv of the pruned TinyResNet has a
+    multiple of 4 channels, both sides of each residual add alike, and the pruned network
+    equals the masked one; without round_to the counts are MindSpore's."""
+    net = gs_nets.TinyResNet()
+    gs_nets.randomize_bn(net)
+    kf, x = _trained_kf(net)
+    ft = PrunerFtCompressAlgo({"prune_rate": 0.45, "round_to": 4})
+    assert ft.round_to == 4 and PrunerFtCompressAlgo({}).round_to == 1
+    masked = ft.apply(kf)
+    masked.set_train(False)
+    ref = masked(x).asnumpy()
+    small = ft.convert(masked)
+    small.set_train(False)
+    np.testing.assert_allclose(small(x).asnumpy(), ref, rtol=1e-5, atol=1e-5)
+    blocks = list(small.layers.cells())
+    assert small.conv.out_channels == 4 and small.fc.in_channels == 8  # 4.4, 8.8 -> 4, 8
+    assert [b.conv1.out_channels for b in blocks] == [4, 4, 8, 8]
+    assert [b.conv2.out_channels for b in blocks] == [4, 4, 8, 8]
+    assert blocks[2].down.cells()[0].out_channels == 8
+    plain = PrunerFtCompressAlgo({"prune_rate": 0.45})
+    plain.apply(kf)
+    unrounded = plain.convert(masked)
+    assert unrounded.conv.out_channels == 5  # 8 - int(3.6)
+    assert [b.conv1.out_channels for b in unrounded.layers.cells()] == [5, 5, 9, 9]
+
+
+@pytest.mark.parametrize("value", [0, -8, 2.0, True, "8"])
+def test_round_to_must_be_a_positive_int(value):
+    with pytest.raises(ValueError, match="round_to"):
+        PrunerFtCompressAlgo({"round_to": value})
 
 
 @pytest.mark.parametrize("flag", [1, "no", None])

@@ -1,7 +1,7 @@
 """``sporeling-gs``: compress, evaluate and compare the example models.
 
   sporeling-gs quantize --model lenet5 --algo simqat --data mnist:DIR --out OUT
-  sporeling-gs prune    --model resnet20 --rate 0.45 --data cifar10:DIR --out OUT
+  sporeling-gs prune    --model resnet20 --rate 0.45 [--round-to 8] --data cifar10:DIR --out OUT
   sporeling-gs eval     --model lenet5 --ckpt FILE --data mnist:DIR   (or --compressed OUT)
   sporeling-gs report   --model lenet5 --ckpt FILE --compressed OUT --data mnist:DIR
 
@@ -100,12 +100,12 @@ def cmd_prune(args: argparse.Namespace) -> dict[str, Any]:
     kf_algo = PrunerKfCompressAlgo({})
     kf = kf_algo.apply(net)
     train(kf, xt, yt, args.kf_epochs, args.batch, args.lr, seed=args.seed)
-    ft_algo = PrunerFtCompressAlgo({"prune_rate": args.rate})
+    ft_algo = PrunerFtCompressAlgo({"prune_rate": args.rate, "round_to": args.round_to})
     masked = ft_algo.apply(kf)
     train(masked, xt, yt, args.ft_epochs, args.batch, args.lr, seed=args.seed + 1)
     small = ft_algo.convert(masked)
     paths = export_network(small, args.out, "pruned")
-    write_meta(args.out, "scop", args.model, {"prune_rate": args.rate})
+    write_meta(args.out, "scop", args.model, {"prune_rate": args.rate, "round_to": args.round_to})
     return {
         "float_accuracy": base,
         "masked_accuracy": evaluate(masked, xv, yv),
@@ -177,6 +177,9 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("prune", help="SCOP: knockoff phase, masked fine-tune, physical export")
     common(r)
     r.add_argument("--rate", type=float, default=0.45)
+    r.add_argument(
+        "--round-to", type=int, default=1, help="kept channels per group to a multiple (1: off)"
+    )
     r.add_argument("--kf-epochs", type=int, default=1)
     r.add_argument("--ft-epochs", type=int, default=1)
     r.add_argument("--out", required=True)

@@ -42,6 +42,7 @@ __all__ = [
     "PrunerFtCompressAlgo",
     "kf_scores",
     "keep_indices",
+    "rounded_kept",
 ]
 
 
@@ -143,18 +144,36 @@ def kf_scores(network: nn.Cell) -> dict[int, np.ndarray]:
     return {id(kf.conv): kf.score() for kf in _cells_of(network, KfConv2d)}
 
 
+def _check_round_to(cls: str, round_to: Any) -> int:
+    if isinstance(round_to, bool) or not isinstance(round_to, int) or round_to < 1:
+        raise ValueError(f"{cls}: argument 'round_to' expected an int >= 1, got {round_to!r}")
+    return round_to
+
+
+def rounded_kept(channels: int, prune_rate: float, round_to: int) -> int:
+    """The channels kept of ``channels`` at ``prune_rate``: MindSpore's ``channels -
+    int(prune_rate * channels)`` (at least one), or with ``round_to`` > 1 ``(1 -
+    prune_rate) * channels`` rounded to the nearest multiple of ``round_to`` (half up),
+    at least ``round_to`` and at most ``channels`` (fewer channels than that stay whole)."""
+    if round_to <= 1:
+        return max(channels - int(prune_rate * channels), 1)
+    near = int(np.floor((1.0 - prune_rate) * channels / round_to + 0.5)) * round_to
+    return min(max(near, round_to), channels)
+
+
 def keep_indices(
-    group: ChannelGroup, scores: dict[int, np.ndarray], prune_rate: float
+    group: ChannelGroup, scores: dict[int, np.ndarray], prune_rate: float, round_to: int = 1
 ) -> np.ndarray | None:
     """The kept channels of a group (sorted), or None if it is not pruned: every producer
     must have a score (a BN after it), and at least one channel stays. A group a grouped
     conv touches is pruned by blocks (``group.blocks``): the lowest ``prune_rate`` of each
-    block goes, so every conv group keeps the same number of channels."""
+    block goes, so every conv group keeps the same number of channels (how many:
+    :func:`rounded_kept`)."""
     if not group.prunable or any(id(p) not in scores for p in group.producers):
         return None
     total = sum(scores[id(p)] for p in group.producers)
     per = group.channels // group.blocks
-    drop = min(int(prune_rate * per), per - 1)
+    drop = per - rounded_kept(per, prune_rate, round_to)
     if drop <= 0:
         return None
     kept = [
@@ -169,6 +188,7 @@ def _settle_grouped_cats(
     scores: dict[int, np.ndarray],
     prune_rate: float,
     whole: set[int] | None = None,
+    round_to: int = 1,
 ) -> dict[int, np.ndarray]:
     """The kept channels per producer (``id(conv)`` -> indices). A grouped conv reading a
     concat must keep the same number of inputs in each of its groups; where its parts
@@ -179,7 +199,7 @@ def _settle_grouped_cats(
     while True:
         keep: dict[int, np.ndarray] = {}
         for group in groups:
-            idx = None if id(group) in whole else keep_indices(group, scores, prune_rate)
+            idx = None if id(group) in whole else keep_indices(group, scores, prune_rate, round_to)
             if idx is not None:
                 for p in group.producers:
                     keep[id(p)] = idx
@@ -238,7 +258,10 @@ class PrunerFtCompressAlgo(CompAlgo):
     channel choice to the user's script; ``prune_residual`` (default True): with False,
     the channel groups that several convs write (those met at a residual add) stay
     whole and only the others are pruned, as 1.8's ResNet script leaves the residual
-    width as it is (its conv3 scatters back to it).
+    width as it is (its conv3 scatters back to it); ``round_to`` (default 1: off, 1.8's
+    counts), as Torch-Pruning's: each group keeps ``(1 - prune_rate) * C`` channels rounded
+    to the nearest multiple of ``round_to`` (:func:`rounded_kept`), so the exported convs'
+    channel counts fit the core's micro-kernel blocks (8, 16, 32).
     """
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
@@ -251,7 +274,8 @@ class PrunerFtCompressAlgo(CompAlgo):
                 f"got {residual!r}"
             )
         self.prune_residual = residual
-        unknown = set(self._config) - {"prune_rate", "prune_residual"}
+        self.round_to = _check_round_to(type(self).__name__, self._config.get("round_to", 1))
+        unknown = set(self._config) - {"prune_rate", "prune_residual", "round_to"}
         if unknown:
             raise ValueError(f"{type(self).__name__}: unknown config keys {sorted(unknown)}")
         self._masks: dict[int, np.ndarray] = {}
@@ -272,7 +296,9 @@ class PrunerFtCompressAlgo(CompAlgo):
         self._origin = plain
         groups = find_channel_groups(plain)
         whole = set() if self.prune_residual else {id(g) for g in groups if len(g.producers) > 1}
-        self._keep = keep = _settle_grouped_cats(groups, scores, self.prune_rate, whole)
+        self._keep = keep = _settle_grouped_cats(
+            groups, scores, self.prune_rate, whole, self.round_to
+        )
         features = _norm_keep(groups, keep)  # id(bn) -> its kept features
         wrapped: set[int] = set()
 
