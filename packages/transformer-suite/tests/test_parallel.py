@@ -159,3 +159,24 @@ def test_vit_and_t5_dp_times_mp_under_mpiexec_4(tmp_path):
     out = _mpiexec("t5_vit_parallel.py", 4, str(tmp_path))
     for what in ("vit dp2xmp2:", "vit dp2xmp2_shard:", "t5_dp2xmp2:", "t5_dp2xmp2_shard:"):
         assert out.count(f" {what}") == 4, out
+
+
+@pytest.mark.parametrize(
+    "model", [{}, {"layernorm_dtype": "float64", "expand_ratio": 2, "num_layers": 3}]
+)
+def test_plan_stage_parameter_bytes_add_up_to_the_built_model(model):
+    """`plan`'s per-stage parameter bytes (what a pipeline rank holds; the mpiexec tests
+    compare each rank's) sum to the bytes of the GPT built in one process."""
+    from sporeling.transformer.plan import plan
+    from sporeling.transformer.runner import build_gpt
+    from sporeling.transformer.settings import load_config
+
+    cfg = load_config("gpt_tiny", [f"model.{k}={v}" for k, v in model.items()])
+    net = build_gpt(cfg, 30)
+    built = sum(p.asnumpy().nbytes for p in net.get_parameters())
+    cfg["model"]["vocab_size"] = 30
+    one = plan(cfg, device_flops=1e9)["stage_parameter_bytes"]
+    cfg["parallel_config"] = {"pipeline_stage": 2, "micro_batch_num": 2}
+    two = plan(cfg, device_flops=1e9)["stage_parameter_bytes"]
+    assert one == [built] and sum(two) == built and len(two) == 2, (one, two, built)
+    assert min(two) < built

@@ -157,6 +157,17 @@ pipe_run = run_train(
     log=lambda *_: None,
 )
 assert pipe_run["layout"]["pipeline_stage"] == 2, pipe_run["layout"]
+# each rank holds only its stage's parameters, the bytes `plan` gives its stage, and one
+# process all of them (the plan of the same config without the pipeline)
+import yaml  # noqa: E402
+
+from sporeling.transformer.plan import plan  # noqa: E402
+
+run_cfg = yaml.safe_load((root / "pipe" / "config.yaml").read_text())
+stage_bytes = plan(run_cfg, device_flops=1e9)["stage_parameter_bytes"]
+assert pipe_run["parameter_bytes"] == stage_bytes[rank], (pipe_run["parameter_bytes"], stage_bytes)
+one_bytes = plan({**run_cfg, "parallel_config": {}}, device_flops=1e9)["stage_parameter_bytes"]
+assert plain["parameter_bytes"] == one_bytes[0] == sum(stage_bytes), (plain, one_bytes)
 hist = [r["val_loss"] for r in pipe_run["history"]]
 want = [r["val_loss"] for r in plain["history"]]
 np.testing.assert_allclose(hist, want, rtol=1e-5, err_msg="runner val_loss")

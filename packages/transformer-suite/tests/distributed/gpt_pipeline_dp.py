@@ -127,6 +127,9 @@ stage_run({**PC, "optimizer_shard": True}, "pp2xdp2 optimizer_shard",
 PC_MP = {"pipeline_stage": 2, "model_parallel": 2, "micro_batch_num": 2}
 stage_run(PC_MP, "pp2xmp2", lambda i: slice(None))
 
+import yaml  # noqa: E402
+
+from sporeling.transformer.plan import plan  # noqa: E402
 from sporeling.transformer.runner import evaluate  # noqa: E402
 from sporeling.transformer.runner import train as run_train  # noqa: E402
 from sporeling.transformer.settings import load_config  # noqa: E402
@@ -143,6 +146,10 @@ for tag, layout in (
         "parallel_config.micro_batch_num=2", "optimizer.grad_clip=0.5",
     ]), log=lambda *_: None)  # fmt: skip
     assert res["layout"]["pipeline_stage"] == 2, res["layout"]
+    # the rank holds only its stage's parameters (its shards under mp), as `plan` says
+    # (config.yaml, which rank 0 wrote before training, holds the tokenizer's vocab_size)
+    want = plan(yaml.safe_load((out / "config.yaml").read_text()), device_flops=1e9)
+    assert res["parameter_bytes"] == want["stage_parameter_bytes"][rank // 2], (res, want)
     comm.barrier()  # rank 0 wrote the gathered checkpoint
     reset_auto_parallel_context()
     last = res["history"][-1]["val_loss"]

@@ -205,7 +205,6 @@ class ParallelInfo:
         self.mp_group, self.dp_group = mp_group, dp_group
         self.pp, self.micro = pp, micro  # pipeline stages (this rank's stage: rank // (dp
         # * mp)) and the micro-batches the pipeline splits each batch into
-        self.column_group: str | None = None  # pipeline x mp: the ranks of this shard index
         self.optimizer_shard = False  # dp x mp: shard the optimizer over the dp group
 
     @property
@@ -272,18 +271,14 @@ def _apply_pipeline(pc: TransformerOpParallelConfig) -> ParallelInfo:
         gradients_mean=True,
         enable_parallel_optimizer=pc.optimizer_shard and dp > 1,
     )
-    mp_group = column_group = None
+    mp_group = None
     if mp > 1:
         per = dp * mp
-        stage, d, j = rank // per, rank % per // mp, rank % mp
+        stage, d = rank // per, rank % per // mp
         mp_group = _group(
             f"transformer_pp{stage}_mp{d}", [stage * per + d * mp + k for k in range(mp)]
         )
-        # the ranks of one shard index across stages and copies (to gather the stages)
-        column_group = _group(f"transformer_pp_shard{j}", [r for r in range(world) if r % mp == j])
-    info = ParallelInfo(dp, mp, rank, world, mp_group, None, pp=pp, micro=pc.micro_batch_num)
-    info.column_group = column_group
-    return info
+    return ParallelInfo(dp, mp, rank, world, mp_group, None, pp=pp, micro=pc.micro_batch_num)
 
 
 def full_state(net: nn.Cell) -> dict[str, np.ndarray]:

@@ -8,11 +8,17 @@ the computation between them into cells (the core runs a cell whole on its stage
 refuses plain ops on another stage's output). The word-embedding table travels from stage
 0 to the head as an activation, so the head's gradient of the tied table comes back to
 stage 0 and adds to the embedding's. The same GPT cells (and parameter names) are used.
+
+:func:`keep_own_stage` then frees the other stages' parameters on each rank (the model is
+built whole first, so the seeded initial weights are one process's), and
+:func:`stage_state` gathers the whole model to rank 0 for a checkpoint.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from sporeling.core import Tensor, nn, ops
 from sporeling.core import dtype as mstype
@@ -23,7 +29,8 @@ __all__ = [
     "pipeline_gpt_with_loss",
     "PipelineGPTWithLoss",
     "MeanOfMicroBatches",
-    "gather_stages",
+    "keep_own_stage",
+    "stage_state",
     "StagesClipTrainOneStepCell",
 ]
 
@@ -177,25 +184,65 @@ def pipeline_gpt_with_loss(
     return MeanOfMicroBatches(pipe, micro_batch_num, stages)
 
 
-def gather_stages(
-    train_net: MeanOfMicroBatches, model_parallel: int = 1, group: str | None = None
-) -> None:
-    """Give every rank every stage's current parameters (each broadcast from the first copy
-    of its stage; all ranks must call it), so a checkpoint written by one rank is the whole
-    model. ``model_parallel`` m > 1: each rank gets its own shard index's parameters, over
-    ``group`` (the ranks of its shard index, every m-th rank)."""
+def _owned(net: PipelineGPTWithLoss, stages: int) -> list[tuple[Any, int]]:
+    """Every parameter of the pipelined GPT with its stage."""
+    owned: list[tuple[Any, int]] = [(p, 0) for p in net.embeddings.get_parameters()]
+    for blk in net.transformer.encoder.blocks:
+        owned += [(p, blk.pipeline_stage) for p in blk.get_parameters()]
+    return owned + [(p, stages - 1) for p in net.head.get_parameters()]
+
+
+def keep_own_stage(train_net: MeanOfMicroBatches) -> None:
+    """Free the parameters of the stages this rank does not run (their data becomes empty;
+    their shapes are kept in ``train_net.local_shapes`` for :func:`stage_state`), so a rank
+    holds only its stage's parameters. The pipeline never reads another stage's parameters
+    and the optimizer holds only this stage's."""
     from sporeling.core import communication as comm
 
-    net = train_net.pipe.network
     stages = train_net.pipe_stages
-    per = comm.get_group_size() // stages // model_parallel  # a stage's copies, stage-major
-    owned: list[tuple[Any, int]] = [(p, 0) for p in net.embeddings.trainable_params()]
-    for blk in net.transformer.encoder.blocks:
-        owned += [(p, blk.pipeline_stage) for p in blk.trainable_params()]
-    owned += [(p, stages - 1) for p in net.head.trainable_params()]
-    kwargs = {} if group is None else {"group": group}
-    for p, stage in owned:
-        p.set_data(comm.broadcast(Tensor(p.asnumpy()), src=stage * per, **kwargs))
+    stage = comm.get_rank() // (comm.get_group_size() // stages)
+    train_net.local_shapes = {}
+    for p, s in _owned(train_net.pipe.network, stages):
+        if s != stage:
+            train_net.local_shapes[p.name] = tuple(p.shape)
+            p.set_data(Tensor(np.zeros((0,), p.asnumpy().dtype)))
+
+
+def stage_state(train_net: MeanOfMicroBatches, model_parallel: int = 1) -> dict[str, Any] | None:
+    """The whole model's parameters (name -> array) on rank 0, None on the other ranks (all
+    must call it): the first data-parallel copy of each stage sends its parameters to rank
+    0, which joins the ``model_parallel`` tensor-parallel shards. The parameters stay as
+    they are (each rank keeps only its stage after :func:`keep_own_stage`)."""
+    from sporeling.core import communication as comm
+
+    from .modules.layers import Linear
+
+    net, stages, mp = train_net.pipe.network, train_net.pipe_stages, int(model_parallel)
+    rank = comm.get_rank()
+    per = comm.get_group_size() // stages  # a stage's ranks, stage-major: copy-major shards
+    shapes = getattr(train_net, "local_shapes", {})
+    axes = {
+        getattr(cell, attr).name: axis
+        for _, cell in net.cells_and_names()
+        if isinstance(cell, Linear) and cell.mp_mode is not None
+        for attr, axis in cell.tensor_parallel_axes.items()
+    }
+    out: dict[str, Any] = {}
+    for p, stage in _owned(net, stages):
+        axis = axes.get(p.name)
+        sources = [stage * per + j for j in range(mp if axis is not None else 1)]
+        if rank != 0 and rank in sources:
+            comm.send(Tensor(p.asnumpy()), dst=0)
+        elif rank == 0:
+            dtype = p.asnumpy().dtype
+            shape = shapes.get(p.name, tuple(p.shape))
+            parts = [
+                p.asnumpy() if src == 0 else comm.recv(Tensor(np.empty(shape, dtype)), src=src)
+                for src in sources
+            ]
+            parts = [np.asarray(a.asnumpy() if hasattr(a, "asnumpy") else a) for a in parts]
+            out[p.name] = parts[0] if axis is None else np.concatenate(parts, axis)
+    return out if rank == 0 else None
 
 
 class StagesClipTrainOneStepCell(nn.TrainOneStepCell):

@@ -13,11 +13,36 @@ from sporeling.core.parallel import cost_model
 from .modules import TransformerOpParallelConfig, TransformerRecomputeConfig
 from .modules.config import default_lambda_func
 
-__all__ = ["plan", "plan_text"]
+__all__ = ["plan", "plan_text", "stage_parameter_bytes"]
+
+_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 
 
 class _Block:
     pass
+
+
+def stage_parameter_bytes(
+    m: dict[str, Any], pc: TransformerOpParallelConfig, vocab: int, stages: list[int]
+) -> list[int] | None:
+    """The parameter bytes one rank of each pipeline stage holds (the runner frees the other
+    stages'): its blocks (``stages[i]``: block i's stage) with their heads and feed-forward
+    units split over ``model_parallel`` (layer norms and the row layers' biases whole), the
+    embeddings on stage 0, the final layer norm on the last. None for an MoE GPT."""
+    if int((m.get("moe_config") or {}).get("expert_num", 1)) > 1:
+        return None
+    h, mp = int(m["embedding_size"]), pc.model_parallel
+    f = h * int(m.get("expand_ratio", 4))
+    pb = _BYTES[m.get("param_init_type", "float32")]
+    lb = _BYTES[m.get("layernorm_dtype", "float32")]
+    attention = (4 * h * h + 3 * h) // mp + h  # q, k, v columns; the projection's rows
+    feed_forward = (2 * h * f + f) // mp + h
+    block = 4 * h * lb + (attention + feed_forward) * pb
+    n = pc.pipeline_stage
+    out = [sum(block for s in stages if s == k) for k in range(n)]
+    out[0] += (vocab + int(m["seq_length"])) * h * pb
+    out[n - 1] += 2 * h * lb
+    return out
 
 
 def plan(
@@ -73,8 +98,12 @@ def plan(
                 "recompute": blk.recompute_flags is not None,
             }
         )  # type: ignore[attr-defined]
+    stage_bytes = stage_parameter_bytes(
+        {**m, "moe_config": cfg.get("moe_config")}, pc, vocab, [r["pipeline_stage"] for r in layers]
+    )
     return {
         "vocab_assumed": not m.get("vocab_size"),
+        "stage_parameter_bytes": stage_bytes,
         "estimate": est,
         "link": cost_model.LinkModel(bandwidth, latency),
         "layers": layers,
@@ -96,6 +125,16 @@ def plan_text(result: dict[str, Any]) -> str:
         cost_model.plan_table([est], result["link"]),
         "per-rank communication per step: tensor parallel "
         f"{est.tp_comm_time * 1e3:.3f} ms, data parallel {est.dp_comm_time * 1e3:.3f} ms",
+        *(
+            [
+                "parameter bytes per rank (its stage's, its model-parallel shards): "
+                + ", ".join(
+                    f"stage {k} {b:,}" for k, b in enumerate(result["stage_parameter_bytes"])
+                )
+            ]
+            if result.get("stage_parameter_bytes")
+            else []
+        ),
         "layer  stage  fusion-group  recompute",
     ]
     for r in result["layers"]:
@@ -114,7 +153,7 @@ def plan_text(result: dict[str, Any]) -> str:
         )
     if pc.pipeline_stage > 1:
         lines.append(
-            "note: the cost model does not model pipeline stages (memory shown for one stage "
-            "holding every layer)"
+            "note: the cost model does not model pipeline stages (its memory is for one stage "
+            "holding every layer; the parameter bytes above are each stage's)"
         )
     return "\n".join(lines)

@@ -35,7 +35,7 @@ from sporeling.core.train import Callback, EarlyStopping, Loss, ProgressBar
 from .data import encode_corpus
 from .models.gpt import GPT, GPTConfig, GPTWithLoss
 from .parallel import MeanOfCopies, apply_parallel, full_state, shard_model, train_step
-from .pipeline import gather_stages, pipeline_gpt_with_loss
+from .pipeline import keep_own_stage, pipeline_gpt_with_loss, stage_state
 from .pipelines import TokenWindows, sampled_batches, tiled_batches
 
 __all__ = [
@@ -203,20 +203,21 @@ class KeepBest(Callback):
     def __init__(self, net: nn.Cell, path: Path, write: bool = True, sharded: bool = False) -> None:
         self.net, self.path, self.best = net, path, float("inf")
         self.write, self.sharded = write, sharded
-        self.before_save: Any = None  # e.g. gather the pipeline stages' parameters
+        # instead of the net: the state to write (rank 0) or None, e.g. the pipeline's stages
+        self.state_fn: Any = None
 
     def on_train_epoch_end(self, run_context: Any) -> None:
         res = getattr(run_context.original_args(), "eval_results", None) or {}
         val = float(res.get("loss", float("inf")))
         if val < self.best:
             self.best = val
-            if self.before_save is not None:
-                self.before_save()
-            state = (
-                {k: Tensor(v) for k, v in full_state(self.net).items()}
-                if self.sharded
-                else self.net
-            )
+            if self.state_fn is not None:
+                whole = self.state_fn()
+                state = None if whole is None else {k: Tensor(v) for k, v in whole.items()}
+            elif self.sharded:
+                state = {k: Tensor(v) for k, v in full_state(self.net).items()}
+            else:
+                state = self.net
             if self.write:
                 save_checkpoint(state, str(self.path))
 
@@ -309,7 +310,10 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     else:
         train_net = MeanOfCopies(with_loss, k) if k > 1 else with_loss
         own = None
+    parameters = sum(p.size for p in net.trainable_params())
     opt = make_optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps, own)
+    if info.pp > 1:
+        keep_own_stage(train_net)  # built whole (one process's initial weights), then freed
     if info.pp > 1 and info.mp > 1 and getattr(opt, "use_parallel", False):
         # the optimizer shards over the stage's copies of this rank's shard index
         from sporeling.core.parallel.pipeline_cell import stage_data_parallel_group
@@ -324,7 +328,7 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     keep = KeepBest(net, out / "model.safetensors", main_rank, info.mp > 1)
     if info.pp > 1:
         # the whole model on rank 0 (each shard index's part, then gathered by full_state)
-        keep.before_save = lambda: gather_stages(train_net, info.mp, info.column_group)
+        keep.state_fn = lambda: stage_state(train_net, info.mp)
     callbacks: list[Any] = [meter, keep, losses]
     if t.get("progress_bar"):
         callbacks.append(ProgressBar())  # the core's (tqdm if installed, else plain text)
@@ -346,7 +350,9 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         "mfu": meter.tokens_per_second * model_flops_per_token(c) / (peak * info.world),
         "best_val_loss": min((r["val_loss"] for r in meter.records), default=float("nan")),
         "history": meter.records,
-        "parameters": sum(p.size for p in net.trainable_params()),
+        "parameters": parameters,
+        # what this rank holds (its stage's under a pipeline, its shards under mp)
+        "parameter_bytes": sum(p.asnumpy().nbytes for p in net.get_parameters()),
         "step_losses": losses.global_losses(info),
     }
     results["rank"] = info.rank
