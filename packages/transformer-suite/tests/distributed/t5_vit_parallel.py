@@ -5,8 +5,8 @@ run's parameters and the test accuracies are the same. ``train_t5`` (digit rever
 data_parallel=2, and + optimizer_shard: the same parameters and validation losses (each
 rank's token mean rescaled to the whole batch's, ``GlobalTokenMean``). Both with
 model_parallel=2 too (heads and feed-forward units split; the checkpoint gathered whole).
-Under ``mpiexec -n 4``: both with data_parallel=2 x model_parallel=2, without and with
-optimizer_shard (T5's token counts summed over the dp group only)."""
+Under ``mpiexec -n 4``: both with data_parallel=2 x model_parallel=2 + optimizer_shard
+(T5's token counts summed over the dp group only)."""
 
 import gzip
 import sys
@@ -28,7 +28,7 @@ shard = "parallel_config.optimizer_shard=true"
 layouts = (
     {"dp2": [dp], "dp2_shard": [dp, shard], "mp2": [mp]}
     if world == 2
-    else {"dp2xmp2": [dp, mp], "dp2xmp2_shard": [dp, mp, shard]}
+    else {"dp2xmp2_shard": [dp, mp, shard]}  # (dp x mp without the shard: the GPT's tests)
 )
 mnist = root / "mnist"
 if rank == 0:
