@@ -326,10 +326,16 @@ def _index(spans: tuple[bool, ...], idx: list[str]) -> str:
 _FIRST_RANGE = "_as_uint64(lo), _as_uint64(hi)"
 
 
-def fused_source(prog: FusedProgram, target: str, name: str = "kernel") -> str:
+def fused_source(prog: FusedProgram, target: str, name: str = "kernel", split: bool = True) -> str:
     """Python source of the loop kernel for ``prog`` on ``"cpu"`` (``kernel(lo, hi, n0...,
     inputs..., outputs..., columns...)``, ``lo:hi`` a range of the first loop dimension)
-    or ``"cuda"`` (``kernel(total, n0..., ...)``, one thread per element)."""
+    or ``"cuda"`` (``kernel(total, n0..., ...)``, one thread per element).
+
+    On the CPU, with ``split``, a kernel whose float work calls a vecmath function and also
+    sums columns (float64) keeps each row's column values in rows of their own and adds them
+    in a second loop: LLVM vectorises a loop at its widest type's lane count, so the float64
+    adds would halve the lanes of the float32 work (GELU's gradient beside its bias
+    gradient). Same operations, same results."""
     nd = max(prog.n_dims, 1)
     idx = [f"i{d}" for d in range(nd)]
     dims = [f"n{d}" for d in range(nd)]
@@ -352,10 +358,20 @@ def fused_source(prog: FusedProgram, target: str, name: str = "kernel") -> str:
     if target == "cpu":
         lines.append(f"def {name}(lo, hi, {args}):")
         lines.append("    _vm.wide_vectors()")  # 512-bit vectors where the CPU has them
+        split = split and nd > 1 and bool(prog.columns) and any("_vm.v" in ln for ln in body)
+        if split:  # see the docstring: float32 work in one loop, the float64 sums after it
+            body = body[: len(body) - len(prog.columns)]
+            body += [f"b{k}[{idx[-1]}] = t{j}" for k, j in enumerate(prog.columns)]
+            for k, j in enumerate(prog.columns):
+                emit(1, f"b{k} = np.empty({dims[-1]}, np.{prog.temps[j][0]})")
         for d in range(nd):
             emit(d + 1, f"for {idx[d]} in range({_FIRST_RANGE if d == 0 else dims[d]}):")
         for ln in body:
             emit(nd + 1, ln)
+        if split:
+            emit(nd, f"for {idx[-1]} in range({dims[-1]}):")
+            for k in range(len(prog.columns)):
+                emit(nd + 1, f"c{k}[{idx[-1]}] += b{k}[{idx[-1]}]")
         return "\n".join(lines) + "\n"
     if target != "cuda":
         raise ValueError(

@@ -74,7 +74,7 @@ class RowProgram:
 
 
 def _code(expr: str, dtype: str, target: str) -> str:
-    return codegen.scalar_code(expr, dtype, target)
+    return codegen.scalar_code(expr, dtype, "cpu" if target == "trace" else target)
 
 
 def _refs(expr: str) -> list[int]:
@@ -85,21 +85,27 @@ def _inputs_of(expr: str) -> list[int]:
     return [int(m) for m in re.findall(r"\bv(\d+)\b", expr)]
 
 
-def row_source(prog: RowProgram, target: str, name: str = "kernel") -> str:
+def row_source(prog: RowProgram, target: str, name: str = "kernel", split: bool = True) -> str:
     """Python source of the kernel: ``kernel(lo, hi, n0..., inputs..., outputs...,
     row outputs..., columns...)`` on ``"cpu"`` (``lo:hi`` a range of the first loop
-    dimension), ``kernel(total, n0..., ...)`` with one thread per row on ``"cuda"``."""
+    dimension), ``kernel(total, n0..., ...)`` with one thread per row on ``"cuda"``.
+    ``split=False`` keeps every CPU pass one loop (the tests' reference)."""
     if target not in ("cpu", "cuda"):
         raise ValueError(f"row_source: argument 'target' expected 'cpu' or 'cuda', got {target!r}")
-    return _generate(prog, target, name)[0]
+    return _generate(prog, target, name, split=split)[0]
 
 
 def _generate(
-    prog: RowProgram, target: str, name: str, scratch: set[int] | None = None
+    prog: RowProgram,
+    target: str,
+    name: str,
+    scratch: set[int] | None = None,
+    split: bool = True,
 ) -> tuple[str, dict[str, set[int]]]:
     """The source for ``target``, and which values each pass computed in their own pass
     (``"own"``), recomputed later (``"late"``) or read back from ``scratch``
-    (``"read"``); ``target="trace"`` only collects those."""
+    (``"read"``); ``target="trace"`` only collects those. ``split``: CPU passes may run
+    as two loops (see ``split_pass`` below)."""
     # CPU: elementwise values computed in their own pass and needed again later are kept in
     # a scratch row (cheaper than recomputing them); GPU threads have no dynamic scratch.
     # Recomputing a value recomputes its operands too, so the first trace also marks those;
@@ -107,9 +113,9 @@ def _generate(
     if scratch is None:
         scratch = set()
         if target == "cpu":
-            seen = _generate(prog, "trace", name)[1]
+            seen = _generate(prog, "trace", name, split=split)[1]
             candidates = seen["own"] & seen["late"]
-            scratch = _generate(prog, "trace", name, candidates)[1]["read"]
+            scratch = _generate(prog, "trace", name, candidates, split=split)[1]["read"]
     nd = prog.n_dims
     idx = [f"i{d}" for d in range(nd)]
     dims = [f"n{d}" for d in range(nd)]
@@ -127,12 +133,26 @@ def _generate(
             emit(depth, f"v{k} = a{k}[{', '.join(used) or '0'}]")
             loaded.add(k)
 
-    def value(j: int, depth: int, done: set[int], loaded: set[int], phase: int) -> None:
-        """Emit the code that makes elementwise value ``t<j>`` available in this pass."""
+    def value(
+        j: int, depth: int, done: set[int], loaded: set[int], phase: int, wide: bool = False
+    ) -> None:
+        """Emit the code that makes elementwise value ``t<j>`` available in this pass (in
+        the ``wide`` loop of a split pass, a float32 value this pass computes comes from
+        the narrow loop before it: its output, scratch or bridge row)."""
         if j in done or steps[j].kind != "elem":
             return
         s = steps[j]
-        if s.phase < phase and j in stored:
+        computed_here = not (s.phase < phase and (j in stored or j in scratch))
+        if wide and narrow[j] and computed_here:
+            if s.phase == phase and j in stored:
+                emit(depth, f"t{j} = o{stored[j]}[{', '.join(idx)}]")
+            elif s.phase == phase and j in scratch:
+                emit(depth, f"t{j} = w{j}[{idx[-1]}]")
+            else:
+                emit(depth, f"t{j} = b{j}[{idx[-1]}]")
+                pass_bridges.add(j)
+            bridged.add(j)
+        elif s.phase < phase and j in stored:
             emit(depth, f"t{j} = o{stored[j]}[{', '.join(idx)}]")
         elif s.phase < phase and j in scratch:
             trace["read"].add(j)
@@ -143,7 +163,7 @@ def _generate(
             else:
                 trace["own"].add(j)
             for r in _refs(s.expr):
-                value(r, depth, done, loaded, phase)
+                value(r, depth, done, loaded, phase, wide)
             for k in _inputs_of(s.expr):
                 load(k, depth, loaded)
             emit(depth, f"t{j} = _as_{s.dtype}({_code(s.expr, s.dtype, target)})")
@@ -175,9 +195,75 @@ def _generate(
         dt = float_max(j)
         return f"_as_{dt}(0.0)" if dt else "0.0"
 
+    narrow = _narrow(steps)
+    bridged: set[int] = set()  # float32 values the wide loop of a split pass takes
+    pass_bridges: set[int] = set()  # of those, the ones kept in a bridge row
+    bridges: set[int] = set()  # every bridge row of the kernel
     row_store = {j: k for k, j in enumerate(prog.row_outputs)}
     row_idx = ", ".join(idx[:-1]) or "0"
     add = "cuda.atomic.add(c{k}, {i}, t{j})" if target == "cuda" else "c{k}[{i}] += t{j}"
+
+    def pass_loop(
+        depth: int, p: int, roots: list[int], reds: list[int], cols: Any, wide: bool
+    ) -> None:
+        """One loop over the row for pass ``p`` (``wide``: the float64 loop of a split
+        pass, taking this pass's float32 values from the narrow loop's rows)."""
+        emit(depth, f"for {idx[-1]} in range({dims[-1]}):")
+        done: set[int] = set()
+        loaded: set[int] = set()
+        for j in roots:
+            if not (wide and narrow[j]):
+                value(j, depth + 1, done, loaded, p, wide)
+        for j in reds:
+            value(steps[j].source, depth + 1, done, loaded, p, wide)
+            src = f"t{steps[j].source}"
+            if steps[j].kind == "sum":
+                emit(depth + 1, f"acc{j} = _radd(acc{j}, {src})")
+            else:  # NaN propagates like numpy.max: counted apart, so the max vectorises
+                emit(depth + 1, f"acc{j} = {max_fn(j)}(acc{j}, {src})")
+                one, zero = max_one(j), max_zero(j)
+                emit(depth + 1, f"nan{j} = _radd(nan{j}, {one} if {src} != {src} else {zero})")
+        for k, j in cols:
+            value(j, depth + 1, done, loaded, p, wide)
+            emit(depth + 1, add.format(k=k, i=idx[-1], j=j))
+
+    def narrow_loop(depth: int, p: int, roots: list[int]) -> None:
+        """The float32 loop of a split pass: its float32 outputs and the values the wide
+        loop reads (stored to bridge rows unless an output or scratch row holds them)."""
+        emit(depth, f"for {idx[-1]} in range({dims[-1]}):")
+        done: set[int] = set()
+        loaded: set[int] = set()
+        for j in [j for j in roots if narrow[j]] + sorted(bridged):
+            value(j, depth + 1, done, loaded, p)
+        for j in sorted(bridged & pass_bridges):
+            emit(depth + 1, f"b{j}[{idx[-1]}] = t{j}")
+
+    def split_pass(depth: int, p: int, roots: list[int], reds: list[int], cols: Any) -> bool:
+        """Emit pass ``p`` as two loops when it pays: on the CPU, when its float32 work
+        calls a :mod:`.cpu.vecmath` function and the pass also works in float64 (row
+        sums, columns, float64 values). LLVM vectorises a loop at its widest type's lane
+        count, so one float64 operation halves the lanes of all the float32 work in the
+        loop (exact GELU's ``ndtr`` beside layer norm's float64 row sum: 8 lanes, not 16);
+        the wide loop reads the float32 values back from rows in L1. Results are the same
+        operations on the same values."""
+        if not split or target not in ("cpu", "trace"):
+            return False
+        start = len(lines)
+        bridged.clear()
+        pass_bridges.clear()
+        pass_loop(depth, p, roots, reds, cols, wide=True)
+        wide_part = lines[start:]
+        del lines[start:]
+        narrow_loop(depth, p, roots)
+        narrow_text = "\n".join(lines[start:])
+        f64 = any(steps[j].kind == "sum" for j in reds) or bool(cols)
+        f64 = f64 or any("_as_float64(" in ln for ln in wide_part)
+        if "_vm.v" in narrow_text and f64:
+            lines.extend(wide_part)
+            bridges.update(pass_bridges)
+            return True
+        del lines[start:]
+        return False
 
     def row_phase_body(depth: int) -> None:
         for p in range(prog.n_phases):
@@ -198,23 +284,8 @@ def _generate(
                 emit(depth, f"acc{j} = {'0.0' if steps[j].kind == 'sum' else max_init(j)}")
                 if steps[j].kind == "max":
                     emit(depth, f"nan{j} = {max_zero(j)}")
-            emit(depth, f"for {idx[-1]} in range({dims[-1]}):")
-            done: set[int] = set()
-            loaded = set()
-            for j in roots:
-                value(j, depth + 1, done, loaded, p)
-            for j in reds:
-                value(steps[j].source, depth + 1, done, loaded, p)
-                src = f"t{steps[j].source}"
-                if steps[j].kind == "sum":
-                    emit(depth + 1, f"acc{j} = _radd(acc{j}, {src})")
-                else:  # NaN propagates like numpy.max: counted apart, so the max vectorises
-                    emit(depth + 1, f"acc{j} = {max_fn(j)}(acc{j}, {src})")
-                    one, zero = max_one(j), max_zero(j)
-                    emit(depth + 1, f"nan{j} = _radd(nan{j}, {one} if {src} != {src} else {zero})")
-            for k, j in cols:
-                value(j, depth + 1, done, loaded, p)
-                emit(depth + 1, add.format(k=k, i=idx[-1], j=j))
+            if not split_pass(depth, p, roots, reds, cols):
+                pass_loop(depth, p, roots, reds, cols, wide=False)
             for j in reds:
                 if steps[j].kind == "max":
                     emit(depth, f"if nan{j} != 0.0:\n    acc{j} = math.nan")
@@ -235,9 +306,13 @@ def _generate(
         lines.append("    _vm.wide_vectors()")  # 512-bit vectors where the CPU has them
         for j in sorted(scratch):
             emit(1, f"w{j} = np.empty({dims[-1]}, np.{steps[j].dtype})")
+        top = len(lines)
         for d in range(nd - 1):
             emit(d + 1, f"for {idx[d]} in range({'lo, hi' if d == 0 else dims[d]}):")
         row_phase_body(nd)
+        lines[top:top] = [
+            f"    b{j} = np.empty({dims[-1]}, np.{steps[j].dtype})" for j in sorted(bridges)
+        ]
         return "\n".join(lines) + "\n", trace
     lines.append(f"def {name}(total, {args}):")
     emit(1, "g = cuda.grid(1)")
@@ -249,6 +324,18 @@ def _generate(
         emit(2, f"{idx[0]} = g")
     row_phase_body(2)
     return "\n".join(lines) + "\n", trace
+
+
+def _narrow(steps: tuple[RowStep, ...]) -> list[bool]:
+    """Per step: a value computed without float64 (neither its dtype nor, for an
+    elementwise value, any value it uses is float64), so a loop of such values
+    vectorises at float32 width. Row values are scalars computed outside the loop: only
+    their own dtype counts."""
+    out: list[bool] = []
+    for s in steps:  # a step refers only to earlier ones
+        uses = _refs(s.expr) if s.kind == "elem" else []
+        out.append(s.dtype != "float64" and all(out[r] for r in uses))
+    return out
 
 
 #: The row reductions' operators. Only these carry fast-math flags, so LLVM may reorder

@@ -1,0 +1,175 @@
+"""Generated CPU kernels whose loops split into a float32 loop and a float64 loop.
+
+A row-kernel pass that calls a vecmath function in float32 and also sums in float64 (row
+sums, columns, float64 values) runs as two loops, and so does a flat fused kernel's row
+with column sums (a bias gradient), so LLVM vectorises the float32 work at full width.
+The split loops do the same operations on the same values: elementwise results are
+bit-equal to the one-loop kernel, the float64 sums equal up to summation order; both
+match a float64 NumPy reference."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.special import ndtr
+
+from sporeling.core import Tensor, grad, ops
+from sporeling.core.compiler import jit
+from sporeling.core.kernels import codegen
+from sporeling.core.kernels.codegen_rows import _REDUCE_HELPERS, RowProgram, row_source
+from sporeling.core.kernels.codegen_rows import RowStep as S
+
+# gelu(x) = x ndtr(x) in pass 0, its row sum (float64) and its column sum; pass 1 centres
+# it (y = g - mean) and stores the float32 result
+GELU_CENTRED = RowProgram(
+    2,
+    ((True, True), (False, False)),
+    (
+        S("elem", 0, "float32", "ndtr(v0)"),
+        S("elem", 0, "float32", "t0 * v0"),
+        S("elem", 0, "float64", "t1"),
+        S("sum", 0, "float64", source=2),
+        S("row", 1, "float32", "t3 * v1"),
+        S("elem", 1, "float32", "t1 - t4"),
+    ),
+    outputs=(5,),
+    row_outputs=(3,),
+    columns=(1,),
+)
+# exp(x)'s row maximum and a float32 output: nothing works in float64, no split
+EXP_MAX = RowProgram(
+    2,
+    ((True, True),),
+    (
+        S("elem", 0, "float32", "exp(v0)"),
+        S("max", 0, "float32", source=0),
+        S("elem", 1, "float32", "t0 - t1"),
+    ),
+    outputs=(2,),
+)
+
+
+def _passes(src: str) -> int:
+    return src.count("for i1 in range(n1):")
+
+
+def _run(prog: RowProgram, split: bool, x: np.ndarray, extra: list, n_out: int = 1):
+    key = (prog, "cpu", "split" if split else "one loop")
+    kernel = codegen.build_kernel(
+        key, lambda: row_source(prog, "cpu", split=split), "cpu", _REDUCE_HELPERS
+    )
+    rows, n = x.shape
+    outs = [np.empty((rows, n), np.float32) for _ in range(n_out)]
+    reds = [np.empty(rows, np.float64) for _ in prog.row_outputs]
+    cols = [np.zeros(n) for _ in prog.columns]
+    kernel(0, rows, rows, n, x, *extra, *outs, *reds, *cols)
+    return outs, reds, cols
+
+
+def test_split_source_two_loops_for_the_float32_pass():
+    src = row_source(GELU_CENTRED, "cpu")
+    one = row_source(GELU_CENTRED, "cpu", split=False)
+    assert _passes(one) == 2 and _passes(src) == 3, src
+    narrow, wide = src.split("for i1 in range(n1):")[1:3]
+    assert "_vm.vndtr" in narrow and "_as_float64" not in narrow and "+=" not in narrow
+    assert "_radd" in wide and "c0[i1] +=" in wide and "vndtr" not in wide
+    assert row_source(GELU_CENTRED, "cuda") == row_source(GELU_CENTRED, "cuda", split=False)
+    assert _passes(row_source(EXP_MAX, "cpu")) == 2  # float32 only: one loop a pass
+
+
+@pytest.mark.parametrize("shape", [(7, 37), (1, 1), (3, 16), (5, 1000)])
+def test_split_equals_one_loop_and_float64_reference(shape):
+    rng = np.random.default_rng(sum(shape))
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    x.flat[0] = -9.5  # the lower tail, where ndtr keeps its relative accuracy
+    inv_n = np.array([1.0 / shape[1]], np.float32)
+    (o1,), (r1,), (c1,) = _run(GELU_CENTRED, True, x, [inv_n])
+    (o2,), (r2,), (c2,) = _run(GELU_CENTRED, False, x, [inv_n])
+    np.testing.assert_array_equal(o1, o2)
+    np.testing.assert_allclose(r1, r2, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(c1, c2, rtol=1e-12, atol=1e-300)
+    xd = x.astype(np.float64)
+    g = xd * ndtr(xd)
+    np.testing.assert_allclose(r1, g.sum(-1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(c1, g.sum(0), rtol=1e-5, atol=1e-5)
+    ref = g - (g.sum(-1, keepdims=True) * float(inv_n[0]))
+    np.testing.assert_allclose(o1, ref, rtol=1e-5, atol=2e-5 * math.sqrt(shape[1]))
+
+
+def test_split_non_contiguous_rows_and_nan():
+    """A strided row view and a NaN: the NaN reaches the output, row and column sums of its
+    own row/column only, as in the one-loop kernel."""
+    rng = np.random.default_rng(3)
+    base = rng.standard_normal((6, 80)).astype(np.float32)
+    x = np.ascontiguousarray(base[::2, ::2])
+    x[1, 3] = np.nan
+    inv_n = np.array([1.0 / 40], np.float32)
+    (o1,), (r1,), (c1,) = _run(GELU_CENTRED, True, x, [inv_n])
+    (o2,), (r2,), (c2,) = _run(GELU_CENTRED, False, x, [inv_n])
+    np.testing.assert_array_equal(o1, o2)
+    assert np.isnan(r1[1]) and np.isfinite(np.delete(r1, 1)).all()
+    assert np.isnan(c1[3]) and np.isfinite(np.delete(c1, 3)).all()
+    np.testing.assert_allclose(c1, c2, rtol=1e-12)
+
+
+def test_layer_norm_of_gelu_graph_matches_eager():
+    """bench_graph's chain, layer_norm(gelu(x*w+b)) with loss sum(y*r): forward and the
+    three gradients under jit (one split row kernel) against eager, odd row length."""
+    rng = np.random.default_rng(7)
+    x = Tensor(rng.standard_normal((5, 37)).astype(np.float32))
+    w = Tensor(rng.standard_normal(37).astype(np.float32))
+    b = Tensor(rng.standard_normal(37).astype(np.float32))
+    r = Tensor(rng.standard_normal((5, 37)).astype(np.float32))
+    gamma = Tensor(rng.standard_normal(37).astype(np.float32))
+    beta = Tensor(rng.standard_normal(37).astype(np.float32))
+
+    def loss(x, w, b):
+        y, _, _ = ops.layer_norm(ops.gelu(x * w + b, "none"), gamma, beta, 1, 1, 1e-5)
+        return ops.reduce_sum(y * r)
+
+    eager = grad(loss, (0, 1, 2))(x, w, b)
+    graph = jit(grad(loss, (0, 1, 2)))(x, w, b)
+    for e, g in zip(eager, graph, strict=True):
+        np.testing.assert_allclose(g.asnumpy(), e.asnumpy(), rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(jit(loss)(x, w, b).asnumpy(), loss(x, w, b).asnumpy(), rtol=1e-5)
+
+
+# GELU's gradient with its bias gradient (a column sum), flat: t2 = g * gelu'(x)
+GELU_GRAD = codegen.FusedProgram(
+    2,
+    ((True, True), (True, True)),
+    (
+        ("float32", "ndtr(v0)"),
+        ("float32", "f32(exp(v0 * v0 * -0.5) * 0.3989422804014327)"),
+        ("float32", "v1 * (t0 + v0 * t1)"),
+    ),
+    outputs=(2,),
+    columns=(2,),
+)
+
+
+@pytest.mark.parametrize("shape", [(9, 33), (1, 1), (4, 16)])
+def test_flat_kernel_split_columns(shape):
+    src = codegen.fused_source(GELU_GRAD, "cpu")
+    assert src.count("for i1 in range(n1):") == 2 and "c0[i1] += b0[i1]" in src
+    one = codegen.fused_source(GELU_GRAD, "cpu", split=False)
+    assert one.count("for i1 in range(n1):") == 1
+    rng = np.random.default_rng(shape[1])
+    x = (rng.standard_normal(shape) * 2).astype(np.float32)
+    g = rng.standard_normal(shape).astype(np.float32)
+    got = []
+    for split in (True, False):
+        kernel = codegen.build_kernel(
+            (GELU_GRAD, "cpu", split),
+            lambda split=split: codegen.fused_source(GELU_GRAD, "cpu", split=split),
+            "cpu",
+        )
+        o, c = np.empty(shape, np.float32), np.zeros(shape[1])
+        kernel(0, shape[0], *shape, x, g, o, c)
+        got.append((o, c))
+    np.testing.assert_array_equal(got[0][0], got[1][0])
+    np.testing.assert_array_equal(got[0][1], got[1][1])  # same order: row by row
+    xd = x.astype(np.float64)
+    ref = g * (ndtr(xd) + xd * np.exp(-0.5 * xd * xd) / math.sqrt(2 * math.pi))
+    np.testing.assert_allclose(got[0][0], ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[0][1], ref.sum(0), rtol=1e-5, atol=1e-5)
