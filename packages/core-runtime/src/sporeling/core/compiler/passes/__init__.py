@@ -7,7 +7,8 @@ merge duplicates (folding first, so equal constants and the ops on them meet); d
 merging left dead; give the backward its own copies of ``recompute()`` cells' values (after
 merging, which would fold the copies back into the originals); fold biases into their
 products (before fusion: a fused kernel would otherwise read the product and the bias and
-store their sum again for the backward); fuse elementwise chains (on the final, smallest
+store their sum again for the backward); fold ReLUs into the batch norms before them
+(forward and gradient; fusion on); fuse elementwise chains (on the final, smallest
 graph); then plan in-place writes (last, because fusion changes which buffers exist and when
 they die).
 
@@ -25,6 +26,7 @@ from .dce import dead_code_elimination
 from .expand import expand_row_ops
 from .fold import constant_folding
 from .fusion import elementwise_fusion
+from .norm_relu import fuse_norm_relu
 from .products import transpose_products
 from .remat import rematerialise
 from .reuse import buffer_reuse
@@ -44,6 +46,7 @@ PASSES = [
     dead_code_elimination,
     rematerialise,
     fold_dense_bias,
+    fuse_norm_relu,
     elementwise_fusion,
     buffer_reuse,
 ]

@@ -142,8 +142,9 @@ def layer_norm_backward(
 
 
 @numba.jit(**_JIT)
-def _batch_norm_fwd_kernel(lo, hi, x3, w, b, eps, y3, mean, var):  # pragma: no cover
-    """Channels ``lo:hi`` (each channel's statistics and output are its own)."""
+def _batch_norm_fwd_kernel(lo, hi, x3, w, b, eps, y3, mean, var, relu, zero):  # pragma: no cover
+    """Channels ``lo:hi`` (each channel's statistics and output are its own); ``relu``:
+    the output is ``maximum(y, 0)`` (``zero``, the dtype's 0), written in the same pass."""
     wide_vectors()
     nb, _, nl = x3.shape
     cnt = nb * nl
@@ -161,18 +162,26 @@ def _batch_norm_fwd_kernel(lo, hi, x3, w, b, eps, y3, mean, var):  # pragma: no 
         v /= cnt
         scale = w[c] / math.sqrt(v + eps)
         shift = b[c] - mu * scale
-        for i in range(nb):
-            for k in range(nl):
-                y3[i, c, k] = x3[i, c, k] * scale + shift
+        if relu:  # NumPy's maximum(y, 0): y where y > 0 or NaN, else +0.0
+            for i in range(nb):
+                for k in range(nl):
+                    y = x3[i, c, k] * scale + shift
+                    y3[i, c, k] = y if not y <= 0 else zero
+        else:
+            for i in range(nb):
+                for k in range(nl):
+                    y3[i, c, k] = x3[i, c, k] * scale + shift
         mean[c] = mu
         var[c] = v
 
 
 @numba.jit(**_JIT)
 def _batch_norm_bwd_kernel(
-    lo, hi, gy3, gmean, gvar, x3, w, mean, var, eps, dx3, dw, db
+    lo, hi, gy3, gmean, gvar, x3, w, mean, var, eps, dx3, dw, db, z3, zero
 ):  # pragma: no cover - compiled
-    """Channels ``lo:hi``."""
+    """Channels ``lo:hi``. With ``z3`` (not None: the output of a batch norm + ReLU),
+    ``gy3`` is the ReLU's cotangent and counts only where ``z3 > 0`` (ReLU's gradient
+    read in both passes instead of written and read again)."""
     wide_vectors()
     nb, _, nl = x3.shape
     cnt = nb * nl
@@ -184,6 +193,8 @@ def _batch_norm_bwd_kernel(
         for i in range(nb):
             for k in range(nl):
                 g = gy3[i, c, k]
+                if z3 is not None and not z3[i, c, k] > 0:
+                    g = zero
                 sg += g
                 sgx += g * (x3[i, c, k] - mu) * rstd
         dw[c] = sgx
@@ -196,7 +207,10 @@ def _batch_norm_bwd_kernel(
         for i in range(nb):
             for k in range(nl):
                 d = x3[i, c, k] - mu
-                dx3[i, c, k] = wr * (gy3[i, c, k] - a - d * rstd * bq) + gm + gv * d
+                g = gy3[i, c, k]
+                if z3 is not None and not z3[i, c, k] > 0:
+                    g = zero
+                dx3[i, c, k] = wr * (g - a - d * rstd * bq) + gm + gv * d
 
 
 def _bn_fwd_job(args, k, lo, hi):  # pragma: no cover - compiled
@@ -231,9 +245,10 @@ def _native(arrays: tuple[np.ndarray, ...], blocks: int) -> bool:
 
 
 def batch_norm_forward(
-    x3: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float
+    x3: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float, relu: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Normalize each channel of ``x3`` (B, C, L); returns ``(y, mean, var)`` (biased).
+    """Normalize each channel of ``x3`` (B, C, L); returns ``(y, mean, var)`` (biased),
+    ``y`` through a ReLU if ``relu`` (bit-equal to NumPy's ``maximum(y, 0)`` after it).
     Large inputs run blocks of channels on several threads (:mod:`._rows`): serial, batch
     norm was the one ResNet-20 step kernel left on one core."""
     y = np.empty_like(x3)
@@ -247,7 +262,7 @@ def batch_norm_forward(
         return y, mean, var
 
     def block(_k: int, lo: int, hi: int) -> None:
-        _batch_norm_fwd_kernel(lo, hi, x3, w, b, eps, y, mean, var)
+        _batch_norm_fwd_kernel(lo, hi, x3, w, b, eps, y, mean, var, relu, x3.dtype.type(0))
 
     run_blocks(block, x3.shape[1], blocks)
     return y, mean, var
@@ -262,8 +277,11 @@ def batch_norm_backward(
     mean: np.ndarray,
     var: np.ndarray,
     eps: float,
+    z3: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Gradients ``(dx, dweight, dbias)`` of training-mode batch norm over (B, C, L)."""
+    """Gradients ``(dx, dweight, dbias)`` of training-mode batch norm over (B, C, L); with
+    ``z3`` (the batch norm + ReLU's output), of the two together, ``gy3`` then being the
+    ReLU's cotangent (bit-equal to ``where(z3 > 0, gy3, 0)`` handed to the batch norm's)."""
     dx = np.empty_like(x3)
     dw = np.empty(x3.shape[1], x3.dtype)
     db = np.empty(x3.shape[1], x3.dtype)
@@ -276,7 +294,9 @@ def batch_norm_backward(
         return dx, dw, db
 
     def block(_k: int, lo: int, hi: int) -> None:
-        _batch_norm_bwd_kernel(lo, hi, gy3, gmean, gvar, x3, w, mean, var, eps, dx, dw, db)
+        _batch_norm_bwd_kernel(
+            lo, hi, gy3, gmean, gvar, x3, w, mean, var, eps, dx, dw, db, z3, x3.dtype.type(0)
+        )
 
     run_blocks(block, x3.shape[1], blocks)
     return dx, dw, db
