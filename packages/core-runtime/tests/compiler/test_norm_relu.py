@@ -30,7 +30,8 @@ def _t(shape, seed, dtype=np.float32, scale=1.0):
     return Tensor((rng.standard_normal(shape) * scale + 0.3).astype(dtype))
 
 
-SHAPES = [(2, 3, 5, 7), (1, 4, 3, 3), (6, 5), (2, 3, 2, 3, 2)]
+# the last is large enough for blocks of channels on several threads (kernels/cpu/_jobs.py)
+SHAPES = [(2, 3, 5, 7), (1, 4, 3, 3), (6, 5), (2, 3, 2, 3, 2), (16, 16, 32, 32)]
 
 
 @pytest.mark.parametrize("shape", SHAPES)

@@ -164,6 +164,14 @@ def test_batch_norm_jobs_bit_equal_to_the_row_workers(jobs_on, monkeypatch, shap
     norm.batch_norm_forward(x.astype(np.float64), w * 1.0, b * 1.0, 1e-5)
     norm.batch_norm_forward(x, np.repeat(w, 2)[::2], b, 1e-5)
     assert len(jobs_on) == 2
+    # batch norm + ReLU (graph mode's fused pair): the ReLU in the output pass, its mask in
+    # the gradient's passes
+    fz = _both(lambda: norm.batch_norm_forward(x, w, b, 1e-5, relu=True))
+    _equal(*fz)
+    z = fz[0][0]
+    np.testing.assert_array_equal(z, np.maximum(fwd[0][0], 0))
+    _equal(*_both(lambda: norm.batch_norm_backward(gy, gm, gv, x, w, mean, var, 1e-3, z3=z)))
+    assert len(jobs_on) == 4
 
 
 CONV_CASES = [  # x, w, stride, low pads, dilation, groups, output size (float32, micro paths)

@@ -214,12 +214,12 @@ def _batch_norm_bwd_kernel(
 
 
 def _bn_fwd_job(args, k, lo, hi):  # pragma: no cover - compiled
-    """(x3, w, b, eps, y3, mean, var), float32, for :mod:`._jobs`."""
+    """(x3, w, b, eps, y3, mean, var, relu as 0.0 / 1.0), float32, for :mod:`._jobs`."""
     p = _block(args)
     f = np.float32
     _batch_norm_fwd_kernel(
         lo, hi, view3(p, 0, f), view1(p, 1, f), view1(p, 2, f), real(p, 3),
-        view3(p, 4, f), view1(p, 5, f), view1(p, 6, f),
+        view3(p, 4, f), view1(p, 5, f), view1(p, 6, f), real(p, 7) != 0.0, f(0.0),
     )  # fmt: skip
 
 
@@ -230,7 +230,18 @@ def _bn_bwd_job(args, k, lo, hi):  # pragma: no cover - compiled
     _batch_norm_bwd_kernel(
         lo, hi, view3(p, 0, f), view1(p, 1, f), view1(p, 2, f), view3(p, 3, f),
         view1(p, 4, f), view1(p, 5, f), view1(p, 6, f), real(p, 7), view3(p, 8, f),
-        view1(p, 9, f), view1(p, 10, f),
+        view1(p, 9, f), view1(p, 10, f), None, f(0.0),
+    )  # fmt: skip
+
+
+def _bn_relu_bwd_job(args, k, lo, hi):  # pragma: no cover - compiled
+    """:func:`_bn_bwd_job`'s arguments, then z3 (the batch norm + ReLU's output)."""
+    p = _block(args)
+    f = np.float32
+    _batch_norm_bwd_kernel(
+        lo, hi, view3(p, 0, f), view1(p, 1, f), view1(p, 2, f), view3(p, 3, f),
+        view1(p, 4, f), view1(p, 5, f), view1(p, 6, f), real(p, 7), view3(p, 8, f),
+        view1(p, 9, f), view1(p, 10, f), view3(p, 11, f), f(0.0),
     )  # fmt: skip
 
 
@@ -257,7 +268,7 @@ def batch_norm_forward(
 
     blocks = n_blocks(x3.shape[1], x3.size)
     if _native((x3, w, b, y, mean, var), blocks):
-        args = _jobs.pack(x3, w, b, float(eps), y, mean, var)
+        args = _jobs.pack(x3, w, b, float(eps), y, mean, var, float(relu))
         _jobs.run(_jobs.job(_bn_fwd_job), args, x3.shape[1], blocks)
         return y, mean, var
 
@@ -288,9 +299,11 @@ def batch_norm_backward(
 
     blocks = n_blocks(x3.shape[1], x3.size)
     arrays = (gy3, gmean, gvar, x3, w, mean, var)
-    if _native((*arrays, dx, dw, db), blocks):
-        args = _jobs.pack(*arrays, float(eps), dx, dw, db)
-        _jobs.run(_jobs.job(_bn_bwd_job), args, x3.shape[1], blocks)
+    masks = () if z3 is None else (z3,)
+    if _native((*arrays, dx, dw, db, *masks), blocks):
+        args = _jobs.pack(*arrays, float(eps), dx, dw, db, *masks)
+        fn = _bn_bwd_job if z3 is None else _bn_relu_bwd_job
+        _jobs.run(_jobs.job(fn), args, x3.shape[1], blocks)
         return dx, dw, db
 
     def block(_k: int, lo: int, hi: int) -> None:
