@@ -54,6 +54,7 @@ def main() -> None:
         default="",
         help="worker spins in us to alternate, comma-separated (default: the env setting)",
     )
+    p.add_argument("--no-torch", action="store_true", help="skip PyTorch's step (slow under load)")
     args = p.parse_args()
 
     from resnet20_step import training_steps
@@ -97,12 +98,12 @@ def main() -> None:
         sp, th = makers[name]()
         lingers = [float(v) for v in args.lingers.split(",") if v] or [_jobs.LINGER_US]
         on_modes = [f"on{v:g}" for v in lingers]
-        modes = ["off", *on_modes, "torch"]
+        modes = ["off", *on_modes] + ([] if args.no_torch else ["torch"])
         walls: dict[str, list[float]] = {m: [] for m in modes}
         cpus: dict[str, list[float]] = {m: [] for m in modes}
         counts: dict[str, tuple[int, int, int, int]] = {}
         for i in range(2 + args.rounds):
-            order = modes if i % 2 else [*modes[-2::-1], "torch"]
+            order = modes if i % 2 else modes[::-1]
             for mode in order:
                 _jobs.ENABLED = mode.startswith("on")
                 if _jobs.ENABLED:
@@ -128,6 +129,8 @@ def main() -> None:
                 f"  CPU min {c.min():7.1f} med {np.median(c):7.1f} ms"
                 f"  | row-block calls {r}, native jobs {j} (worker joined {st}, chunks {ch})"
             )
+        if args.no_torch:
+            continue
         t = np.array(walls["torch"])
         for mode in modes[:-1]:
             s = np.array(walls[mode])

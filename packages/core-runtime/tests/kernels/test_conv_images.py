@@ -336,6 +336,12 @@ def test_images_split_over_more_threads_than_cores(monkeypatch):
         "run_blocks",
         lambda fn, rows, b, chunks: blocks.append(b) or real(fn, rows, b, chunks),
     )
+    real_job = conv_images._jobs.run  # float32 kernels run as GIL-free jobs where they can
+    monkeypatch.setattr(
+        conv_images._jobs,
+        "run",
+        lambda fn, a, rows, b, chunks: blocks.append(b) or real_job(fn, a, rows, b, chunks),
+    )
     monkeypatch.setattr(conv_images, "max_blocks", lambda: 3)
     monkeypatch.setattr(conv_images, "PARALLEL_MIN", 0)
     rng = np.random.default_rng(1)

@@ -183,6 +183,13 @@ CONV_CASES = [  # x, w, stride, low pads, dilation, groups, output size (float32
     ((7, 8, 5, 16), (16, 8, 3, 3), (1, 1), (0, 2), (1, 1), 1),  # one-sided pad, implicit dw
     ((3, 9, 6, 32), (9, 9, 3, 3), (1, 1), (1, 1), (1, 1), 1),  # 9 out: zero-padded rows
     ((2, 12, 5, 32), (18, 6, 3, 3), (1, 1), (1, 1), (1, 1), 2),  # groups of 9: padded rows
+    # kernels that call cblas_sgemm: 3 channels in (plain weight and input gradients)
+    ((4, 3, 10, 10), (16, 3, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((3, 16, 16, 16), (32, 16, 3, 3), (2, 2), (1, 1), (1, 1), 1),  # stride 2: col2im dx
+    ((2, 16, 16, 16), (32, 16, 1, 1), (2, 2), (0, 0), (1, 1), 1),  # 1x1 stride-2 projection
+    ((4, 6, 14, 14), (16, 6, 5, 5), (1, 1), (0, 0), (1, 1), 1),  # LeNet-5's second conv
+    ((3, 4, 9, 7), (6, 2, 3, 2), (2, 1), (1, 0), (1, 2), 2),  # groups, 6 out: OpenBLAS only
+    ((2, 8, 8, 8), (36, 8, 3, 3), (1, 1), (1, 1), (1, 1), 1),  # 36 out on OpenBLAS
 ]
 
 

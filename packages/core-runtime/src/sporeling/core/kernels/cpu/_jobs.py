@@ -14,10 +14,20 @@ an int64 block, see :func:`pack`) and a job block (function, arguments, chunk bo
 counters). The worker is a Python thread parked in one nogil Numba call (:func:`_serve`)
 for its whole life: it claims chunks from the job's counter and calls the function by
 address, spins (``pause``) for the next post for up to ``LINGER_US`` microseconds after
-each job, then sleeps on a POSIX semaphore through libc, all without the GIL. The caller
-runs its chunks and waits for the rest in one nogil call (:func:`_participate`). So
-during a step the GIL is only the caller's, and the worker, awake between back-to-back
-ops, sees a post within a microsecond.
+each job (``SPORELING_NATIVE_LINGER_US``, default 1000: the ops of a step come ~1 ms apart),
+calling ``sched_yield`` every ~20 us of it, then sleeps on a POSIX semaphore through libc,
+all without the GIL. The caller runs its chunks and waits for the rest in one nogil call
+(:func:`_participate`). So during a step the GIL is only the caller's, and the worker,
+awake between back-to-back ops, sees a post within a microsecond; between steps it sleeps.
+The yields keep the spin from taking a loaded core from others: at load ~17 (2 cores) a
+ResNet-20 step's median went 1241 -> 1093 ms with the spin, where a spin without them had
+made it slower (1357 -> 1858 ms).
+
+ResNet-20 step at 2 threads, same-process A/B against the :mod:`._rows` path (load ~14-16,
+the benchmark's process group at the highest priority so that the load's share is small;
+``benchmarks/conv/native_jobs_ab.py``): PyTorch's time over ours, min / median, 0.71 /
+0.64 -> 0.95 / 0.94 (spin 1000 us), 0.82 / 0.75 (no spin); batch norm, ReLU, ReLU's
+gradient and the adds now take half their one-thread time.
 
 Only kernels with a job wrapper use this (:func:`available`: Linux/glibc, several
 threads); the rest stay on :mod:`._rows`. A forked child starts with no workers.
@@ -52,7 +62,9 @@ ENABLED = os.environ.get("SPORELING_NATIVE_JOBS", "1").strip() not in ("0", "off
 
 _JOB_SIG = types.void(types.int64, types.int64, types.int64, types.int64)
 # a worker's control block (int64, one cache line)
-_POSTED, _SLEEPING, _JOB, _K, _IDLE, _LINGER, _STARTS, _CHUNKS = range(8)
+_POSTED, _SLEEPING, _JOB, _K, _IDLE, _LINGER, _SLICE, _STARTS, _CHUNKS = range(9)
+#: microseconds a lingering worker spins between two ``sched_yield`` calls
+YIELD_EVERY_US = 20.0
 # a job block: function, arguments, chunks, next chunk, chunks finished, then the bounds
 _FN, _ARGS, _N, _NEXT, _FINISHED, _BOUNDS = range(6)
 
@@ -141,6 +153,21 @@ def _call_c1(typingctx: Any, fn: Any, arg: Any) -> Any:
 
 #: slots of int64 per packed argument: an array's address and up to five sizes
 SLOT = 6
+
+
+@_intrinsic
+def _call_c0(typingctx: Any, fn: Any) -> Any:
+    """Call the C function at address ``fn`` as ``int(void)`` (libc's ``sched_yield``)."""
+    if not isinstance(fn, types.Integer):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, a: Any) -> Any:
+        fnty = ir.FunctionType(ir.IntType(32), [])
+        return builder.sext(
+            builder.call(builder.inttoptr(a[0], fnty.as_pointer()), []), ir.IntType(64)
+        )
+
+    return types.int64(types.int64), codegen
 
 
 @numba.njit(cache=True, inline="always")
@@ -252,7 +279,22 @@ def _chunks(job: Any, k: int) -> int:  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _serve(ctl: Any, sem: int, sem_wait: int) -> None:  # pragma: no cover - compiled
+def _linger(ctl: Any, seq: int, sched_yield: int) -> bool:  # pragma: no cover - compiled
+    """Whether post ``seq`` came within ``ctl[_LINGER]`` spin tries, yielding the core
+    every ``ctl[_SLICE]`` tries (~20 us): a spin that a busy core's other tasks (or the
+    caller, put on the same core) are waiting for gives way to them."""
+    left, piece = _spin.load(ctl, _LINGER), max(1, _spin.load(ctl, _SLICE))
+    while left > 0:
+        if _spin.spin_until(ctl, _POSTED, seq, min(piece, left)):
+            return True
+        left -= piece
+        if left > 0:
+            _call_c0(sched_yield)
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def _serve(ctl: Any, sem: int, sem_wait: int, sched_yield: int) -> None:  # pragma: no cover
     """A worker's whole life, without the GIL: wait for post ``seq`` (spin up to
     ``ctl[_LINGER]`` tries, then sleep on the semaphore), run the job's chunks, go idle.
 
@@ -264,7 +306,7 @@ def _serve(ctl: Any, sem: int, sem_wait: int) -> None:  # pragma: no cover - com
     seq = 0
     while True:
         seq += 1
-        if not _spin.spin_until(ctl, _POSTED, seq, _spin.load(ctl, _LINGER)):
+        if not _linger(ctl, seq, sched_yield):
             while _spin.load(ctl, _POSTED) != seq:
                 _spin.store(ctl, _SLEEPING, 1)
                 if _spin.load(ctl, _POSTED) != seq:
@@ -319,18 +361,19 @@ class _Worker:
     def __init__(self) -> None:
         libc = _libc()
         assert libc is not None
-        mem = libc.malloc(3 * 64)
-        ctypes.memset(mem, 0, 3 * 64)
-        mem += -mem % 64  # the control block on a cache line of its own, then the semaphore
-        self.ctl = np.frombuffer((ctypes.c_int64 * 8).from_address(mem), np.int64)
-        self.sem = mem + 64
+        mem = libc.malloc(4 * 64)
+        ctypes.memset(mem, 0, 4 * 64)
+        mem += -mem % 64  # the control block on cache lines of its own, then the semaphore
+        self.ctl = np.frombuffer((ctypes.c_int64 * 16).from_address(mem), np.int64)
+        self.sem = mem + 128
         if libc.sem_init(ctypes.c_void_p(self.sem), 0, 0) != 0:
             raise OSError("sem_init failed")
         self.ctl[_IDLE] = 1
         self.ctl[_LINGER] = _linger_tries()
+        self.ctl[_SLICE] = _linger_tries(YIELD_EVERY_US)
         self.seq = 0
         self.jobs: list[np.ndarray] = []
-        args = (self.ctl, self.sem, _addr(libc.sem_wait))
+        args = (self.ctl, self.sem, _addr(libc.sem_wait), _addr(libc.sched_yield))
         threading.Thread(target=_serve, args=args, name="sporeling-jobs", daemon=True).start()
 
     def post(self, job: np.ndarray, k: int) -> None:
@@ -343,7 +386,8 @@ _LIBC: list[Any] = []
 
 
 def _libc() -> Any:
-    """glibc through ctypes (malloc, sem_init/sem_wait/sem_post), or None elsewhere."""
+    """glibc through ctypes (malloc, sem_init/sem_wait/sem_post, sched_yield), or None
+    elsewhere."""
     if not _LIBC:
         lib = None
         if sys.platform.startswith("linux"):
@@ -352,7 +396,7 @@ def _libc() -> Any:
                 lib.malloc.restype = ctypes.c_size_t
                 lib.malloc.argtypes = [ctypes.c_size_t]
                 lib.sem_init.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint]
-                lib.sem_wait, lib.sem_post  # noqa: B018 - present?
+                lib.sem_wait, lib.sem_post, lib.sched_yield  # noqa: B018 - present?
             except (OSError, AttributeError):
                 lib = None
         _LIBC.append(lib)
@@ -366,9 +410,11 @@ def _addr(fn: Any) -> int:
 _tries_per_us: list[float] = []
 
 
-def _linger_tries() -> int:
-    """``LINGER_US`` as a number of ``_spin.spin_until`` tries (calibrated once)."""
-    if LINGER_US <= 0:
+def _linger_tries(us: float | None = None) -> int:
+    """``us`` (default ``LINGER_US``) as a number of ``_spin.spin_until`` tries (the rate
+    calibrated once)."""
+    us = LINGER_US if us is None else us
+    if us <= 0:
         return 0
     if not _tries_per_us:
         never = np.zeros(1, np.int64)
@@ -379,7 +425,7 @@ def _linger_tries() -> int:
             _spin.spin_until(never, 0, -1, n)
             best = min(best, time.perf_counter() - t0)
         _tries_per_us.append(n / max(best * 1e6, 1e-3))
-    return max(1, int(LINGER_US * _tries_per_us[0]))
+    return max(1, int(us * _tries_per_us[0]))
 
 
 _ALL: list[_Worker] = []

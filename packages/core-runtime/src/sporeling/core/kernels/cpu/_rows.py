@@ -32,7 +32,9 @@ after the post; it ran chunks in 66% -> 13% of the jobs; 400 us: 27 us, 42%): th
 costs the worker its share of a busy scheduler. A worker that sees its post still needs
 the GIL, held by the caller until its first kernel, so it waits on the GIL's condition
 variable instead, for microseconds. Whether that wins on an idle machine needs an A/B
-there (``SPORELING_WORKER_LINGER_US``, benchmarks/README.md).
+there (``SPORELING_WORKER_LINGER_US``, benchmarks/README.md). Float32 kernels with a job
+wrapper (ReLU, adds, ReLU's gradient, batch norm, the per-image convolutions) run on
+:mod:`._jobs` instead, whose workers never take the GIL.
 """
 
 from __future__ import annotations

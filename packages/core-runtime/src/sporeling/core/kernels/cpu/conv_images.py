@@ -27,6 +27,7 @@ batch-wide path otherwise.
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numba
@@ -613,10 +614,27 @@ def _run(fn: Any, n_img: int, blocks: int, job: Any = None, args: tuple[Any, ...
     if job is not None and _jobs.available():
         packed = _jobs.pack(*args, strict=False)
         if packed is not None:
-            _jobs.run(_jobs.job(job), packed, n_img, blocks, chunks)
+            if isinstance(args[0], int):  # a gemm's address: the BLAS on one thread
+                with single_threaded_blas():
+                    _jobs.run(_jobs.job(job), packed, n_img, blocks, chunks)
+            else:
+                _jobs.run(_jobs.job(job), packed, n_img, blocks, chunks)
             return
     with single_threaded_blas():
         run_blocks(fn, n_img, blocks, chunks=chunks)
+
+
+def _gemm_job(name: str, dtype: Any, gemm: Any) -> Any:
+    """The job of kernel ``name`` (:mod:`.conv_jobs`) for ``gemm``'s CBLAS integer width,
+    or None (float64 kernels stay on :mod:`._rows`)."""
+    if dtype != np.float32:
+        return None
+    j32, j64 = conv_jobs.gemm_jobs(name)
+    return j64 if ctypes.sizeof(gemm.argtypes[3]) == 8 else j32
+
+
+def _address(fn: Any) -> int:
+    return int(ctypes.cast(fn, ctypes.c_void_p).value or 0)
 
 
 def conv2d_images(
@@ -668,13 +686,15 @@ def conv2d_images(
         def block(k: int, lo: int, hi: int) -> None:
             _forward_kernel_mk(gemm, x, wp, w2, out, cols[k], g2, groups, one, zero, lo, hi)
 
-        _run(block, n, threads)
+        args = (_address(gemm), x, wp, w2, out, cols, g2, groups, float(one), float(zero))
+        _run(block, n, threads, _gemm_job("forward_mk", x.dtype, gemm), args)
         return out
 
     def block(k: int, lo: int, hi: int) -> None:
         _forward_kernel(gemm, x, w2, out, cols[k], g2, groups, one, zero, lo, hi)
 
-    _run(block, n, threads)
+    args = (_address(gemm), x, w2, out, cols, g2, groups, float(one), float(zero))
+    _run(block, n, threads, _gemm_job("forward", x.dtype, gemm), args)
     return out
 
 
@@ -700,13 +720,15 @@ def conv2d_data_grad_images(
         def block(k: int, lo: int, hi: int) -> None:
             _data_grad_kernel_mk(gemm, gy, wpt, w2, dx, dcols[k], g2, groups, one, zero, lo, hi)
 
-        _run(block, n, threads)
+        args = (_address(gemm), gy, wpt, w2, dx, dcols, g2, groups, float(one), float(zero))
+        _run(block, n, threads, _gemm_job("data_grad_mk", gy.dtype, gemm), args)
         return dx
 
     def block(k: int, lo: int, hi: int) -> None:
         _data_grad_kernel(gemm, gy, w2, dx, dcols[k], g2, groups, one, zero, lo, hi)
 
-    _run(block, n, threads)
+    args = (_address(gemm), gy, w2, dx, dcols, g2, groups, float(one), float(zero))
+    _run(block, n, threads, _gemm_job("data_grad", gy.dtype, gemm), args)
     return dx
 
 
@@ -773,12 +795,16 @@ def conv2d_weight_grad_images(
             s, c, t = sums[k], cols[k], gyt[k]
             _weight_grad_kernel_mk(gemm, x, gy, s, c, t, g2, groups, one, lo, hi)
 
+        job = _gemm_job("weight_grad_mk", x.dtype, gemm)
+        args: tuple[Any, ...] = (_address(gemm), x, gy, sums, cols, gyt, g2, groups, float(one))
     else:
 
         def block(k: int, lo: int, hi: int) -> None:
             _weight_grad_kernel(gemm, x, gy, sums[k], cols[k], g2, groups, one, lo, hi)
 
-    _run(block, n, threads)
+        job = _gemm_job("weight_grad", x.dtype, gemm)
+        args = (_address(gemm), x, gy, sums, cols, g2, groups, float(one))
+    _run(block, n, threads, job, args)
     dwt = sums[0]
     for k in range(1, threads):
         dwt += sums[k]

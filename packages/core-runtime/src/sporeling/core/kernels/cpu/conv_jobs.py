@@ -1,15 +1,25 @@
 """The per-image convolution kernels of :mod:`.conv_images` as jobs for :mod:`._jobs`
 (workers that never take the GIL): one wrapper per kernel, unpacking the arguments that
-:func:`.conv_images._run` packs in the same order. Only the float32 kernels on the
-micro-kernel have one (the others call OpenBLAS through ctypes and stay on :mod:`._rows`).
+:func:`.conv_images._run` packs in the same order. Float32 kernels only: those on the
+micro-kernel, and those that call OpenBLAS's ``cblas_sgemm``, whose address travels in the
+packed arguments and becomes a typed pointer again in the job (one job per width of CBLAS's
+integers, so that a disk cache never pairs code with the other width).
 """
 
 from __future__ import annotations
 
+import ctypes
+from typing import Any
+
+import numba
 import numpy as np
+from numba import types
+from numba.extending import intrinsic
 
 from . import conv_images as ci
-from ._jobs import block, integer, view1, view2, view3, view4, view5
+from ._jobs import block, integer, real, view1, view2, view3, view4, view5
+
+_intrinsic: Any = intrinsic
 
 _F, _I = np.float32, np.int64
 
@@ -53,3 +63,171 @@ def weight_grad_implicit(args, k, lo, hi):  # pragma: no cover - compiled
         view3(p, 4, _F)[k], view1(p, 5, _I), view1(p, 6, _I), view1(p, 7, _I),
         integer(p, 8), integer(p, 9), lo, hi,
     )  # fmt: skip
+
+
+# ---- kernels that call OpenBLAS's cblas_sgemm (a pointer in the packed arguments) -------
+
+
+def _gemm_type(integer: Any) -> Any:
+    """Numba's type of ``cblas_sgemm`` with CBLAS integers of ``integer`` (ctypes)."""
+    e, p, f = ctypes.c_int, ctypes.c_void_p, ctypes.c_float
+    proto = ctypes.CFUNCTYPE(
+        None, e, e, e, *[integer] * 3, f, p, integer, p, integer, f, p, integer
+    )
+    return numba.typeof(proto(0))
+
+
+_GEMM32, _GEMM64 = _gemm_type(ctypes.c_int32), _gemm_type(ctypes.c_int64)
+
+
+@_intrinsic
+def _gemm32(typingctx: Any, addr: Any) -> Any:
+    """``addr`` as ``cblas_sgemm`` with 32-bit CBLAS integers."""
+    if not isinstance(addr, types.Integer):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.inttoptr(args[0], context.get_value_type(_GEMM32))
+
+    return _GEMM32(types.int64), codegen
+
+
+@_intrinsic
+def _gemm64(typingctx: Any, addr: Any) -> Any:
+    """``addr`` as ``cblas_sgemm`` with 64-bit CBLAS integers (OpenBLAS's INTERFACE64)."""
+    if not isinstance(addr, types.Integer):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.inttoptr(args[0], context.get_value_type(_GEMM64))
+
+    return _GEMM64(types.int64), codegen
+
+
+def gemm_jobs(name: str) -> tuple[Any, Any]:
+    """The two wrappers (32- and 64-bit CBLAS integers) of kernel ``name``; each compiles
+    only if used, and their caches cannot mix up the two widths."""
+    return globals()[f"{name}_32"], globals()[f"{name}_64"]
+
+
+# Each kernel: a helper that unpacks (its arguments after the gemm pointer, argument 0) and
+# is compiled per gemm type, and one job per integer width.
+
+
+@numba.njit(cache=True)
+def _forward(gemm, p, k, lo, hi):  # pragma: no cover - compiled
+    """(gemm, x, w2, out, cols, geo, groups, one, zero): :func:`.conv_images._forward_kernel`."""
+    ci._forward_kernel(
+        gemm, view4(p, 1, _F), view2(p, 2, _F), view4(p, 3, _F), view3(p, 4, _F)[k],
+        view1(p, 5, _I), integer(p, 6), _F(real(p, 7)), _F(real(p, 8)), lo, hi,
+    )  # fmt: skip
+
+
+def forward_32(args, k, lo, hi):  # pragma: no cover - compiled
+    p = block(args)
+    _forward(_gemm32(integer(p, 0)), p, k, lo, hi)
+
+
+def forward_64(args, k, lo, hi):  # pragma: no cover - compiled
+    p = block(args)
+    _forward(_gemm64(integer(p, 0)), p, k, lo, hi)
+
+
+@numba.njit(cache=True)
+def _forward_mk(gemm, p, k, lo, hi):  # pragma: no cover - compiled
+    """(gemm, x, wp, w2, out, cols, geo, groups, one, zero):
+    :func:`.conv_images._forward_kernel_mk`."""
+    ci._forward_kernel_mk(
+        gemm, view4(p, 1, _F), view4(p, 2, _F), view2(p, 3, _F), view4(p, 4, _F),
+        view3(p, 5, _F)[k], view1(p, 6, _I), integer(p, 7), _F(real(p, 8)), _F(real(p, 9)),
+        lo, hi,
+    )  # fmt: skip
+
+
+def forward_mk_32(args, k, lo, hi):  # pragma: no cover - compiled
+    p = block(args)
+    _forward_mk(_gemm32(integer(p, 0)), p, k, lo, hi)
+
+
+def forward_mk_64(args, k, lo, hi):  # pragma: no cover - compiled
+    p = block(args)
+    _forward_mk(_gemm64(integer(p, 0)), p, k, lo, hi)
+
+
+@numba.njit(cache=True)
+def _data_grad_mk(gemm, p, k, lo, hi):  # pragma: no cover - compiled
+    """(gemm, gy, wpt, w2, dx, dcols, geo, groups, one, zero):
+    :func:`.conv_images._data_grad_kernel_mk`."""
+    ci._data_grad_kernel_mk(
+        gemm, view4(p, 1, _F), view4(p, 2, _F), view2(p, 3, _F), view4(p, 4, _F),
+        view3(p, 5, _F)[k], view1(p, 6, _I), integer(p, 7), _F(real(p, 8)), _F(real(p, 9)),
+        lo, hi,
+    )  # fmt: skip
+
+
+def data_grad_mk_32(args, k, lo, hi):  # pragma: no cover - compiled
+    p = block(args)
+    _data_grad_mk(_gemm32(integer(p, 0)), p, k, lo, hi)
+
+
+def data_grad_mk_64(args, k, lo, hi):  # pragma: no cover - compiled
+    p = block(args)
+    _data_grad_mk(_gemm64(integer(p, 0)), p, k, lo, hi)
+
+
+@numba.njit(cache=True)
+def _data_grad(gemm, p, k, lo, hi):  # pragma: no cover - compiled
+    """(gemm, gy, w2, dx, dcols, geo, groups, one, zero): :func:`.conv_images._data_grad_kernel`."""
+    ci._data_grad_kernel(
+        gemm, view4(p, 1, _F), view2(p, 2, _F), view4(p, 3, _F), view3(p, 4, _F)[k],
+        view1(p, 5, _I), integer(p, 6), _F(real(p, 7)), _F(real(p, 8)), lo, hi,
+    )  # fmt: skip
+
+
+def data_grad_32(args, k, lo, hi):  # pragma: no cover - compiled
+    p = block(args)
+    _data_grad(_gemm32(integer(p, 0)), p, k, lo, hi)
+
+
+def data_grad_64(args, k, lo, hi):  # pragma: no cover - compiled
+    p = block(args)
+    _data_grad(_gemm64(integer(p, 0)), p, k, lo, hi)
+
+
+@numba.njit(cache=True)
+def _weight_grad_mk(gemm, p, k, lo, hi):  # pragma: no cover - compiled
+    """(gemm, x, gy, sums, cols, gyt, geo, groups, one):
+    :func:`.conv_images._weight_grad_kernel_mk`."""
+    ci._weight_grad_kernel_mk(
+        gemm, view4(p, 1, _F), view4(p, 2, _F), view4(p, 3, _F)[k], view3(p, 4, _F)[k],
+        view3(p, 5, _F)[k], view1(p, 6, _I), integer(p, 7), _F(real(p, 8)), lo, hi,
+    )  # fmt: skip
+
+
+def weight_grad_mk_32(args, k, lo, hi):  # pragma: no cover - compiled
+    p = block(args)
+    _weight_grad_mk(_gemm32(integer(p, 0)), p, k, lo, hi)
+
+
+def weight_grad_mk_64(args, k, lo, hi):  # pragma: no cover - compiled
+    p = block(args)
+    _weight_grad_mk(_gemm64(integer(p, 0)), p, k, lo, hi)
+
+
+@numba.njit(cache=True)
+def _weight_grad(gemm, p, k, lo, hi):  # pragma: no cover - compiled
+    """(gemm, x, gy, sums, cols, geo, groups, one): :func:`.conv_images._weight_grad_kernel`."""
+    ci._weight_grad_kernel(
+        gemm, view4(p, 1, _F), view4(p, 2, _F), view4(p, 3, _F)[k], view3(p, 4, _F)[k],
+        view1(p, 5, _I), integer(p, 6), _F(real(p, 7)), lo, hi,
+    )  # fmt: skip
+
+
+def weight_grad_32(args, k, lo, hi):  # pragma: no cover - compiled
+    p = block(args)
+    _weight_grad(_gemm32(integer(p, 0)), p, k, lo, hi)
+
+
+def weight_grad_64(args, k, lo, hi):  # pragma: no cover - compiled
+    p = block(args)
+    _weight_grad(_gemm64(integer(p, 0)), p, k, lo, hi)
