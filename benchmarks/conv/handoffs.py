@@ -1,7 +1,8 @@
 """Hand-offs to Sporeling's row workers during ResNet-20 steps: per call site of
-``_rows.run_blocks``, the calls per step, their wall time and the work of their chunks, how
-often the worker ran no chunk, its start latency and the caller's wait at the end. For the
-2-thread account on an idle machine (under load every latency here is the scheduler's).
+``_rows.run_blocks`` and of ``_jobs.run`` (GIL-free jobs, sites prefixed ``jobs:``), the
+calls per step, their wall time and the work of their chunks, how often the worker ran no
+chunk, its start latency and the caller's wait at the end. For the 2-thread account on an
+idle machine (under load every latency here is the scheduler's).
 
 ``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE PYTHONPATH=packages/core-runtime/src
 python benchmarks/conv/handoffs.py --steps 10`` (bench venv: PyTorch is needed for the
@@ -56,6 +57,33 @@ def _instrument(stats: dict[Any, list[tuple[float, ...]]]) -> None:
         mod = importlib.import_module(f"{kernels.__name__}.{info.name}")
         if getattr(mod, "run_blocks", None) is real:
             mod.run_blocks = run_blocks
+    _instrument_jobs(stats)
+
+
+def _instrument_jobs(stats: dict[Any, list[tuple[float, ...]]]) -> None:
+    """The same per call site for the GIL-free jobs (``_jobs.run``): the chunks' work is not
+    visible there, so "work" is the wall time and the worker's start latency unknown; "no
+    worker" counts calls in which the worker ran no chunk (from ``_jobs.stats``)."""
+    import sys
+
+    from sporeling.core.kernels.cpu import _jobs
+
+    real = _jobs.run
+
+    def run(fn: Any, args: Any, rows: int, blocks: int, chunks: int | None = None) -> None:
+        caller = sys._getframe(1)
+        if caller.f_code.co_name == "_run":  # conv_images' helper: name its caller
+            caller = caller.f_back or caller
+        site = ("jobs:" + caller.f_globals.get("__name__", "?").rsplit(".", 1)[-1],
+                caller.f_code.co_name)  # fmt: skip
+        s0 = _jobs.stats()
+        t0 = time.perf_counter()
+        real(fn, args, rows, blocks, chunks)
+        t1 = time.perf_counter()
+        ran = _jobs.stats()[1] - s0[1]
+        stats[site].append((t1 - t0, t1 - t0, int(ran > 0), float("nan"), 0.0))
+
+    _jobs.run = run
 
 
 def main() -> None:
