@@ -10,7 +10,7 @@ from ... import dtype as _dt
 from ..._primitive import Primitive, ShapedArray
 from ...errors import check_axis, op_error
 from ...tensor import Tensor
-from .._core import as_tensor, ones_like
+from .._core import as_tensor, cast, ones_like
 from .._elementwise import float_input
 from ._common import _number
 from .softmax_family import softmax
@@ -100,9 +100,12 @@ def dropout(
         return t, ones_like(t)
     keep = 1.0 - rate
     seed = None if seed0 == 0 and seed1 == 0 else (int(seed0) << 32) | int(seed1)
-    mask = bernoulli_mask_p.bind(
-        shape=t.shape, dtype=t.dtype, device=t._device, keep=keep, seed=seed
+    # drawn as bools and cast: a recomputed cell keeps the draw (one byte per element) from
+    # its forward to its backward, and the compiled backward casts it again
+    drawn = bernoulli_mask_p.bind(
+        shape=t.shape, dtype=_dt.bool_, device=t._device, keep=keep, seed=seed
     )
+    mask = cast(drawn, t.dtype)
     if keep == 0:
         return t * mask, mask
     return t * mask * (1.0 / keep), mask
