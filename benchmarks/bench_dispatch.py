@@ -5,7 +5,9 @@ checks, dtype/shape rules, output wrapping and, in the ``grad`` variant (inputs 
 ``requires_grad``), recording the autograd node. Each timed call runs the op
 ``OPS_PER_CALL`` times in a plain loop, the same loop on both sides. One op or more per
 family: binary arithmetic, unary math, product, full and axis reductions, basic indexing,
-activation, comparison, movement (reshape, transpose), softmax.
+activation, comparison, movement (reshape, transpose), softmax; and the in-place Parameter
+updates (``ops.assign``, ``ops.assign_add``, as optimizers and fake-quant observers call them)
+against PyTorch's ``param.data.copy_`` / ``param.add_`` under ``no_grad``.
 """
 
 from __future__ import annotations
@@ -69,4 +71,52 @@ def cases(ctx: Context) -> list[Case]:
                     tol=1e-6,
                 )
             )
+    return out + _assign_cases(ctx, a, b)
+
+
+def _assign_cases(ctx: Context, a: Any, b: Any) -> list[Case]:
+    """In-place updates of a 4x4 float32 Parameter by a tensor or a Python scalar."""
+    ops, torch = ctx.ops, ctx.torch
+
+    def th_loop(fn: Any, p: Any, v: Any) -> Any:
+        def run() -> Any:
+            with torch.no_grad():
+                for _ in range(OPS_PER_CALL):
+                    fn(p, v)
+            return p
+
+        return run
+
+    pairs = {  # name -> (sporeling update, torch update, value as a NumPy array or a float)
+        "assign": (ops.assign, lambda p, v: p.data.copy_(v), b),
+        "assign scalar": (ops.assign, lambda p, v: p.data.fill_(v), 0.5),
+        "assign_add": (ops.assign_add, lambda p, v: p.add_(v), b),
+        "assign_add scalar": (ops.assign_add, lambda p, v: p.add_(v), 1.0),
+    }
+    out = []
+    for name, (sp_op, th_op, val) in pairs.items():
+
+        def make(sp_op: Any = sp_op, th_op: Any = th_op, val: Any = val) -> Any:
+            """The two loops on one Parameter pair (new ones for the check: the update
+            accumulates, so the timed pair's values depend on how often each side ran)."""
+            sp_p = ctx.sp_param(a.copy(), "p")  # (a Parameter made from an array holds it)
+            th_p = torch.nn.Parameter(ctx.th(a))
+            sp_v = val if isinstance(val, float) else ctx.sp(val)
+            th_v = val if isinstance(val, float) else ctx.th(val)
+            return _loop(sp_op, sp_p, sp_v), th_loop(th_op, th_p, th_v)
+
+        sp_run, th_run = make()
+        out.append(
+            Case(
+                name=f"{name} (Parameter, no grad)",
+                sporeling=sp_run,
+                torch=th_run,
+                goal=GOAL,
+                per="op",
+                ops_per_call=OPS_PER_CALL,
+                tol=1e-6,
+                check_sporeling=lambda make=make: make()[0](),
+                check_torch=lambda make=make: make()[1](),
+            )
+        )
     return out

@@ -8,9 +8,10 @@ import numpy as np
 
 from ... import dtype as _dt
 from ..._eager import EagerInterpreter
-from ..._primitive import Primitive, ShapedArray, current_interpreter
+from ..._primitive import _STATE, Primitive, ShapedArray, current_interpreter
 from ...errors import check_axis, check_int, op_error
 from ...errors import check_bool as _check_bool
+from ...kernels.cpu._rows import PARALLEL_MIN
 from ...tensor import Parameter, Tensor
 from .._core import as_tensor, assign_inplace, broadcast_shapes, broadcast_to, cast, reshape
 from .._elementwise import add, sub
@@ -276,6 +277,49 @@ def _assign_value(op: str, variable: Any, value: Any) -> tuple[Tensor, Tensor]:
     return x, cast(v, x.dtype)
 
 
+_ndarray = np.ndarray
+_asarray = np.asarray
+_np_add = np.add
+_np_sub = np.subtract
+
+
+def _fast_operands(variable: Any, value: Any) -> tuple[Any, Any] | None:
+    """The common eager case as (the Parameter's buffer, the array to write), else None.
+
+    The case: eager execution (no tracer on the interpreter stack), ``variable`` a Parameter
+    whose buffer is a writeable C-contiguous NumPy array, ``value`` a Tensor with the
+    buffer's shape and dtype on the same device, or a Python int/float (converted exactly as
+    the generic path converts it). The generic path's checks all pass there, its casts and
+    broadcasts do nothing and its ``assign_inplace`` effect writes the buffer under no_grad,
+    so writing the buffer directly is the same update at ~1/8 of the cost (bench_dispatch).
+    Every other case (and every error) takes the generic path."""
+    if type(variable) is not Parameter or type(_STATE[-1]) is not EagerInterpreter:
+        return None
+    d = variable._data
+    if type(d) is not _ndarray:
+        return None
+    flags = d.flags
+    if not (flags.c_contiguous and flags.writeable):
+        return None
+    tv = type(value)
+    if tv is Tensor or tv is Parameter:
+        vd = value._data
+        if (
+            type(vd) is _ndarray
+            and vd.dtype == d.dtype
+            and vd.shape == d.shape
+            and value._device is variable._device
+        ):
+            return d, vd
+        return None
+    if tv is float or tv is int:
+        try:
+            return d, _asarray(value, d.dtype)  # as Tensor(value, dtype=variable.dtype)
+        except (TypeError, ValueError, OverflowError):
+            return None  # the generic path raises its error
+    return None
+
+
 def assign(variable: Any, value: Any) -> Tensor:
     """In place: ``variable = value`` (broadcast); returns the variable.
 
@@ -283,6 +327,10 @@ def assign(variable: Any, value: Any) -> Tensor:
     >>> assign(p, Tensor([5.0, 6.0])).tolist()
     [5.0, 6.0]
     """
+    fast = _fast_operands(variable, value)
+    if fast is not None:
+        fast[0][...] = fast[1]  # in place: views of the buffer see the write
+        return variable  # type: ignore[no-any-return]
     x, v = _assign_value("assign", variable, value)
     if isinstance(x, Parameter):
         _in_graph("assign", "variable", x)
@@ -294,6 +342,13 @@ def assign(variable: Any, value: Any) -> Tensor:
 
 
 def _assign_arith(op: str, variable: Any, value: Any, sign: int) -> Tensor:
+    fast = _fast_operands(variable, value)
+    # (bool variables raise below; from PARALLEL_MIN elements the generic add's row-block
+    # kernel runs on several threads)
+    if fast is not None and fast[0].dtype.kind != "b" and fast[0].size < PARALLEL_MIN:
+        d = fast[0]
+        (_np_add if sign > 0 else _np_sub)(d, fast[1], out=d)  # NumPy's add, as add_p's
+        return variable  # type: ignore[no-any-return]
     x, v = _assign_value(op, variable, value)
     if x.dtype.category == 0:
         raise TypeError(f"{op}: argument 'variable' expected a numeric dtype, got Bool")
