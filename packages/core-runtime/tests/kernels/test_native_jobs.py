@@ -24,7 +24,7 @@ def _flag_job(args, k, lo, hi):  # compiled as a job by the tests below
                 break
     else:
         _jobs._spin.store(flags, 0, 1)
-    flags[1] += hi - lo
+    _jobs._spin.fetch_add(flags, 1, hi - lo)  # both threads may get here at once
 
 
 def _fill_job(args, k, lo, hi):
