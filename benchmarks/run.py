@@ -158,6 +158,9 @@ def environment(ctx: Context, threads: dict[str, Any], args: argparse.Namespace)
         "numba_threads": numba.get_num_threads(),
         # the row workers' spin after a job (kernels/cpu/_rows.py; unset: 0, sleep at once)
         "sporeling_worker_linger_us": os.environ.get("SPORELING_WORKER_LINGER_US", "0"),
+        # the GIL-free job workers (kernels/cpu/_jobs.py): on unless "0"; spin after a job
+        "sporeling_native_jobs": os.environ.get("SPORELING_NATIVE_JOBS", "1"),
+        "sporeling_native_linger_us": os.environ.get("SPORELING_NATIVE_LINGER_US", "1000"),
         "torch_threads": torch.get_num_threads(),
         "torch_interop_threads": torch.get_num_interop_threads(),
         "quick": ctx.quick,
