@@ -84,8 +84,8 @@ def _int8_layer(wrapper: QuantizeWrapperCell, strict: bool = True) -> Int8Linear
         if op.group != 1:  # grouped and depthwise convs: one product per group
             conv["group"] = int(op.group)
     act = handler.act
-    if isinstance(op, nn.Dense) and op.activation is not None:
-        act = op.activation
+    if isinstance(op, nn.Dense) and op.activation is not None:  # the layer's own first
+        act = op.activation if act is None else nn.SequentialCell([op.activation, act])
     if isinstance(handler, BnWithoutFoldQuant) is False and affine is not None:
         affine = None
     layer = Int8Linear(kind, w_int8.shape, affine is not None, act, conv)

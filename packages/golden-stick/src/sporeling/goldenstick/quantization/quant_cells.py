@@ -60,6 +60,16 @@ class DenseBnAct(_Fused):
     """Dense (+ BatchNorm1d) (+ activation) as one cell."""
 
 
+def _check_no_layer_act(op: nn.Cell, bn: nn.Cell, cls: str) -> None:
+    """A layer's own activation runs between its product and the BN: no BN fusion."""
+    if bn is not None and getattr(op, "activation", None) is not None:
+        raise ValueError(
+            f"{cls}: {type(op).__name__} with activation {type(op.activation).__name__} "
+            "cannot be fused with the BatchNorm after it (the activation runs before the "
+            "BN); quantize the layer alone"
+        )
+
+
 def _weight_quantizer(op: nn.Cell, policy: dict[str, Any]) -> nn.Cell:
     if policy["weight_per_channel"]:
         return SimulatedFakeQuantizerPerChannel(
@@ -121,6 +131,7 @@ class BnFoldQuant(nn.Cell):
         self, op: nn.Cell, bn: nn.Cell, policy: dict[str, Any], act: nn.Cell | None = None
     ) -> None:
         super().__init__(auto_prefix=False)  # shared parameters keep their names
+        _check_no_layer_act(op, bn, type(self).__name__)
         self.op = op
         self.bn = bn
         self.act = act
@@ -242,6 +253,7 @@ class BnWithoutFoldQuant(Conv2dQuant):
     def __init__(
         self, op: nn.Cell, bn: nn.Cell, policy: dict[str, Any], act: nn.Cell | None = None
     ) -> None:
+        _check_no_layer_act(op, bn, type(self).__name__)
         super().__init__(op, policy, act)
         self.bn = bn
 

@@ -1,13 +1,14 @@
 """SimQAT: ``SimulatedQuantizationAwareTraining`` (Golden Stick 0.1's default QAT).
 
 ``apply`` rewrites the network through :mod:`sporeling.core.rewrite`: optional fusion of
-Conv2d/Dense + BatchNorm (+ ReLU) chains, then the user's ``custom_transforms``
-(``PatternEngine`` objects), a layer policy attached to every node whose cell type has one
-(``custom_policies`` first, then the built-in Conv2d / Dense / fused-cell policies;
-``node.set_attribute("quant_policy", ...)``), each such node replaced by its policy's
-``wrap_cell`` (a :class:`QuantizeWrapperCell`), then input quantizers that repeat the
-previous layer's output quantizer removed. ``convert`` gives the int8 deploy network
-(see :mod:`.int8`).
+Conv2d/Dense + BatchNorm (+ ReLU) chains (a Dense with its own ``activation`` before a
+BN is left unfused: that activation runs before the BN), then the user's
+``custom_transforms`` (``PatternEngine`` objects), a layer policy attached to every node
+whose cell type has one (``custom_policies`` first, then the built-in Conv2d / Dense /
+fused-cell policies; ``node.set_attribute("quant_policy", ...)``), each such node
+replaced by its policy's ``wrap_cell`` (a :class:`QuantizeWrapperCell`), then input
+quantizers that repeat the previous layer's output quantizer removed. ``convert`` gives
+the int8 deploy network (see :mod:`.int8`).
 """
 
 from __future__ import annotations
@@ -89,6 +90,10 @@ class _FuseReplacement(Replacement):
         op = cells[0]
         bn = next((c for c in cells[1:] if isinstance(c, (nn.BatchNorm1d, nn.BatchNorm2d))), None)
         act = next((c for c in cells[1:] if isinstance(c, nn.ReLU)), None)
+        if bn is not None and getattr(op, "activation", None) is not None:
+            # the layer's own activation runs before the BN (as in MindSpore): not the
+            # layer + BN pattern; left unfused (layer quantized alone, BN in float)
+            return []
         first = next(iter(matched.values()))
         fused = self.fused_cls(op, bn, act)
         name = "_".join(n.get_name() for n in matched.values())
