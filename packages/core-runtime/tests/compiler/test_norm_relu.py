@@ -186,3 +186,27 @@ def test_resnet_style_cells_graph_step_matches_eager():
     (compiled,) = step._cache.values()
     names = [e.prim.name for e in compiled.graph.eqns]
     assert "batch_norm_relu" in names and "batch_norm_relu_grad" in names, names
+
+
+def test_fused_primitives_differentiate_like_the_pair():
+    """Eager gradients through ``batch_norm_relu`` (its vjp binds the fused gradient) and a
+    second derivative through ``batch_norm_relu_grad`` (its vjp differentiates the pair),
+    against the same through batch_norm_train + relu."""
+    x, w, b = _t((3, 2, 4), 30, np.float64), _t((2,), 31, np.float64), _t((2,), 32, np.float64)
+    r = _t((3, 2, 4), 33, np.float64)
+
+    def fused(x, w, b):
+        return ops.reduce_sum(batch_norm_relu_p.bind(x, w, b, eps=1e-5)[0] * r)
+
+    def pair(x, w, b):
+        return ops.reduce_sum(relu_p.bind(batch_norm_train_p.bind(x, w, b, eps=1e-5)[0]) * r)
+
+    for got, want in zip(grad(fused, (0, 1, 2))(x, w, b), grad(pair, (0, 1, 2))(x, w, b)):
+        np.testing.assert_allclose(got.asnumpy(), want.asnumpy(), rtol=1e-12, atol=1e-14)
+
+    def second(f):
+        return grad(lambda x, w, b: ops.reduce_sum(grad(f, 1)(x, w, b) ** 2), 0)(x, w, b)
+
+    np.testing.assert_allclose(
+        second(fused).asnumpy(), second(pair).asnumpy(), rtol=1e-9, atol=1e-12
+    )
