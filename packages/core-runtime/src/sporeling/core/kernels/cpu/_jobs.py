@@ -261,6 +261,8 @@ def job(py_func: Callable[[int, int, int, int], None]) -> int:
 
 
 # ---- the worker loop and the caller's part --------------------------------------------
+# (``_spin``'s intrinsics, not its jitted functions: called from jitted code with constant
+# slots, those compiled once per slot as a literal, 17 extra kernels on a cold cache)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -268,12 +270,12 @@ def _chunks(job: Any, k: int) -> int:  # pragma: no cover - compiled
     """Claims and runs chunks of ``job`` as thread ``k`` until none is left; how many ran."""
     n, fn, args = job[_N], job[_FN], job[_ARGS]
     ran = 0
-    c = _spin.fetch_add(job, _NEXT, 1)
+    c = _spin._fetch_add(job, _NEXT, 1)
     while c < n:
         _call_job(fn, args, k, job[_BOUNDS + c], job[_BOUNDS + c + 1])
         ran += 1
-        c_next = _spin.fetch_add(job, _NEXT, 1)  # claimed before this one is reported
-        _spin.fetch_add(job, _FINISHED, 1)
+        c_next = _spin._fetch_add(job, _NEXT, 1)  # claimed before this one is reported
+        _spin._fetch_add(job, _FINISHED, 1)
         c = c_next
     return ran
 
@@ -283,10 +285,12 @@ def _linger(ctl: Any, seq: int, sched_yield: int) -> bool:  # pragma: no cover -
     """Whether post ``seq`` came within ``ctl[_LINGER]`` spin tries, yielding the core
     every ``ctl[_SLICE]`` tries (~20 us): a spin that a busy core's other tasks (or the
     caller, put on the same core) are waiting for gives way to them."""
-    left, piece = _spin.load(ctl, _LINGER), max(1, _spin.load(ctl, _SLICE))
+    left, piece = _spin._load(ctl, _LINGER), max(1, _spin._load(ctl, _SLICE))
     while left > 0:
-        if _spin.spin_until(ctl, _POSTED, seq, min(piece, left)):
-            return True
+        for _ in range(min(piece, left)):
+            if _spin._load(ctl, _POSTED) == seq:
+                return True
+            _spin._pause()
         left -= piece
         if left > 0:
             _call_c0(sched_yield)
@@ -307,30 +311,30 @@ def _serve(ctl: Any, sem: int, sem_wait: int, sched_yield: int) -> None:  # prag
     while True:
         seq += 1
         if not _linger(ctl, seq, sched_yield):
-            while _spin.load(ctl, _POSTED) != seq:
-                _spin.store(ctl, _SLEEPING, 1)
-                if _spin.load(ctl, _POSTED) != seq:
+            while _spin._load(ctl, _POSTED) != seq:
+                _spin._store(ctl, _SLEEPING, 1)
+                if _spin._load(ctl, _POSTED) != seq:
                     _call_c1(sem_wait, sem)  # EINTR or a spare permit: loop and re-check
-                _spin.store(ctl, _SLEEPING, 0)
-        addr = _spin.load(ctl, _JOB)
+                _spin._store(ctl, _SLEEPING, 0)
+        addr = _spin._load(ctl, _JOB)
         if addr == 0:
             return
         n = numba.carray(_pointer(addr, np.int64), (_BOUNDS,))[_N]
         job = numba.carray(_pointer(addr, np.int64), (_BOUNDS + n + 1,))
-        k = _spin.load(ctl, _K)
+        k = _spin._load(ctl, _K)
         ctl[_STARTS] += 1
         ran = _chunks(job, k)
         ctl[_CHUNKS] += ran
-        _spin.store(ctl, _IDLE, 1)
+        _spin._store(ctl, _IDLE, 1)
 
 
 @numba.njit(cache=True)
 def _try_take(ctl: Any) -> bool:  # pragma: no cover - compiled
     """Whether the worker was idle, marking it taken. Compiled without ``nogil``: called
     with the GIL held, the check and the store are one step for every Python thread."""
-    if _spin.load(ctl, _IDLE) != 1:
+    if _spin._load(ctl, _IDLE) != 1:
         return False
-    _spin.store(ctl, _IDLE, 0)
+    _spin._store(ctl, _IDLE, 0)
     return True
 
 
@@ -338,10 +342,10 @@ def _try_take(ctl: Any) -> bool:  # pragma: no cover - compiled
 def _post(ctl: Any, addr: int, k: int, seq: int, sem: int, sem_post: int) -> None:
     """Posts job block ``addr`` as thread ``k`` to a worker taken by :func:`_try_take`,
     waking it if it sleeps."""
-    _spin.store(ctl, _JOB, addr)
-    _spin.store(ctl, _K, k)
-    _spin.store(ctl, _POSTED, seq)
-    if _spin.load(ctl, _SLEEPING):
+    _spin._store(ctl, _JOB, addr)
+    _spin._store(ctl, _K, k)
+    _spin._store(ctl, _POSTED, seq)
+    if _spin._load(ctl, _SLEEPING):
         _call_c1(sem_post, sem)
 
 
@@ -349,8 +353,13 @@ def _post(ctl: Any, addr: int, k: int, seq: int, sem: int, sem_post: int) -> Non
 def _participate(job: Any, tries: int) -> bool:  # pragma: no cover - compiled
     """The caller's chunks, then a spin until every chunk finished (False: not within
     ``tries`` loads; the caller then polls with short sleeps)."""
-    _chunks(job, 0)
-    return _spin.spin_until(job, _FINISHED, job[_N], tries)
+    _chunks(job, np.int64(0))  # thread 0, an int64 (a literal would compile apart)
+    n = job[_N]
+    for _ in range(tries):
+        if _spin._load(job, _FINISHED) == n:
+            return True
+        _spin._pause()
+    return False
 
 
 class _Worker:
