@@ -147,29 +147,39 @@ class BnFoldQuant(nn.Cell):
     def _axes(self, ndim: int) -> tuple[int, ...]:
         return (0, 2, 3) if ndim == 4 else (0,)
 
+    def _train_statistics(
+        self, x: Tensor, old_mean: Tensor, old_var: Tensor, updates: list[tuple[Parameter, Tensor]]
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """A training step's ``(batch, b_mean, b_var)``: the batch statistics of what the BN
+        sees (the product with the layer's bias), and whether this step still uses them
+        (the first ``freeze_bn`` steps). Appends the step count's and the moving
+        statistics' updates (old values once ``batch`` is false) to ``updates``; the caller
+        applies them last."""
+        op, bn = self.op, self.bn
+        bshape = (1, -1, 1, 1) if isinstance(op, nn.Conv2d) else (1, -1)
+        steps = ops.stop_gradient(self.step_count + 1.0)
+        updates.append((self.step_count, steps))
+        batch = steps <= float(self.freeze_bn)
+        raw = linear_forward(op, x, op.weight, op.bias)
+        axes = self._axes(raw.ndim)
+        b_mean = ops.mean(raw, axes)
+        b_var = ops.mean(ops.square(raw - ops.reshape(b_mean, bshape)), axes)
+        m = float(bn.momentum)
+        n = raw.size // raw.shape[1]
+        new_mean = m * old_mean + (1 - m) * ops.stop_gradient(b_mean)
+        new_var = m * old_var + (1 - m) * ops.stop_gradient(b_var) * (n / max(n - 1, 1))
+        batch = ops.broadcast_to(batch, old_mean.shape)
+        updates.append((bn.moving_mean, ops.select(batch, new_mean, old_mean)))
+        updates.append((bn.moving_variance, ops.select(batch, new_var, old_var)))
+        return batch, b_mean, b_var
+
     def construct(self, x: Tensor) -> Tensor:
         op, bn = self.op, self.bn
         wshape = (-1,) + (1,) * (op.weight.ndim - 1)
-        bshape = (1, -1, 1, 1) if isinstance(op, nn.Conv2d) else (1, -1)
         updates: list[tuple[Parameter, Tensor]] = []
         if self.training:
-            steps = ops.stop_gradient(self.step_count + 1.0)
-            updates.append((self.step_count, steps))
-            # batch statistics (and moving ones updated) for the first freeze_bn steps
-            batch = steps <= float(self.freeze_bn)
-            # statistics of what the BN sees: the conv output with its bias
-            raw = linear_forward(op, x, op.weight, op.bias)
-            axes = self._axes(raw.ndim)
-            b_mean = ops.mean(raw, axes)
-            b_var = ops.mean(ops.square(raw - ops.reshape(b_mean, bshape)), axes)
-            m = float(bn.momentum)
-            n = raw.size // raw.shape[1]
             old_mean, old_var = bn.moving_mean + 0.0, bn.moving_variance + 0.0
-            new_mean = m * old_mean + (1 - m) * ops.stop_gradient(b_mean)
-            new_var = m * old_var + (1 - m) * ops.stop_gradient(b_var) * (n / max(n - 1, 1))
-            batch = ops.broadcast_to(batch, old_mean.shape)
-            updates.append((bn.moving_mean, ops.select(batch, new_mean, old_mean)))
-            updates.append((bn.moving_variance, ops.select(batch, new_var, old_var)))
+            batch, b_mean, b_var = self._train_statistics(x, old_mean, old_var, updates)
             mean = ops.select(batch, b_mean, old_mean)
             var = ops.select(batch, b_var, old_var)
         else:
@@ -219,20 +229,7 @@ class BnFoldQuantTwoConv(BnFoldQuant):
         running_std = ops.sqrt(old_var + bn.eps)
         updates: list[tuple[Parameter, Tensor]] = []
         if self.training:
-            steps = ops.stop_gradient(self.step_count + 1.0)
-            updates.append((self.step_count, steps))
-            batch = steps <= float(self.freeze_bn)
-            raw = linear_forward(op, x, op.weight, op.bias)  # what the BN would see
-            axes = self._axes(raw.ndim)
-            b_mean = ops.mean(raw, axes)
-            b_var = ops.mean(ops.square(raw - ops.reshape(b_mean, bshape)), axes)
-            m = float(bn.momentum)
-            n = raw.size // raw.shape[1]
-            new_mean = m * old_mean + (1 - m) * ops.stop_gradient(b_mean)
-            new_var = m * old_var + (1 - m) * ops.stop_gradient(b_var) * (n / max(n - 1, 1))
-            batch = ops.broadcast_to(batch, old_mean.shape)
-            updates.append((bn.moving_mean, ops.select(batch, new_mean, old_mean)))
-            updates.append((bn.moving_variance, ops.select(batch, new_var, old_var)))
+            batch, b_mean, b_var = self._train_statistics(x, old_mean, old_var, updates)
             mean = ops.select(batch, b_mean, old_mean)
             std = ops.select(batch, ops.sqrt(b_var + bn.eps), running_std)
         else:

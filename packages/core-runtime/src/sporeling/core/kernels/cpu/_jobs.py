@@ -52,7 +52,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from . import _spin
-from ._rows import LINGER_US_MAX, SPIN_TRIES, max_blocks
+from ._rows import SPIN_TRIES, linger_us, max_blocks
 
 __all__ = ["available", "job", "pack", "run", "stats", "view1", "view2", "view3", "view4", "view5"]
 
@@ -71,18 +71,7 @@ _FN, _ARGS, _N, _NEXT, _FINISHED, _BOUNDS = range(6)
 
 def _linger_from_env(value: str | None) -> float:
     """``SPORELING_NATIVE_LINGER_US`` as microseconds (unset or empty: the default)."""
-    if value is None or not value.strip():
-        return 1000.0
-    try:
-        us = float(value)
-    except ValueError:
-        us = float("nan")
-    if not 0 <= us <= LINGER_US_MAX:  # also NaN
-        raise ValueError(
-            f"SPORELING_NATIVE_LINGER_US expected microseconds from 0 to {LINGER_US_MAX:g}, "
-            f"got {value!r}"
-        )
-    return us
+    return linger_us("SPORELING_NATIVE_LINGER_US", value, 1000.0)
 
 
 #: microseconds a worker spins for its next job before it sleeps on its semaphore

@@ -66,20 +66,22 @@ _POSTED, _SLEEPING = 0, 1  # a worker's flags
 _NEXT, _FINISHED = 0, 1  # a job's counters: next chunk to claim, chunks finished
 
 
-def _linger_from_env(value: str | None) -> float:
-    """``SPORELING_WORKER_LINGER_US`` as microseconds (unset or empty: 0)."""
+def linger_us(name: str, value: str | None, default: float) -> float:
+    """Environment variable ``name``'s ``value`` as microseconds (unset or empty: ``default``)."""
     if value is None or not value.strip():
-        return 0.0
+        return default
     try:
         us = float(value)
     except ValueError:
         us = float("nan")
     if not 0 <= us <= LINGER_US_MAX:  # also NaN
-        raise ValueError(
-            f"SPORELING_WORKER_LINGER_US expected microseconds from 0 to {LINGER_US_MAX:g}, "
-            f"got {value!r}"
-        )
+        raise ValueError(f"{name} expected microseconds from 0 to {LINGER_US_MAX:g}, got {value!r}")
     return us
+
+
+def _linger_from_env(value: str | None) -> float:
+    """``SPORELING_WORKER_LINGER_US`` as microseconds (unset or empty: 0)."""
+    return linger_us("SPORELING_WORKER_LINGER_US", value, 0.0)
 
 
 #: microseconds a worker spins for its next job before it sleeps (0, the default: at once)
