@@ -47,8 +47,10 @@ ref_step = TrainStepWrap(NetWithLossClass(ref), adam_lr=1e-2)
 for ids, vals, y in batches:
     ref_step(Tensor(ids), Tensor(vals), Tensor(y))
 got = trainer.full_parameters()
+# Adam scales float32 summation-order differences in a near-zero gradient up to whole
+# update steps (seen: 2.1e-6 absolute on an AMD Zen 5); a wrong update moves ~lr (1e-2)
 for p in ref.trainable_params():
-    np.testing.assert_allclose(got[p.name], p.asnumpy(), rtol=1e-5, atol=1e-6, err_msg=p.name)
+    np.testing.assert_allclose(got[p.name], p.asnumpy(), rtol=1e-4, atol=1e-5, err_msg=p.name)
 print(f"rank {rank} ({trainer.role}): parameter server OK", flush=True)
 
 # the PS cache with several workers: each worker caches 240 of its ~397 rows
@@ -76,7 +78,7 @@ else:
         ref_loss, _ = ref_step(Tensor(ids), Tensor(vals), Tensor(y))
     assert abs(loss - float(ref_loss.asnumpy())) < 1e-6, (loss, float(ref_loss.asnumpy()))
     for p in ref.trainable_params():
-        np.testing.assert_allclose(got[p.name], p.asnumpy(), rtol=1e-5, atol=1e-6, err_msg=p.name)
+        np.testing.assert_allclose(got[p.name], p.asnumpy(), rtol=1e-4, atol=1e-5, err_msg=p.name)
 print(f"rank {rank} ({trainer.role}): parameter-server cache, {workers} workers OK", flush=True)
 
 # the same with prefetch threads: each worker's next rows pulled from the server while the

@@ -82,8 +82,11 @@ for spec in modes:
     got = trainer.full_parameters()
     if levels:  # the host level wrote rows to disk (evictions and the flush)
         assert trainer.deep.cache.stats.disk_write_backs > 0, trainer.deep.cache.stats
+    # Adam scales float32 summation-order differences in a near-zero gradient up to whole
+    # update steps: on an AMD Zen 5 one of DCN v2's 24,336 cross weights ended 2.5e-5
+    # relative off (1.9e-6 absolute). A sharding error moves weights by ~lr (1e-2).
     for p in ref.trainable_params():
-        np.testing.assert_allclose(got[p.name], p.asnumpy(), rtol=1e-5, atol=1e-6, err_msg=p.name)
+        np.testing.assert_allclose(got[p.name], p.asnumpy(), rtol=1e-4, atol=1e-5, err_msg=p.name)
     print(f"rank {rank}: sharded {spec} OK", flush=True)
 
 # the embedding cache in front of a parameter server: rank 0 serves, rank 1 trains
