@@ -88,6 +88,21 @@ def test_parameter_basics():
         q.assign_value(Tensor(np.ones(4, np.float32)))
 
 
+def test_parameter_does_not_write_into_the_callers_array():
+    # MindSpore's Parameter copies its input; in-place updates (assign, the optimizers'
+    # fused updates) used to write into the NumPy array a Parameter was built from
+    a = np.zeros((2, 3), np.float32)
+    p = Parameter(a, name="p")
+    ops.assign(p, Tensor(np.ones((2, 3), np.float32)))
+    ops.assign_add(p, Tensor(np.ones((2, 3), np.float32)))
+    np.testing.assert_array_equal(a, 0.0)
+    np.testing.assert_array_equal(p.asnumpy(), 2.0)
+    view = np.zeros((4, 3), np.float32)[1:3]  # a view of another array: copied as well
+    q = Parameter(view, name="q")
+    ops.assign(q, Tensor(np.ones((2, 3), np.float32)))
+    np.testing.assert_array_equal(view, 0.0)
+
+
 def test_device_moves_keep_values_and_gradients():
     # The GPU device is the NumPy stand-in here unless a real GPU is present.
     x = Tensor([1.0, 2.0])

@@ -324,6 +324,12 @@ class Parameter(Tensor):
             self._data = self._data.copy() if self._data is default_input._data else self._data
         else:
             super().__init__(default_input, device=device)
+            # a Parameter owns its buffer, as MindSpore's copies its input: in-place updates
+            # (assign, the optimizers) must not write into the caller's NumPy array
+            if isinstance(default_input, np.ndarray) and np.may_share_memory(
+                self._data, default_input
+            ):
+                self._data = self._data.copy()
         self.name = name if name is not None else "Parameter"
         self._requires_grad = bool(requires_grad)
         self.layerwise_parallel = layerwise_parallel
