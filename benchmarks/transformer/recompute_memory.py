@@ -21,7 +21,9 @@ from sporeling.transformer.models.gpt import GPT, GPTConfig, GPTWithLoss
 from sporeling.transformer.modules import TransformerOpParallelConfig, TransformerRecomputeConfig
 
 
-def measure(recompute: bool, dropout: float) -> tuple[float, int, float]:
+def baby_gpt(recompute: bool, dropout: float) -> tuple[GPTWithLoss, Tensor]:
+    """The baby-GPT shape (4 layers, width 128, block 64, batch 12) in training mode, seeded,
+    and one batch of token ids."""
     set_seed(0)
     pc = TransformerOpParallelConfig(recompute=TransformerRecomputeConfig(recompute=recompute))
     cfg = GPTConfig(seq_length=64, vocab_size=65, embedding_size=128, num_layers=4, num_heads=4,
@@ -29,6 +31,11 @@ def measure(recompute: bool, dropout: float) -> tuple[float, int, float]:
     net = GPTWithLoss(GPT(cfg))
     net.set_train(True)
     ids = Tensor(np.random.default_rng(1).integers(0, 65, (12, 65)).astype(np.int32))
+    return net, ids
+
+
+def measure(recompute: bool, dropout: float) -> tuple[float, int, float]:
+    net, ids = baby_gpt(recompute, dropout)
     fn = value_and_grad(net, None, weights=net.trainable_params())
     fn(ids)  # warm-up
     set_seed(5)
@@ -48,13 +55,7 @@ def measure(recompute: bool, dropout: float) -> tuple[float, int, float]:
 
 
 def compiled(recompute: bool, dropout: float) -> tuple[object, Tensor]:
-    set_seed(0)
-    pc = TransformerOpParallelConfig(recompute=TransformerRecomputeConfig(recompute=recompute))
-    cfg = GPTConfig(seq_length=64, vocab_size=65, embedding_size=128, num_layers=4, num_heads=4,
-                    dropout_rate=dropout, parallel_config=pc)  # fmt: skip
-    net = GPTWithLoss(GPT(cfg))
-    net.set_train(True)
-    ids = Tensor(np.random.default_rng(1).integers(0, 65, (12, 65)).astype(np.int32))
+    net, ids = baby_gpt(recompute, dropout)
     fn = jit(value_and_grad(net, None, weights=net.trainable_params()))
     fn(ids)  # compiles
     return fn, ids
