@@ -44,6 +44,7 @@ def _wrap_impls(table: dict[Any, list[float]], clock: Any) -> None:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--bench", default="bench_resnet20", help="bench_lenet for LeNet-5's step")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--top", type=int, default=40)
     p.add_argument(
@@ -54,10 +55,10 @@ def main() -> None:
     )
     args = p.parse_args()
 
-    from resnet20_step import resnet20_steps
+    from resnet20_step import training_steps
 
     clock = time.thread_time if args.clock == "thread" else time.perf_counter
-    sp, th = resnet20_steps(args.threads)
+    sp, th = training_steps(args.bench, args.threads)
     import torch
 
     for _ in range(3):

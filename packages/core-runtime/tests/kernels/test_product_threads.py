@@ -284,3 +284,42 @@ def test_graph_products_below_the_split_size_reach_the_thread_choice(monkeypatch
         np.testing.assert_array_equal(blas.matmul(xi, xi.T), xi @ xi.T)  # integers: as they are
     np.testing.assert_allclose(got, x.astype(np.float64) @ w.T + b, rtol=1e-4, atol=1e-3)
     assert calls == [128 * 200 * 96]
+
+
+@pytest.mark.parametrize("mode", ["load", "measure"])
+def test_products_below_one_thread_size_run_on_one_thread_in_every_mode(monkeypatch, mode):
+    monkeypatch.setattr(product_threads, "MODE", mode)
+    c = Counters()  # an idle machine: the load mode alone would keep both threads
+    monkeypatch.setattr(
+        product_threads, "_LOAD", product_threads.ForeignLoad(c.read, c.own, cpus=2, tick=0.01)
+    )
+    lib = FakeLib(2)
+    seen = []
+    product = lambda: seen.append(lib.n)  # noqa: E731
+    for work in (product_threads.MIN_WORK, product_threads.ONE_THREAD_BELOW - 1):
+        product_threads.run(product, work, lambda: [lib])
+        assert lib.n == 2  # restored
+    assert seen == [1, 1]
+    if mode == "load":
+        product_threads.run(product, product_threads.ONE_THREAD_BELOW, lambda: [lib])
+        assert seen[-1] == 2
+
+
+def test_a_dense_layer_product_on_the_real_blas_is_held_to_one_thread(monkeypatch):
+    """64x400 @ 400x120 (a LeNet-5 Dense layer): between OpenBLAS's own threshold and
+    ONE_THREAD_BELOW, so it reaches the thread choice and runs on one thread; the BLAS's
+    thread count is back afterwards and the result equals the float64 product."""
+    monkeypatch.setattr(product_threads, "enabled", True)
+    calls = []
+    real = product_threads.run
+    monkeypatch.setattr(product_threads, "run", lambda p, w, c: calls.append(w) or real(p, w, c))
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((64, 400)).astype(np.float32)
+    w = rng.standard_normal((120, 400)).astype(np.float32)
+    b = rng.standard_normal(120).astype(np.float32)
+    before = [lib.get_num_threads() for lib in blas._controllers()]
+    got = blas.matmul(x, w.T, bias=b)
+    assert calls == [64 * 400 * 120]
+    assert product_threads.MIN_WORK <= calls[0] < product_threads.ONE_THREAD_BELOW
+    np.testing.assert_allclose(got, x.astype(np.float64) @ w.T + b, rtol=1e-4, atol=1e-3)
+    assert [lib.get_num_threads() for lib in blas._controllers()] == before

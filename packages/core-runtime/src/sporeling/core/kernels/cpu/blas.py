@@ -15,7 +15,8 @@ OpenBLAS, MKL, BLIS). Eager products, smaller products (below :data:`SPLIT_MIN_W
 integer/bool or 1-d operands, and a BLAS that cannot be controlled run NumPy's ``matmul``
 as it is; those from :data:`.product_threads.MIN_WORK` multiply-adds (eager ones, and a
 graph's below :data:`SPLIT_MIN_WORK`) run it on as many of OpenBLAS's threads as the other
-processes' load leaves cores for (:mod:`.product_threads`).
+processes' load leaves cores for, those below :data:`.product_threads.ONE_THREAD_BELOW` on
+one (:mod:`.product_threads`).
 """
 
 from __future__ import annotations

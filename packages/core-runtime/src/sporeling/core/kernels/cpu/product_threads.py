@@ -32,6 +32,17 @@ measurement favours one thread. Products below :data:`MIN_WORK` are left alone e
 (OpenBLAS runs them on one thread anyway, or they are too short for a thread switch to pay);
 with a BLAS already held to one thread (``--threads 1``, threadpoolctl limits) every way is
 the same.
+
+**Small products on one thread, any load** (both modes): products from :data:`MIN_WORK`
+but below :data:`ONE_THREAD_BELOW` multiply-adds always run with the BLAS held to one
+thread. OpenBLAS splits them over its threads from 2**18 multiply-adds on (its
+``GEMM_MULTITHREAD_THRESHOLD``), where the second thread gains little (64x400x120, a
+LeNet-5 Dense layer: 0.081 ms median on 1 thread and on 2; 64x512x128 0.094 vs 0.081), and
+its worker then spins for tens of milliseconds after the call, on the core that Sporeling's
+job workers (:mod:`._jobs`) and the calling thread need for the kernels that follow: a
+LeNet-5 step at 2 threads used 7.1 ms of CPU with the small products on OpenBLAS's threads
+against 4.5 ms without (min of 60 steps each, interleaved in one process, load ~7;
+``benchmarks/conv/lenet_ab.py``).
 """
 
 from __future__ import annotations
@@ -46,6 +57,7 @@ from typing import Any
 __all__ = [
     "LOAD_INTERVAL",
     "MIN_WORK",
+    "ONE_THREAD_BELOW",
     "MODE",
     "ForeignLoad",
     "PROBE_SHARE",
@@ -68,8 +80,12 @@ enabled = MODE != "blas"
 #: seconds between two readings of the CPU counters (``load`` mode): 10 clock ticks per CPU
 LOAD_INTERVAL = 0.1
 
-#: products from this many multiply-adds are timed (2M: ~15 us on one core)
-MIN_WORK = 1 << 21
+#: products from this many multiply-adds go through :func:`run` (OpenBLAS runs smaller ones
+#: on one thread by itself: 65536 x its ``GEMM_MULTITHREAD_THRESHOLD`` of 4)
+MIN_WORK = 1 << 18
+#: products below this many multiply-adds (4M: ~35 us on one core) always run on one BLAS
+#: thread; from it on, the mode's choice (``measure`` times only these)
+ONE_THREAD_BELOW = 1 << 22
 #: a call of the way not preferred (a probe) costs at most this share of the time: after a
 #: probe that took t, the next comes t / PROBE_SHARE later (a 2-thread product that waited
 #: 8 ms for a busy core is tried again after 0.4 s; one of 100 us on an idle machine, 5 ms)
@@ -229,11 +245,17 @@ def run(product: Callable[[], Any], work: int, controllers: Callable[[], list[An
     """``product()`` on as many of the BLAS's threads as :data:`MODE` allows now;
     ``controllers()`` lists threadpoolctl's controllers of the loaded BLAS libraries (none:
     nothing to choose, the BLAS's threads)."""
-    if MODE == "measure":
+    if work < ONE_THREAD_BELOW:
+        n = 1
+    elif MODE == "measure":
         return _run_measured(product, work, controllers)
-    n = _LOAD.limit(_clock())
+    else:
+        n = _LOAD.limit(_clock())
     if n >= _LOAD.cpus:  # nobody else busy: the BLAS's threads as they are
         return product()
+    # held without blas.single_threaded_blas's lock (~3 us a call): a product of another
+    # thread that starts meanwhile may run on n threads or on the saved count, never on a
+    # wrong result
     libs = controllers()
     saved = [lib.get_num_threads() for lib in libs]
     for lib, was in zip(libs, saved, strict=True):
