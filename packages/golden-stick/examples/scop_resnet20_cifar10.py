@@ -35,6 +35,7 @@ from sporeling.core.train import ArrayDataset
 from sporeling.goldenstick import PrunerFtCompressAlgo, PrunerKfCompressAlgo
 from sporeling.goldenstick.datasets import load_cifar10
 from sporeling.goldenstick.export import export_network
+from sporeling.goldenstick.fold_bn import fold_batchnorm
 from sporeling.goldenstick.models import ResNet20
 from sporeling.goldenstick.pruner import KfConv2d
 from sporeling.goldenstick.workflow import (
@@ -218,7 +219,8 @@ def main() -> None:
         np.array_equal(_correct(masked, xp, yp), hits_pruned[: args.val_phases])
     )
     log(phase="fine-tune", accuracy=acc["pruned"], masked_agrees=acc["masked_agrees"])
-    paths = export_network(small, tempfile.mkdtemp(), "resnet20_pruned")
+    # the inference export: BN folded into the convs (acc["exported"] checks it)
+    paths = export_network(small, tempfile.mkdtemp(), "resnet20_pruned", fold_bn=True)
     # the unpruned network with the same budget: after the same pre-training, the same
     # weight-training epochs at the same rates (the knockoff phase counts where it trains
     # the weights)
@@ -252,6 +254,10 @@ def main() -> None:
             round(measure_speed(budget, xv[:64], clock="cpu"), 1),
             round(measure_speed(exported, xv[:64], clock="cpu"), 1),
         ],
+        # the unpruned network with its BN folded the same way: the pruning's own share
+        "cpu_ms_batch64_folded_control": round(
+            measure_speed(fold_batchnorm(budget), xv[:64], clock="cpu"), 1
+        ),
         "kfscale_after_knockoff": kfscale,
         "load_average_1min": [round(min(loads), 2), round(max(loads), 2)],
         "wall_s": round(time.perf_counter() - start),

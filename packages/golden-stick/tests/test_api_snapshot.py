@@ -19,6 +19,7 @@ MODULES = [
     "sporeling.goldenstick.datasets",
     "sporeling.goldenstick.deploy_runtime",
     "sporeling.goldenstick.export",
+    "sporeling.goldenstick.fold_bn",
     "sporeling.goldenstick.layer_spec",
     "sporeling.goldenstick.models",
     "sporeling.goldenstick.net_transformer",

@@ -104,8 +104,10 @@ def cmd_prune(args: argparse.Namespace) -> dict[str, Any]:
     masked = ft_algo.apply(kf)
     train(masked, xt, yt, args.ft_epochs, args.batch, args.lr, seed=args.seed + 1)
     small = ft_algo.convert(masked)
-    paths = export_network(small, args.out, "pruned")
-    write_meta(args.out, "scop", args.model, {"prune_rate": args.rate, "round_to": args.round_to})
+    # an inference export: each Conv2d + BatchNorm2d folded into one conv with a bias
+    paths = export_network(small, args.out, "pruned", fold_bn=True)
+    meta = {"prune_rate": args.rate, "round_to": args.round_to, "fold_bn": True}
+    write_meta(args.out, "scop", args.model, meta)
     return {
         "float_accuracy": base,
         "masked_accuracy": evaluate(masked, xv, yv),

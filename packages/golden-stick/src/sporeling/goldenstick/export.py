@@ -23,6 +23,7 @@ from sporeling.core import Tensor, nn, ops, save_checkpoint
 from sporeling.core.rewrite import SymbolTree, TreeNodeHelper
 
 from . import deploy_runtime, runtime_loader
+from .fold_bn import fold_batchnorm
 from .layer_spec import UnsupportedLayer, layer_source
 
 __all__ = ["export_network", "network_source", "UnsupportedLayer"]
@@ -250,11 +251,19 @@ def load(ckpt_file=None):
     return "".join(parts)
 
 
-def export_network(network: nn.Cell, directory: str, name: str = "model") -> dict[str, str]:
+def export_network(
+    network: nn.Cell, directory: str, name: str = "model", fold_bn: bool = False
+) -> dict[str, str]:
     """Write ``<name>.py`` and ``<name>.safetensors`` into ``directory`` (and, for int8 or
-    bit-packed layers, ``sporeling_gs_runtime.py``); returns the paths."""
+    bit-packed layers, ``sporeling_gs_runtime.py``); returns the paths. With ``fold_bn``
+    each Conv2d -> BatchNorm2d pair is exported as one conv with the BN folded in
+    (:func:`.fold_bn.fold_batchnorm`: an inference network, outputs equal within rounding)."""
     if not name.isidentifier():
         raise ValueError(f"export_network: argument 'name' expected an identifier, got {name!r}")
+    if not isinstance(fold_bn, bool):
+        raise TypeError(f"export_network: argument 'fold_bn' expected a bool, got {fold_bn!r}")
+    if fold_bn:
+        network = fold_batchnorm(network)
     os.makedirs(directory, exist_ok=True)
     source = network_source(network, name)
     py = os.path.join(directory, f"{name}.py")
