@@ -18,6 +18,7 @@ from .conv import conv1d, conv1d_transpose, conv2d, conv2d_transpose, conv3d, co
 from .conv import conv_p as conv_p
 from .conv import conv_transpose_p as conv_transpose_p
 from .conv import conv_weight_grad_p as conv_weight_grad_p
+from .conv_bias import conv_bias_p as conv_bias_p
 from .im2col import col2im, unfold
 from .im2col import col2im_p as col2im_p
 from .im2col import im2col_p as im2col_p

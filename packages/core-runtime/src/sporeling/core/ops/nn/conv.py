@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..._backend import is_host
-from ..._primitive import Primitive, ShapedArray
+from ..._primitive import _STATE, Primitive, ShapedArray
 from ...errors import check_int, op_error
 from ...kernels.cpu import blas
 from ...tensor import Tensor
@@ -478,6 +478,15 @@ def _conv_nd(
             f"{op}: argument 'input' of spatial size {x.shape[2:]} is too small for kernel "
             f"{kernel} with dilation {dil} and padding {pads}"
         )
+    if (
+        len(_STATE) == 1  # eager (graph mode keeps conv and add, which its fuser combines)
+        and isinstance(bias, Tensor)
+        and bias._data.dtype == x._data.dtype
+        and bias.shape == (w.shape[0],)
+    ):
+        from .conv_bias import conv_bias_p  # the bias added into the result in place
+
+        return conv_bias_p.bind(x, w, bias, stride=st, pads=pads, dilation=dil, groups=groups)
     y = conv_p.bind(x, w, stride=st, pads=pads, dilation=dil, groups=groups)
     return _add_bias(op, y, bias)
 
