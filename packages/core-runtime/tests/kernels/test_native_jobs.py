@@ -86,6 +86,26 @@ def test_pack_rejects_what_a_job_cannot_read():
     assert p[1 + 1 : 1 + 3].tolist() == [4, 6] and p[1 + 2 * _jobs.SLOT] == -3
 
 
+@pytest.mark.parametrize("fast", [True, False])
+def test_pack_reads_each_arrays_own_address(monkeypatch, fast):
+    """Array addresses, read from the object or through ``__array_interface__``, agree for
+    fresh arrays, offset views, 0-d and empty arrays; floats keep their bits."""
+    if not fast:
+        monkeypatch.setattr(_jobs, "_DATA_OFFSET", None)
+    elif _jobs._DATA_OFFSET is None:
+        pytest.skip("the data pointer's place was not confirmed on this build")
+    base = np.arange(60, dtype=np.float64).reshape(6, 10)
+    arrays = [base, base[2:], base[3:4, :], np.array(1.5, np.float32), np.empty((0, 3))]
+    p = _jobs.pack(*arrays, -0.0, 7)
+    for j, a in enumerate(arrays):
+        i = 1 + _jobs.SLOT * j
+        assert p[i] == a.__array_interface__["data"][0]
+        assert p[i + 1 : i + 1 + a.ndim].tolist() == list(a.shape)
+    f = 1 + _jobs.SLOT * len(arrays)
+    assert p[f : f + 1].view(np.float64)[0] == 0.0 and np.signbit(p[f : f + 1].view(np.float64))
+    assert p[f + _jobs.SLOT] == 7
+
+
 @pytest.mark.parametrize("value", ["-1", "abc", "1e9", "nan"])
 def test_linger_setting_is_checked(value):
     with pytest.raises(ValueError, match="SPORELING_NATIVE_LINGER_US expected microseconds"):
