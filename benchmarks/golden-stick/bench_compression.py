@@ -3,12 +3,14 @@ training-step overhead of SimQAT. Random weights (speed and size do not depend o
 
     .nox/tests-package-golden-stick/bin/python benchmarks/golden-stick/bench_compression.py
 
-Prints a JSON object; numbers are noisy on a shared machine (best of --repeats).
+Prints a JSON object; numbers are noisy on a shared machine (best of --repeats; the SCOP
+forwards alternated with the unpruned network's, with per-round CPU-time ratios).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import tempfile
@@ -24,6 +26,7 @@ from sporeling.goldenstick import (
     SimulatedQuantizationAwareTraining,
     SlbQuantAwareTraining,
 )
+from sporeling.goldenstick.export import export_network
 from sporeling.goldenstick.models import LeNet5, ResNet20
 from sporeling.goldenstick.pruner import KfConv2d
 from sporeling.goldenstick.workflow import count_flops, measure_speed, param_count, train
@@ -45,9 +48,41 @@ def _step_ms(net, x, y, repeats: int) -> float:
     return best * 1e3
 
 
+def _reloaded(net, fold_bn: bool, name: str):
+    """``net`` exported (``export_network``) and loaded back from its folder, in eval mode."""
+    paths = export_network(net, tempfile.mkdtemp(), name, fold_bn=fold_bn)
+    spec = importlib.util.spec_from_file_location(name, paths["description"])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.load()
+
+
+def _alternated(nets: dict, x: np.ndarray, repeats: int) -> tuple[dict, dict]:
+    """Wall and CPU (process) ms of one eval forward of each net per round, the nets taken
+    in turn each round (after two warm-up forwards each), so load swings hit all alike."""
+    t = Tensor(x)
+    for net in nets.values():
+        net.set_train(False)
+        net(t)
+        net(t)
+    wall: dict = {k: [] for k in nets}
+    cpu: dict = {k: [] for k in nets}
+    for _ in range(repeats):
+        for k, net in nets.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            net(t)
+            cpu[k].append((time.process_time() - c0) * 1e3)
+            wall[k].append((time.perf_counter() - w0) * 1e3)
+    return wall, cpu
+
+
+def _ratio(times: dict, a: str, b: str) -> float:
+    return round(float(np.median(np.array(times[a]) / np.array(times[b]))), 2)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=5)
     args = p.parse_args()
     set_seed(0)
     rng = np.random.default_rng(0)
@@ -79,6 +114,7 @@ def main() -> None:
         if isinstance(cell, KfConv2d):
             cell.kfscale.set_data(Tensor(rng.uniform(0, 1, cell.kfscale.shape).astype(np.float32)))
     shape = (3, 32, 32)
+    folded_res = _reloaded(res, True, "resnet20_folded")
     for key, extra in (
         ("resnet20_scop_0.45", {}),
         # kept channels per group rounded to multiples of 8 (the core's micro-kernel
@@ -90,18 +126,31 @@ def main() -> None:
     ):
         ft = PrunerFtCompressAlgo({"prune_rate": 0.45, **extra})
         small = ft.convert(ft.apply(kf))
+        # what is timed is the export, reloaded from its folder (BN folded into the convs,
+        # export_network(fold_bn=True), and not), against the unpruned network as trained
+        # (and folded alike), the forwards alternated round by round in this process
+        nets = {
+            "original": res,
+            "export_folded": _reloaded(small, True, key.replace(".", "_") + "_f"),
+            "export_unfolded": _reloaded(small, False, key.replace(".", "_")),
+            "original_folded": folded_res,
+        }
+        wall, cpu = _alternated(nets, xr, args.repeats)
         out[key] = {
             "params": [param_count(res), param_count(small)],
             "flops": [count_flops(res, shape), count_flops(small, shape)],
-            "ms": [
-                round(measure_speed(res, xr, args.repeats), 1),
-                round(measure_speed(small, xr, args.repeats), 1),
-            ],
-            "cpu_ms": [
-                round(measure_speed(res, xr, args.repeats, clock="cpu"), 1),
-                round(measure_speed(small, xr, args.repeats, clock="cpu"), 1),
-            ],
             "bytes": [_size(res), _size(small)],
+            "best_ms": {k: round(min(v), 1) for k, v in wall.items()},
+            "best_cpu_ms": {k: round(min(v), 1) for k, v in cpu.items()},
+            # per round, original / export: the median of the rounds' ratios
+            "cpu_ratio_median": {
+                "original/export_folded": _ratio(cpu, "original", "export_folded"),
+                "original/export_unfolded": _ratio(cpu, "original", "export_unfolded"),
+                "original_folded/export_folded": _ratio(cpu, "original_folded", "export_folded"),
+            },
+            "wall_ratio_median": {
+                "original/export_folded": _ratio(wall, "original", "export_folded"),
+            },
         }
 
     # SLB: packed weight sizes of ResNet-20's convs
