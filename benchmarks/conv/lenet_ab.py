@@ -6,11 +6,14 @@ same process held to one thread for the step (``numba.set_num_threads(1)`` and
 threadpoolctl on OpenBLAS); ``s2b1`` Numba's and the job workers' 2 threads with OpenBLAS
 held to one; ``s2blas`` every product on OpenBLAS's own threads (``product_threads.enabled``
 off: what the products below ``ONE_THREAD_BELOW`` did before session 7 on an idle
-machine); ``t2`` PyTorch on 2 threads. The CPU time counts every thread of the process
-(PyTorch's spinning OpenMP threads too, after a ``t2`` block). On a loaded machine run it in
-its own session at the highest priority (``setsid``, ``/proc/self/autogroup`` -20, ``nice -n
--20``) so that the load takes a small share of the cores: ``env -u OPENBLAS_CORETYPE -u
-OPENBLAS_L2_SIZE PYTHONPATH=packages/core-runtime/src python benchmarks/conv/lenet_ab.py``.
+machine); ``s2c2`` convolution jobs in 2 chunks a thread
+(``conv_images.CHUNKS_PER_THREAD``, 8 since session 7); ``s2old`` both (the step before
+session 7); ``t2`` PyTorch on 2 threads. The CPU time counts every thread of the process
+(PyTorch's spinning OpenMP threads too, after a ``t2`` block). On a loaded machine run it
+in its own session at the highest priority (``setsid``, ``/proc/self/autogroup`` -20,
+``nice -n -20``) so that the load takes a small share of the cores: ``env -u
+OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE PYTHONPATH=packages/core-runtime/src python
+benchmarks/conv/lenet_ab.py``.
 """
 
 from __future__ import annotations
@@ -71,11 +74,39 @@ def main() -> None:
         finally:
             product_threads.enabled = True
 
+    from sporeling.core.kernels.cpu import conv_images
+
+    def s2c2() -> Any:  # before session 7: a convolution job cut into 2 chunks a thread
+        keep = conv_images.CHUNKS_PER_THREAD
+        conv_images.CHUNKS_PER_THREAD = 2
+        try:
+            for _ in range(args.steps):
+                sp()
+        finally:
+            conv_images.CHUNKS_PER_THREAD = keep
+
+    def s2old() -> Any:  # both of the above: the step as before session 7, idle machine
+        keep = conv_images.CHUNKS_PER_THREAD
+        conv_images.CHUNKS_PER_THREAD, product_threads.enabled = 2, False
+        try:
+            for _ in range(args.steps):
+                sp()
+        finally:
+            conv_images.CHUNKS_PER_THREAD, product_threads.enabled = keep, True
+
     def t2() -> Any:
         for _ in range(args.steps):
             th()
 
-    fns = {"s1": s1, "s2": s2, "s2b1": s2b1, "s2blas": s2blas, "t2": t2}
+    fns = {
+        "s1": s1,
+        "s2": s2,
+        "s2b1": s2b1,
+        "s2blas": s2blas,
+        "s2c2": s2c2,
+        "s2old": s2old,
+        "t2": t2,
+    }
     names = args.variants.split(",")
     for n in names:
         for _ in range(3):
