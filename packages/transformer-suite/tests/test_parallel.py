@@ -52,11 +52,43 @@ def test_layout_errors():
     assert apply_parallel({}).world == 1
     from sporeling.transformer.runner import train
 
-    # what T5 and ViT do not implement is refused, not ignored
-    with pytest.raises(ValueError, match=r"'pipeline_stage': 2\}: not implemented for arch 't5'"):
-        train({"arch": "t5", "parallel_config": {"pipeline_stage": 2}})
-    with pytest.raises(ValueError, match="arch 'vit' .its parallel layouts: data_parallel and mod"):
-        train({"arch": "vit", "parallel_config": {"pipeline_stage": 2}})
+    # what T5 and ViT do not implement is refused, not ignored: their pipeline runs alone
+    t5_pp_dp = {**pp, "data_parallel": 2}
+    with pytest.raises(ValueError, match=r"'data_parallel': 2\} with pipeline_stage 2: not imp"):
+        train({"arch": "t5", "parallel_config": t5_pp_dp})
+    with pytest.raises(
+        ValueError, match=r"'optimizer_shard': True\} with pipeline_stage 2: .* 'vit'"
+    ):
+        train({"arch": "vit", "parallel_config": {**pp, "optimizer_shard": True}})
+    with pytest.raises(ValueError, match="pipeline_stage 2 x data_parallel 1 x model_parallel 1 "):
+        train({"arch": "t5", "parallel_config": pp})  # one process for two stages
+
+
+def test_vit_and_t5_pipeline_errors():
+    from sporeling.transformer.models.t5 import T5Config, T5Model, T5WithLoss
+    from sporeling.transformer.models.vit import ViT, ViTConfig
+    from sporeling.transformer.modules import TransformerOpParallelConfig
+    from sporeling.transformer.pipeline_vit_t5 import pipeline_t5_with_loss, pipeline_vit
+
+    pc = TransformerOpParallelConfig(pipeline_stage=2, micro_batch_num=2)
+    vit = dict(image_size=8, patch_size=4, num_channels=1, num_classes=3, hidden_size=8,
+               num_heads=2)  # fmt: skip
+    with pytest.raises(ValueError, match="micro_batch_num 1 must be at least pipeline_stage 2"):
+        pipeline_vit(ViT(ViTConfig(**vit, num_layers=2), pc), 2, 1)
+    with pytest.raises(ValueError, match=r"the 1 layers of the ViT give stages \[0\]; num_lay"):
+        pipeline_vit(ViT(ViTConfig(**vit, num_layers=1), pc), 2, 2)
+    with pytest.raises(ValueError, match=r"layers of the ViT give stages \[0\]; .* parallel_conf"):
+        pipeline_vit(ViT(ViTConfig(**vit, num_layers=2)), 2, 2)  # built without the stages
+    t5 = T5Model(
+        T5Config(vocab_size=6, seq_length=3, max_decode_length=4, hidden_size=8, num_heads=2,
+                 d_ff=8, num_layers=1, num_decoder_layers=1), pc,
+    )  # fmt: skip
+    # 1.8's rule over both stacks: the encoder's layer on stage 0, the decoder's on stage 1
+    assert [t5.encoder.blocks[0].pipeline_stage, t5.decoder.blocks[0].pipeline_stage] == [0, 1]
+    with pytest.raises(ValueError, match="micro_batch_num 1 must be at least pipeline_stage 2"):
+        pipeline_t5_with_loss(T5WithLoss(t5), 2, 1)
+    with pytest.raises(ValueError, match=r"2 layers of the T5 give stages \[0, 1\]; num_layers"):
+        pipeline_t5_with_loss(T5WithLoss(t5), 3, 3)
 
 
 def test_pipeline_wrapper_errors():
@@ -159,6 +191,17 @@ def test_vit_and_t5_dp_times_mp_under_mpiexec_4(tmp_path):
     out = _mpiexec("t5_vit_parallel.py", 4, str(tmp_path))
     for what in ("vit dp2xmp2_shard:", "t5_dp2xmp2_shard:"):
         assert out.count(f" {what}") == 4, out
+
+
+def test_vit_and_t5_pipeline_stage_2_under_mpiexec(tmp_path):
+    """vit_t5_pipeline.py: ViT and T5 (2 + 2 and 1 + 3 layers) over 2 stages, 4 micro-batches,
+    equal one process (float64 losses and parameters, ViT correct counts); train_vit and
+    train_t5 with pipeline_stage=2 give one process's accuracies / validation losses and a
+    checkpoint that loads in one process."""
+    out = _mpiexec("vit_t5_pipeline.py", 2, str(tmp_path))
+    for what in ("vit pipeline:", "t5 2+2 pipeline:", "t5 1+3 pipeline:", "vit runner pipeline:",
+                 "t5 runner pipeline:"):  # fmt: skip
+        assert out.count(f" {what}") == 2, out
 
 
 @pytest.mark.parametrize(

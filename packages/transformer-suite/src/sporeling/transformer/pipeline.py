@@ -184,12 +184,15 @@ def pipeline_gpt_with_loss(
     return MeanOfMicroBatches(pipe, micro_batch_num, stages)
 
 
-def _owned(net: PipelineGPTWithLoss, stages: int) -> list[tuple[Any, int]]:
-    """Every parameter of the pipelined GPT with its stage."""
-    owned: list[tuple[Any, int]] = [(p, 0) for p in net.embeddings.get_parameters()]
-    for blk in net.transformer.encoder.blocks:
-        owned += [(p, blk.pipeline_stage) for p in blk.get_parameters()]
-    return owned + [(p, stages - 1) for p in net.head.get_parameters()]
+def _owned(net: nn.Cell, stages: int) -> list[tuple[Any, int]]:
+    """Every parameter of a pipelined network with its stage: that of the outermost staged
+    cell holding it (the core's plan puts every parameter in one; GPT, ViT and T5 alike)."""
+    owned: dict[int, tuple[Any, int]] = {}
+    for _, cell in net.cells_and_names():
+        if cell.pipeline_stage is not None:
+            for p in cell.get_parameters():
+                owned.setdefault(id(p), (p, int(cell.pipeline_stage)))
+    return list(owned.values())
 
 
 def keep_own_stage(train_net: MeanOfMicroBatches) -> None:

@@ -4,7 +4,10 @@
 Parallel layouts as the GPT's, from the same model code: ``data_parallel``,
 ``model_parallel`` (every attention's heads and feed-forward's units split by
 :func:`~sporeling.transformer.parallel.shard_model`), both (``sporeling launch -n dp*mp``) and
-``optimizer_shard``; the checkpoint is written whole (the shards gathered)."""
+``optimizer_shard``; the checkpoint is written whole (the shards gathered). ``pipeline_stage``
+N > 1 alone (``sporeling launch -n N``, ``micro_batch_num`` >= N micro-batches): the stages of
+:mod:`sporeling.transformer.pipeline_vit_t5`, each rank holding only its stage's parameters,
+evaluation through the pipeline, the checkpoint gathered whole to rank 0."""
 
 from __future__ import annotations
 
@@ -47,11 +50,14 @@ __all__ = [
 ]
 
 
-def _optimizer(net: nn.Cell, opt: dict[str, Any], steps: int) -> nn.Optimizer:
+def _optimizer(
+    net: nn.Cell, opt: dict[str, Any], steps: int, params: list[Any] | None = None
+) -> nn.Optimizer:
+    """AdamW over ``params`` (default: all of ``net``'s; a pipeline rank's: its stage's)."""
     from .runner import lr_schedule
 
     return nn.AdamW(
-        net.trainable_params(),
+        net.trainable_params() if params is None else params,
         learning_rate=lr_schedule(opt, steps),
         weight_decay=float(opt.get("weight_decay", 0.0)),
     )
@@ -66,13 +72,21 @@ def _step(with_loss: nn.Cell, opt: nn.Optimizer, info: Any) -> nn.Cell:
 
 
 def _finish(
-    out: Path, cfg: dict[str, Any], net: nn.Cell, results: dict[str, Any], info: Any
+    out: Path,
+    cfg: dict[str, Any],
+    net: nn.Cell,
+    results: dict[str, Any],
+    info: Any,
+    whole: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Rank 0 writes the run; under model parallelism every rank first gathers the shards,
-    so the checkpoint is the whole model whatever the layout."""
+    so the checkpoint is the whole model whatever the layout (``whole``: the state a
+    pipeline gathered to rank 0)."""
     from .parallel import full_state
 
     state = {k: Tensor(v) for k, v in full_state(net).items()} if info.mp > 1 else net
+    if info.pp > 1:
+        state = None if whole is None else {k: Tensor(v) for k, v in whole.items()}
     results["parameters"] = sum(p.size for p in net.trainable_params())  # this rank's
     if info.rank != 0:  # every copy holds the same parameters
         return {**results, "rank": info.rank}
@@ -90,7 +104,36 @@ def exact_match(net: T5Model, length: int, n: int, seed: int) -> float:
     return float(np.mean([o == w for o, w in zip(outs, want)]))
 
 
-PARALLEL = ("data_parallel", "model_parallel", "optimizer_shard")  # not pipeline_stage
+PARALLEL = ("data_parallel", "model_parallel", "optimizer_shard", "pipeline_stage")
+
+
+def _pipeline_alone(cfg: dict[str, Any], arch: str) -> None:
+    """ViT and T5 pipeline stages run alone: with data_parallel, model_parallel or
+    optimizer_shard they are refused (the GPT has those combinations)."""
+    pc = cfg.get("parallel_config") or {}
+    if int(pc.get("pipeline_stage", 1) or 1) <= 1:
+        return
+    asked = {
+        k: pc[k]
+        for k in ("data_parallel", "model_parallel", "optimizer_shard")
+        if k in pc and (int(pc[k] or 0) > 1 if k != "optimizer_shard" else bool(pc[k]))
+    }
+    if asked:
+        raise ValueError(
+            f"parallel_config {asked} with pipeline_stage {pc['pipeline_stage']}: not "
+            f"implemented for arch {arch!r} (its pipeline runs one rank per stage; arch 'gpt' "
+            "combines the pipeline with data_parallel, model_parallel and optimizer_shard)"
+        )
+
+
+def _pipeline_config(info: Any) -> Any:
+    """The model's ``parallel_config`` under a pipeline (its blocks take their stages from
+    it), else None."""
+    from .modules import TransformerOpParallelConfig
+
+    if info.pp <= 1:
+        return None
+    return TransformerOpParallelConfig(pipeline_stage=info.pp, micro_batch_num=info.micro)
 
 
 def _one_process_only(cfg: dict[str, Any], arch: str, allowed: tuple[str, ...] = ()) -> None:
@@ -139,9 +182,12 @@ class GlobalTokenMean(nn.Cell):
 
 def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     from .parallel import apply_parallel, shard_model
+    from .pipeline import keep_own_stage, stage_state
+    from .pipeline_vit_t5 import pipeline_t5_with_loss
     from .runner import _context
 
     _one_process_only(cfg, "t5", PARALLEL)
+    _pipeline_alone(cfg, "t5")
     info = apply_parallel(cfg)  # data parallel: the core's DATA_PARALLEL, batches as ViT's
     if info.rank != 0:
         log = _quiet
@@ -156,7 +202,7 @@ def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     m["seq_length"], m["max_decode_length"] = length, length + 1
     cfg = {**cfg, "model": m}
     set_seed(int(t.get("seed", 0)))
-    net = T5Model(T5Config.from_dict(m))
+    net = T5Model(T5Config.from_dict(m), _pipeline_config(info))
     if info.mp > 1:
         shard_model(net, info.mp_group)
     steps, interval, bs = (
@@ -175,10 +221,19 @@ def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         shard = info.dp_rank if shards > 1 else 0
         return sampled_batches(rows, cols, bs, steps, seed, fixed, shards, shard)
 
-    train_net = GlobalTokenMean(with_loss, info.dp, info.dp_group) if info.dp > 1 else with_loss
-    opt = _optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps)
+    train_net: nn.Cell = with_loss
+    eval_net: nn.Cell = with_loss
+    own = None
+    if info.dp > 1:
+        train_net = GlobalTokenMean(with_loss, info.dp, info.dp_group)
+    elif info.pp > 1:  # this rank trains (and evaluates through the pipeline) its stage
+        train_net = eval_net = pipeline_t5_with_loss(with_loss, info.pp, info.micro)
+        own = train_net.pipe.trainable_params()
+    opt = _optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps, own)
+    if info.pp > 1:
+        keep_own_stage(train_net)  # built whole (one process's initial weights), then freed
     step = _step(train_net, opt, info)
-    model = Model(step, eval_network=with_loss, metrics={"loss": Loss()})
+    model = Model(step, eval_network=eval_net, metrics={"loss": Loss()})
     fusion_before = _context(cfg)
     t0 = time.perf_counter()
     history: list[float] = []
@@ -199,10 +254,19 @@ def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     finally:
         set_context(mode=PYNATIVE_MODE, enable_graph_kernel=fusion_before)
     wall = time.perf_counter() - t0
-    em = exact_match(net, length, int(t.get("test_size", 500)), seed + 2)
-    log(f"exact match {em:.3f} on {int(t.get('test_size', 500))} held-out strings")
+    whole, decoder = None, net
+    if info.pp > 1:  # the stages gathered to rank 0, which decodes with the whole model
+        whole = stage_state(train_net)
+        decoder = None
+        if whole is not None:
+            decoder = T5Model(T5Config.from_dict(m))
+            load_param_into_net(decoder, {k: Tensor(v) for k, v in whole.items()}, True)
+    em = None
+    if decoder is not None:
+        em = exact_match(decoder, length, int(t.get("test_size", 500)), seed + 2)
+        log(f"exact match {em:.3f} on {int(t.get('test_size', 500))} held-out strings")
     results = {"wall_s": wall, "val_loss": history, "exact_match": em}
-    return _finish(out, cfg, net, results, info)
+    return _finish(out, cfg, net, results, info, whole)
 
 
 def load_t5(out_dir: str | Path) -> tuple[T5Model, dict[str, Any]]:
@@ -228,9 +292,12 @@ def evaluate_t5(out_dir: str | Path, test_size: int | None = None) -> float:
 
 def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     from .parallel import apply_parallel, shard_model
+    from .pipeline import keep_own_stage, stage_state
+    from .pipeline_vit_t5 import CorrectFraction, pipeline_vit
     from .runner import _context
 
     _one_process_only(cfg, "vit", PARALLEL)
+    _pipeline_alone(cfg, "vit")
     # data parallel: the core's DATA_PARALLEL (the step averages the gradients); every rank
     # reads one process's batches and keeps its share of each
     info = apply_parallel(cfg)
@@ -250,18 +317,31 @@ def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     if info.rank != 0:
         log = _quiet
     set_seed(seed)
-    net = ViT(ViTConfig.from_dict(cfg.get("model", {})))
+    net = ViT(ViTConfig.from_dict(cfg.get("model", {})), _pipeline_config(info))
     if info.mp > 1:
         shard_model(net, info.mp_group)
     steps = epochs * train_ds.get_dataset_size()
     loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
-    opt = _optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps)
-    model = Model(
-        _step(nn.WithLossCell(net, loss), opt, info),
-        eval_network=nn.WithEvalCell(net, loss),
-        eval_indexes=[0, 1, 2],
-        metrics={"accuracy": Accuracy()},
-    )
+    opt_cfg = cfg.get("optimizer", {"learning_rate": 1e-3})
+    if info.pp > 1:
+        # this rank trains its stage; evaluation counts correct predictions through the
+        # pipeline (on the last stage), every rank getting the counts
+        train_net, eval_net = pipeline_vit(net, info.pp, info.micro)
+        opt = _optimizer(net, opt_cfg, steps, train_net.pipe.trainable_params())
+        keep_own_stage(train_net)  # built whole (one process's initial weights), then freed
+        model = Model(
+            _step(train_net, opt, info),
+            eval_network=eval_net,
+            metrics={"accuracy": CorrectFraction()},
+        )
+    else:
+        opt = _optimizer(net, opt_cfg, steps)
+        model = Model(
+            _step(nn.WithLossCell(net, loss), opt, info),
+            eval_network=nn.WithEvalCell(net, loss),
+            eval_indexes=[0, 1, 2],
+            metrics={"accuracy": Accuracy()},
+        )
     history: list[float] = []
     from sporeling.core.train import LambdaCallback
 
@@ -282,7 +362,8 @@ def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     finally:
         set_context(mode=PYNATIVE_MODE, enable_graph_kernel=fusion_before)
     results = {"wall_s": time.perf_counter() - t0, "test_accuracy": history}
-    return _finish(out, cfg, net, results, info)
+    whole = stage_state(train_net) if info.pp > 1 else None
+    return _finish(out, cfg, net, results, info, whole)
 
 
 def _quiet(*_: Any) -> None:

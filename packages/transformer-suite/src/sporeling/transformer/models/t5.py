@@ -21,6 +21,7 @@ from ..modules import (
     TransformerEncoder,
     TransformerOpParallelConfig,
     VocabEmbedding,
+    default_lambda_func,
 )
 from ..modules.layers import LayerNorm
 from .gpt import DTYPES, _normal
@@ -70,6 +71,17 @@ class T5Config:
         return DTYPES[value]
 
 
+def _both_stacks(total: int) -> Any:
+    """1.8's ``_get_lambda_func(total_layer=...)``: the default per-layer rule with
+    ``layers`` the encoder's and decoder's layers together (``offset``: the encoder's for
+    the decoder's blocks)."""
+
+    def fn(network: Any, layer_id: int, offset: int, parallel_config: Any, layers: int) -> None:
+        default_lambda_func(network, layer_id, offset, parallel_config, total)
+
+    return fn
+
+
 class T5Model(nn.Cell):
     """``construct(source_ids, source_mask, target_ids, target_mask=None, input_position=None,
     init_reset=True, batch_valid_length=None, encoder_output=None)`` -> logits
@@ -99,11 +111,16 @@ class T5Model(nn.Cell):
             parallel_config=pc,
             compute_dtype=c.dtype("compute_dtype"),
         )
+        dec_layers = c.num_decoder_layers or c.num_layers
+        # 1.8's Transformer: one stage rule over both stacks (the decoder's layers counted
+        # after the encoder's), so the encoder takes the first stages, the decoder the last
+        both = _both_stacks(c.num_layers + dec_layers)
         self.encoder = TransformerEncoder(
-            None, c.num_layers, c.hidden_size, c.d_ff, c.seq_length, c.num_heads, **common
-        )
+            None, c.num_layers, c.hidden_size, c.d_ff, c.seq_length, c.num_heads,
+            lambda_func=both, **common,
+        )  # fmt: skip
         self.decoder = TransformerDecoder(
-            c.num_decoder_layers or c.num_layers,
+            dec_layers,
             None,
             c.hidden_size,
             c.d_ff,
@@ -111,6 +128,8 @@ class T5Model(nn.Cell):
             c.max_decode_length,
             c.num_heads,
             use_past=c.use_past,
+            lambda_func=both,
+            offset=c.num_layers,
             **common,
         )
         self.encoder_layernorm = LayerNorm(
