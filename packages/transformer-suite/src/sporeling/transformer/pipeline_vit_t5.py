@@ -59,7 +59,7 @@ def _check(arch: str, blocks: list[Any], layers: str, stages: int, micro: int) -
         )
 
 
-def _pipe(net: nn.Cell, stages: int, micro: int, schedule: str) -> nn.PipelineCell:
+def _pipe(net: nn.Cell, micro: int, schedule: str) -> nn.PipelineCell:
     pipe = nn.PipelineCell(net, micro)
     pipe.schedule = schedule
     return pipe
@@ -181,13 +181,11 @@ def pipeline_vit(
     train = PipelineViT(vit)
     train.embed.pipeline_stage = 0
     train.head.pipeline_stage = stages - 1
-    train_net = MeanOfMicroBatches(
-        _pipe(train, stages, micro_batch_num, schedule), micro_batch_num, stages
-    )
+    train_net = MeanOfMicroBatches(_pipe(train, micro_batch_num, schedule), micro_batch_num, stages)
     count = PipelineViT(vit, count_correct=True)
     count.embed.pipeline_stage = 0
     count.head.pipeline_stage = stages - 1
-    eval_net = _SumOfMicroBatches(_pipe(count, stages, micro_batch_num, schedule), stages)
+    eval_net = _SumOfMicroBatches(_pipe(count, micro_batch_num, schedule), stages)
     return train_net, eval_net
 
 
@@ -349,5 +347,5 @@ def pipeline_t5_with_loss(
     net.encoder_norm.pipeline_stage = t5.encoder.blocks[-1].pipeline_stage
     net.decoder_embed.pipeline_stage = t5.decoder.blocks[0].pipeline_stage
     net.head.pipeline_stage = stages - 1
-    pipe = _pipe(net, stages, micro_batch_num, schedule)
+    pipe = _pipe(net, micro_batch_num, schedule)
     return _T5MeanOfMicroBatches(pipe, micro_batch_num, stages, with_loss.pad)
