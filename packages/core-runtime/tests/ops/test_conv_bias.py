@@ -1,14 +1,16 @@
 """conv_bias_p: eager convolutions with a bias add it into the conv's fresh result in place
-(kernels/cpu/channel_bias.py); values against a float64 NumPy reference, odd shapes, both
-conv paths (per image and batch-wide), and gradients."""
+(kernels/cpu/channel_bias.py), with nn.Conv2dBnAct's ReLU in the same pass; values against
+a float64 NumPy reference, odd shapes, both conv paths (per image and batch-wide), and
+gradients."""
 
 import numpy as np
 import pytest
 
-from sporeling.core import Parameter, Tensor, jit, ops, value_and_grad
+from sporeling.core import Parameter, Tensor, jit, nn, ops, value_and_grad
 from sporeling.core.kernels.cpu import _rows
 from sporeling.core.kernels.cpu.channel_bias import add_channel_bias
 from sporeling.core.ops.nn import conv_bias_p
+from sporeling.core.ops.nn.conv import conv2d_relu
 from sporeling_testing import check_grad
 
 
@@ -152,3 +154,67 @@ def test_add_channel_bias_kernel(dtype):
         add_channel_bias(y, b[:4])
     with pytest.raises(ValueError, match="C-contiguous"):
         add_channel_bias(y.transpose(1, 0, 2, 3), b)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES[:4])
+def test_conv2d_relu_matches_the_float64_reference(case, dtype, threads, monkeypatch):
+    monkeypatch.setattr(_rows, "max_blocks", lambda: threads)
+    xs, ws, stride, pad, dil, groups = case
+    rng = np.random.default_rng(sum(xs) * 3 + sum(ws))
+    x = rng.standard_normal(xs).astype(dtype)
+    w = rng.standard_normal(ws).astype(dtype)
+    b = rng.standard_normal(ws[0]).astype(dtype)
+    got = conv2d_relu(Tensor(x), Parameter(w), Parameter(b), stride, "pad", pad, dil, groups)
+    assert got._node.prim is conv_bias_p and got._node.params["relu"] is True
+    want = ref_conv2d(x, w, b, stride, ((pad[0],) * 2, (pad[1],) * 2), dil, groups)
+    np.testing.assert_allclose(got.asnumpy(), np.maximum(want, 0), **_tol(dtype))
+
+
+def test_conv2d_relu_gradients_and_graph_mode():
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((3, 4, 5, 6))
+    w = rng.standard_normal((6, 4, 3, 2))
+    b = rng.standard_normal(6)
+
+    def fn(a, k, c):
+        return conv2d_relu(a, k, c, (2, 1), "pad", (1, 0, 2, 1), 1, 1)
+
+    check_grad(fn, [x, w, b])
+
+    def loss(a, k, c):
+        return ops.reduce_sum(fn(a, k, c) ** 2)
+
+    args = [Tensor(v.astype(np.float32)) for v in (x, w, b)]
+    v1, g1 = value_and_grad(loss, grad_position=(0, 1, 2))(*args)
+    v2, g2 = jit(value_and_grad(loss, grad_position=(0, 1, 2)))(*args)
+    np.testing.assert_allclose(v1.asnumpy(), v2.asnumpy(), rtol=1e-5)
+    for a, c in zip(g1, g2):
+        np.testing.assert_allclose(a.asnumpy(), c.asnumpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_bn_act_without_bn_runs_conv_bias_and_relu_in_one_op():
+    rng = np.random.default_rng(2)
+    x = Tensor(rng.standard_normal((2, 3, 6, 5)).astype(np.float32))
+    fused = nn.Conv2dBnAct(3, 4, 3, pad_mode="pad", padding=1, has_bias=True, activation="relu")
+    fused.conv.bias.set_data(Tensor(rng.standard_normal(4).astype(np.float32)))
+    out = fused(x)
+    assert out._node.prim is conv_bias_p
+    np.testing.assert_array_equal(out.asnumpy(), ops.relu(fused.conv(x)).asnumpy())
+    # with BN, another activation or a hook on the conv: the layers one by one
+    for cell in (
+        nn.Conv2dBnAct(3, 4, 3, has_bias=True, has_bn=True, activation="relu"),
+        nn.Conv2dBnAct(3, 4, 3, has_bias=True, activation="sigmoid"),
+    ):
+        assert cell(x)._node.prim is not conv_bias_p
+    seen = []
+    fused.conv.register_forward_hook(lambda cell, inputs, output: seen.append(1))
+    np.testing.assert_array_equal(fused(x).asnumpy(), out.asnumpy())
+    assert seen == [1]
+
+
+def test_add_channel_bias_relu_keeps_nan():
+    y = np.array([[[-1.0, 0.5, np.nan, 2.0]]], np.float32)
+    add_channel_bias(y, np.array([0.25], np.float32), relu=True)
+    np.testing.assert_array_equal(y, [[[0.0, 0.75, np.nan, 2.25]]])

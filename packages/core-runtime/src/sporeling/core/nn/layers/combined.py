@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...ops.nn.conv import conv2d_relu
 from ..cell import Cell
-from .activation import LeakyReLU, get_activation
+from ._utils import check_channels, check_input
+from .activation import LeakyReLU, ReLU, get_activation
 from .basic import Dense
 from .conv import Conv2d
 from .normalization import BatchNorm1d, BatchNorm2d
@@ -62,7 +64,20 @@ class Conv2dBnAct(Cell):
             self.activation = act
 
     def construct(self, x: Any) -> Any:
-        x = self.conv(x)
+        conv = self.conv
+        if (
+            not self.has_bn
+            and self.has_act
+            and type(self.activation) is ReLU
+            and conv.has_bias
+            and not (conv._forward_pre_hooks or conv._forward_hooks)
+        ):
+            # conv, bias and ReLU in one op: in eager mode the bias and the ReLU go into the
+            # conv's fresh result in one pass (an inference export's folded Conv+BN+ReLU)
+            x = check_input(conv.cls_name, x, (4,), conv.format)
+            check_channels(conv.cls_name, x, 1, conv.in_channels, "in_channels")
+            return conv._forward(conv2d_relu, x, conv.weight)
+        x = conv(x)
         if self.has_bn:
             x = self.batchnorm(x)
         if self.has_act:

@@ -468,6 +468,7 @@ def _conv_nd(
     padding: Any,
     dilation: Any,
     groups: Any,
+    relu: bool = False,
 ) -> Tensor:
     x, w, st, dil, groups = _conv_setup(op, nd, input, weight, stride, dilation, groups)
     kernel = w.shape[2:]
@@ -486,9 +487,32 @@ def _conv_nd(
     ):
         from .conv_bias import conv_bias_p  # the bias added into the result in place
 
-        return conv_bias_p.bind(x, w, bias, stride=st, pads=pads, dilation=dil, groups=groups)
-    y = conv_p.bind(x, w, stride=st, pads=pads, dilation=dil, groups=groups)
-    return _add_bias(op, y, bias)
+        p = {"stride": st, "pads": pads, "dilation": dil, "groups": groups}
+        return conv_bias_p.bind(x, w, bias, **p, **({"relu": True} if relu else {}))
+    y = _add_bias(op, conv_p.bind(x, w, stride=st, pads=pads, dilation=dil, groups=groups), bias)
+    if relu:
+        from ..activation import relu as _relu
+
+        y = _relu(y)
+    return y
+
+
+def conv2d_relu(
+    input: Any,  # noqa: A002
+    weight: Any,
+    bias: Any,
+    stride: Any,
+    pad_mode: str,
+    padding: Any,
+    dilation: Any,
+    groups: int,
+) -> Tensor:
+    """``relu(conv2d(...))`` (not a public op: ``nn.Conv2dBnAct`` without BN and with a
+    ReLU calls it): in eager mode with a bias of the input's dtype one primitive adds the
+    bias and applies the ReLU in one pass over the conv's fresh result."""
+    return _conv_nd(
+        "conv2d", 2, input, weight, bias, stride, pad_mode, padding, dilation, groups, relu=True
+    )
 
 
 def conv1d(

@@ -1,4 +1,5 @@
-"""``conv_bias``: a convolution with its per-channel bias added into the fresh result in place.
+"""``conv_bias``: a convolution with its per-channel bias added into the fresh result in place
+(with ``relu=True`` also the ReLU, in the same pass: ``nn.Conv2dBnAct`` without BN).
 
 Eager ``conv1d``/``conv2d``/``conv3d`` with a bias (``nn.Conv2d(has_bias=True)``, and the
 folded convs of an inference export) bind it instead of ``conv`` then ``add``: the
@@ -18,13 +19,16 @@ from ..._backend import is_host
 from ..._primitive import Primitive, ShapedArray
 from ...tensor import Tensor
 from .._core import reshape, sum_to
+from ..activation.elementwise import relu_grad_p
 from ._common import Pads
 from .conv import _conv_abstract, _conv_impl, _conv_vjp
 
 __all__ = ["conv_bias_p"]
 
 
-def _abstract(x: ShapedArray, w: ShapedArray, b: ShapedArray, **p: Any) -> ShapedArray:
+def _abstract(
+    x: ShapedArray, w: ShapedArray, b: ShapedArray, *, relu: bool = False, **p: Any
+) -> ShapedArray:
     if b.shape != (w.shape[0],) or b.dtype != x.dtype:
         raise ValueError(
             f"conv_bias: argument 'bias' expected shape ({w.shape[0]},) and dtype {x.dtype}, "
@@ -43,6 +47,7 @@ def _impl(
     pads: Pads,
     dilation: tuple[int, ...],
     groups: int,
+    relu: bool = False,
     fast: bool = False,
 ) -> Any:
     y = _conv_impl(xp, x, w, stride=stride, pads=pads, dilation=dilation, groups=groups, fast=fast)
@@ -56,12 +61,17 @@ def _impl(
     ):
         from ...kernels.cpu.channel_bias import add_channel_bias
 
-        add_channel_bias(y, b)  # y is the conv's own new array
+        add_channel_bias(y, b, relu)  # y is the conv's own new array
         return y
-    return y + b.reshape((1, -1) + (1,) * (y.ndim - 2))
+    y = y + b.reshape((1, -1) + (1,) * (y.ndim - 2))
+    return xp.maximum(y, y.dtype.type(0)) if relu else y
 
 
-def _vjp(g: Tensor, x: Tensor, w: Tensor, b: Tensor, *, out: Tensor, **p: Any) -> tuple[Any, ...]:
+def _vjp(
+    g: Tensor, x: Tensor, w: Tensor, b: Tensor, *, out: Tensor, relu: bool = False, **p: Any
+) -> tuple[Any, ...]:
+    if relu:  # out > 0 exactly where the pre-activation is
+        g = relu_grad_p.bind(g, out)
     dx, dw = _conv_vjp(g, x, w, out=out, **p)
     shape = (1, b.shape[0]) + (1,) * (g.ndim - 2)
     return dx, dw, lambda: reshape(sum_to(g, shape), b.shape)
