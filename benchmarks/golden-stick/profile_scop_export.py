@@ -1,6 +1,7 @@
 """Where a SCOP export's forward spends its time: the unpruned ResNet-20 against the export
 of ``PrunerFtCompressAlgo({"prune_rate": 0.45, "prune_residual": False, "round_to": 8})``,
-reloaded from its folder with BN kept and with BN folded (``export_network(fold_bn=True)``).
+reloaded from its folder with BN kept and with BN folded (``export_network(fold_bn=True)``:
+Conv2d + BN, and Conv2d + BN + ReLU as one ``Conv2dBnAct``).
 Batch 64, eval mode, eager (as ``bench_compression.py`` and the examples time it); each
 Conv2d / BatchNorm2d / ReLU / Dense ``construct`` timed by process CPU time, the three
 forwards alternated per round. Random weights (the structure is what is timed).
@@ -26,7 +27,7 @@ from sporeling.goldenstick.export import export_network
 from sporeling.goldenstick.models import ResNet20
 from sporeling.goldenstick.pruner import KfConv2d
 
-_TIMED = (nn.Conv2d, nn.BatchNorm2d, nn.ReLU, nn.Dense)
+_TIMED = (nn.Conv2d, nn.Conv2dBnAct, nn.BatchNorm2d, nn.ReLU, nn.Dense)
 
 
 def _reloaded(net: nn.Cell, fold_bn: bool, name: str) -> nn.Cell:
@@ -100,9 +101,12 @@ def main() -> None:
     for (tag, kind, name), ms in sorted(per.items()):
         if tag == "unpruned" and kind == "Conv2d":
             pruned = per.get(("export", "Conv2d", name), 0.0)
-            # folded names: "conv1" -> "conv1_bn"; a SequentialCell's "down.0" -> "down.conv2d_bn"
+            # folded: "conv1" -> "conv1_bn" or, with its ReLU, the Conv2dBnAct
+            # "conv1_bn_relu"; a SequentialCell's "down.0" -> "down.conv2d_bn"
             fname = name + "_bn" if not name.endswith(".0") else name[:-2] + ".conv2d_bn"
-            folded = per.get(("export_folded", "Conv2d", fname), 0.0)
+            folded = per.get(("export_folded", "Conv2d", fname), 0.0) or per.get(
+                ("export_folded", "Conv2dBnAct", name + "_bn_relu"), 0.0
+            )
             print(f"  {name:18s} {ms:6.3f} {pruned:6.3f} {folded:6.3f}")
     print("load average", [round(v, 2) for v in os.getloadavg()])
 

@@ -104,6 +104,26 @@ def test_pairs_that_cannot_fold_stay():
     assert any(isinstance(c, nn.BatchNorm2d) for _, c in folded.cells_and_names())
     x = Tensor(np.random.default_rng(0).standard_normal((2, 3, 5, 5)).astype("f4"))
     np.testing.assert_allclose(folded(x).asnumpy(), net(x).asnumpy(), rtol=1e-6, atol=1e-6)
+
+    class Relu6Net(nn.Cell):  # Conv -> BN folds; the ReLU6 stays a layer of its own
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, pad_mode="pad", padding=1, has_bias=True)
+            self.bn = _bn(4, 2)
+            self.act = nn.ReLU6()
+            self.conv2 = nn.Conv2d(4, 2, 1)
+            self.bn2 = _bn(2, 3)
+            self.relu = nn.ReLU()
+
+        def construct(self, x):
+            return self.relu(self.bn2(self.conv2(self.act(self.bn(self.conv(x))))))
+
+    net6 = Relu6Net()
+    net6.set_train(False)
+    folded6 = fold_batchnorm(net6)
+    kinds = [type(c).__name__ for _, c in folded6.cells_and_names()]
+    assert "BatchNorm2d" not in kinds and "ReLU6" in kinds and "Conv2dBnAct" in kinds
+    np.testing.assert_allclose(folded6(x).asnumpy(), net6(x).asnumpy(), rtol=1e-5, atol=1e-5)
     with pytest.raises(TypeError, match="'network'"):
         fold_batchnorm("net")
     with pytest.raises(TypeError, match="'fold_bn'"):
@@ -140,6 +160,9 @@ def test_pruned_resnet_folded_export_reloads_without_golden_stick(tmp_path):
     with open(paths["description"], encoding="utf-8") as fh:
         source = fh.read()
     assert "BatchNorm2d" not in source and "has_bias=True" in source
+    # each block's Conv2d -> BN -> ReLU is one Conv2dBnAct (the ReLU in the bias's pass)
+    assert source.count("nn.Conv2dBnAct(") == 1 + len(list(small.layers.cells()))
+    assert "activation='relu'" in source
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "ref.npy", ref)
     code = f"""

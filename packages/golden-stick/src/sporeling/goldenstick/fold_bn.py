@@ -65,17 +65,43 @@ class _Fold(Replacement):
         return [Node.create_call_cell(cell, [name], conv_node.get_args(), name=name)]
 
 
+class _FoldRelu(_Fold):
+    """Conv2d -> BatchNorm2d -> ReLU as one ``nn.Conv2dBnAct`` (folded conv, no BN, ReLU):
+    in eager mode the core adds its bias and applies the ReLU in one pass."""
+
+    def build(self, pattern: Any, is_chain: bool, matched: OrderedDict[str, Node]) -> list[Node]:
+        conv_node, bn_node, act_node = list(matched.values())
+        conv, act = conv_node.get_instance(), act_node.get_instance()
+        fused = folded_conv(conv, bn_node.get_instance()) if type(act) is nn.ReLU else None
+        if fused is None:
+            return []  # unchanged (the Conv2d -> BatchNorm2d pass may still fold it)
+        self.folded |= {id(conv), id(bn_node.get_instance()), id(act)}
+        kw = {k: v for k, v in layer_kwargs(fused).items() if k != "data_format"}
+        cell = nn.Conv2dBnAct(**kw, activation="relu")
+        cell.conv = fused
+        # plain names ("weight"): the rewritten network names a new cell's fresh parameters
+        # by their path only when so (else every block's would be "conv.weight")
+        for path, param in cell.parameters_and_names():
+            param.name = path.rsplit(".", 1)[-1]
+        name = f"{conv_node.get_name()}_bn_relu"
+        return [Node.create_call_cell(cell, [name], conv_node.get_args(), name=name)]
+
+
 def fold_batchnorm(network: nn.Cell) -> nn.Cell:
     """``network`` rewritten with every Conv2d -> BatchNorm2d pair (the conv's output read by
-    the BN alone, sub-networks included) replaced by one folded Conv2d (:func:`folded_conv`);
-    the result is in eval mode. ``network`` itself is not changed."""
+    the BN alone, sub-networks included) replaced by one folded Conv2d (:func:`folded_conv`),
+    and where a ReLU alone reads the BN, the three by one ``nn.Conv2dBnAct(has_bn=False,
+    activation="relu")`` holding the folded conv; the result (in eval mode) shares its
+    other layers with ``network``, which is not changed otherwise."""
     if not isinstance(network, nn.Cell):
         raise TypeError(
             f"fold_batchnorm: argument 'network' expected an nn.Cell, got {type(network).__name__}"
         )
     stree = SymbolTree.create(network)
-    fold = _Fold()
+    fold_relu, fold = _FoldRelu(), _Fold()
+    PatternEngine([nn.Conv2d, nn.BatchNorm2d, nn.ReLU], fold_relu).apply(stree)
     PatternEngine([nn.Conv2d, nn.BatchNorm2d], fold).apply(stree)
+    fold.folded |= fold_relu.folded
     out = stree.get_network()
     # the rewritten cells still hold the folded layers as children: drop those their
     # construct no longer calls (a layer also called elsewhere stays), so that neither

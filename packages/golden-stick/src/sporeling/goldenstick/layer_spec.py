@@ -35,6 +35,15 @@ def layer_kwargs(cell: nn.Cell) -> dict[str, Any]:
             "has_bias": cell.has_bias,
             "data_format": cell.format,
         }
+    if isinstance(cell, nn.Conv2dBnAct):  # (BN folding makes it: a conv, a bias, a ReLU)
+        act = cell.activation if cell.has_act else None
+        if act is not None and type(act) is not nn.ReLU:
+            raise UnsupportedLayer(f"Conv2dBnAct with activation {type(act).__name__}")
+        kw = {k: v for k, v in layer_kwargs(cell.conv).items() if k != "data_format"}
+        kw.update(has_bn=cell.has_bn, activation=None if act is None else "relu")
+        if cell.has_bn:
+            kw.update(momentum=cell.batchnorm.momentum, eps=cell.batchnorm.eps)
+        return kw
     if isinstance(cell, nn.Dense):
         act = cell.activation
         if act is not None and type(act) not in _ACTS:
