@@ -208,6 +208,10 @@ def test_conv2d_bn_act_without_bn_runs_conv_bias_and_relu_in_one_op():
         nn.Conv2dBnAct(3, 4, 3, has_bias=True, activation="sigmoid"),
     ):
         assert cell(x)._node.prim is not conv_bias_p
+    fused.activation.recompute()  # a marked layer is called as itself
+    assert fused(x)._node.prim is not conv_bias_p
+    fused.activation._mindspore_flags["recompute"] = False
+    assert fused(x)._node.prim is conv_bias_p
     seen = []
     fused.conv.register_forward_hook(lambda cell, inputs, output: seen.append(1))
     np.testing.assert_array_equal(fused(x).asnumpy(), out.asnumpy())

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...ops.nn.conv import conv2d_relu
+from .._recompute import is_recompute
 from ..cell import Cell
 from ._utils import check_channels, check_input
 from .activation import LeakyReLU, ReLU, get_activation
@@ -27,6 +28,17 @@ def _activation(cls: str, activation: Any, alpha: float) -> Any:
     if isinstance(activation, Cell):
         return activation
     raise TypeError(f"{cls}: argument 'activation' expected a name or a Cell, got {activation!r}")
+
+
+def _runs_as_is(cell: Cell) -> bool:
+    """Whether calling ``cell`` is just its ``construct``: no hooks, no ``to_float`` dtype,
+    no recompute mark (the fused path below skips the layers' own calls)."""
+    return not (
+        cell._forward_pre_hooks
+        or cell._forward_hooks
+        or cell.__dict__.get("_amp_dtype") is not None
+        or is_recompute(cell)
+    )
 
 
 class Conv2dBnAct(Cell):
@@ -69,8 +81,10 @@ class Conv2dBnAct(Cell):
             not self.has_bn
             and self.has_act
             and type(self.activation) is ReLU
+            and type(conv) is Conv2d
             and conv.has_bias
-            and not (conv._forward_pre_hooks or conv._forward_hooks)
+            and _runs_as_is(conv)
+            and _runs_as_is(self.activation)
         ):
             # conv, bias and ReLU in one op: in eager mode the bias and the ReLU go into the
             # conv's fresh result in one pass (an inference export's folded Conv+BN+ReLU)
