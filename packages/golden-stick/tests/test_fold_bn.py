@@ -88,6 +88,11 @@ def test_pairs_that_cannot_fold_stay():
     assert folded_conv(conv, nn.BatchNorm2d(4, use_batch_statistics=True)) is None
     assert folded_conv(conv, nn.BatchNorm2d(4, data_format="NHWC")) is None
 
+    class MyConv(nn.Conv2d):  # a subclass may compute something else: left alone
+        pass
+
+    assert folded_conv(MyConv(3, 4, 3), nn.BatchNorm2d(4)) is None
+
     class TwoReaders(nn.Cell):  # the conv's output also feeds the add: no fold
         def __init__(self):
             super().__init__()

@@ -27,10 +27,12 @@ __all__ = ["fold_batchnorm", "folded_conv"]
 
 def folded_conv(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> nn.Conv2d | None:
     """A new Conv2d (with a bias) computing ``bn(conv(x))`` in eval mode, or None when the
-    pair cannot fold: NHWC layers, a BN told to use batch statistics, channel counts that
-    differ."""
+    pair cannot fold: subclasses (a quantizing conv, say), NHWC layers, a BN told to use
+    batch statistics, channel counts that differ."""
     if (
-        conv.format != "NCHW"
+        type(conv) is not nn.Conv2d
+        or type(bn) is not nn.BatchNorm2d
+        or conv.format != "NCHW"
         or bn.format != "NCHW"
         or bn.use_batch_statistics
         or bn.num_features != conv.out_channels
