@@ -20,12 +20,14 @@ batch 128), ``lenet`` (eager step, batch 64), ``resnet20`` (eager step, batch 64
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +44,15 @@ class CompileLog:
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
         self._stack: list[float] = []  # children's inclusive seconds, per open frame
+        self._cpu: list[float] = []  # the same in this thread's CPU seconds
+        self._names: list[str] = []  # the kernels being compiled, outermost first
 
     def install(self) -> None:
-        from numba.core import dispatcher
+        from numba.core import ccallback, dispatcher
         from numba.core.compiler_lock import global_compiler_lock
 
         original = dispatcher.Dispatcher.compile
+        original_cfunc = ccallback.CFunc.compile
         log = self
 
         def compile(disp: Any, sig: Any) -> Any:  # noqa: A001 - the method it wraps
@@ -59,27 +64,52 @@ class CompileLog:
         def timed(disp: Any, sig: Any) -> Any:
             misses = sum(disp._cache_misses.values())
             had = len(disp.overloads)
-            log._stack.append(0.0)
-            t0 = time.perf_counter()
-            try:
-                return original(disp, sig)
-            finally:
-                secs = time.perf_counter() - t0
-                children = log._stack.pop()
-                if log._stack:
-                    log._stack[-1] += secs
+            py = disp.py_func
+            with log._frame(f"{py.__module__}.{py.__qualname__}", str(sig)) as event:
+                out = original(disp, sig)
                 if len(disp.overloads) > had:  # not an overload that already existed
-                    py = disp.py_func
-                    log.events.append(
-                        {
-                            "kernel": f"{py.__module__}.{py.__qualname__}",
-                            "sig": str(sig),
-                            "secs": secs - children,
-                            "compiled": sum(disp._cache_misses.values()) > misses,
-                        }
-                    )
+                    event["compiled"] = sum(disp._cache_misses.values()) > misses
+                    log.events.append(event)
+                return out
+
+        def compile_cfunc(cf: Any) -> Any:
+            # a ``cfunc`` (the GIL-free jobs): compiled or loaded once, when first built
+            with global_compiler_lock:
+                hits = cf._cache_hits
+                py = cf._pyfunc
+                with log._frame(f"{py.__module__}.{py.__qualname__}", str(cf._sig)) as event:
+                    out = original_cfunc(cf)
+                    event["compiled"] = cf._cache_hits == hits
+                    event["cfunc"] = True
+                    log.events.append(event)
+                return out
 
         dispatcher.Dispatcher.compile = compile
+        ccallback.CFunc.compile = compile_cfunc
+
+    @contextlib.contextmanager
+    def _frame(self, kernel: str, sig: str) -> Iterator[dict[str, Any]]:
+        """One compile's record: seconds exclusive of the compiles nested in it, and the
+        kernel whose compile asked for it (``parent``, None at the top)."""
+        event: dict[str, Any] = {
+            "kernel": kernel,
+            "sig": sig,
+            "parent": self._names[-1] if self._names else None,
+        }
+        self._stack.append(0.0)
+        self._cpu.append(0.0)
+        self._names.append(kernel)
+        t0, c0 = time.perf_counter(), time.thread_time()
+        try:
+            yield event
+        finally:
+            secs, cpu = time.perf_counter() - t0, time.thread_time() - c0
+            children, children_cpu = self._stack.pop(), self._cpu.pop()
+            self._names.pop()
+            if self._stack:
+                self._stack[-1] += secs
+                self._cpu[-1] += cpu
+            event["secs"], event["cpu"] = secs - children, cpu - children_cpu
 
     def take(self) -> list[dict[str, Any]]:
         out, self.events = self.events, []
@@ -239,15 +269,18 @@ def child(case: str) -> dict[str, Any]:
     step, args = BUILDERS[case](core)
     # Numba's contexts load their registries (and import numba.np.*, scipy's BLAS) on the
     # first compile or cache load of a process: timed apart, counted in the first call
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     from numba.core.registry import cpu_target
 
     cpu_target.typing_context.refresh()
     cpu_target.target_context.refresh()
     out["numba_init"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    out["numba_init_cpu"] = time.thread_time() - c0
+    t0, c0 = time.perf_counter(), time.thread_time()
     step(*args).asnumpy()
     out["first_call"] = time.perf_counter() - t0 + out["numba_init"]
+    # this thread's CPU seconds (the compiles run here): a fair measure on a loaded machine
+    out["first_call_cpu"] = time.thread_time() - c0 + out["numba_init_cpu"]
     out["kernels"] = log.take()
     times = []
     for _ in range(3):
@@ -302,18 +335,28 @@ def summary(res: dict[str, Any], top: int) -> str:
     ks = res.get("kernels", []) + res["import_kernels"]
     n_comp = sum(k["compiled"] for k in ks)
     secs = sum(k["secs"] for k in ks)
+    cpu = sum(k["cpu"] for k in ks)
     head = f"import {res['import']:.2f} s ({len(res['import_kernels'])} kernels)"
     if "first_call" in res:
         head += (
-            f", first call {res['first_call']:.2f} s (Numba init {res['numba_init']:.2f}),"
+            f", first call {res['first_call']:.2f} s, CPU {res['first_call_cpu']:.2f} s"
+            f" (Numba init {res['numba_init']:.2f}),"
             f" step {res['step'] * 1e3:.1f} ms,"
             f" late compiles {len(res['late_kernels'])}"
         )
-    head += f"; Numba {secs:.2f} s over {len(ks)} kernels ({n_comp} compiled, rest loaded)"
+    n_cf = sum(bool(k.get("cfunc")) for k in ks)
+    head += (
+        f"; Numba {secs:.2f} s (CPU {cpu:.2f} s) over {len(ks)} kernels"
+        f" ({n_cf} cfuncs; {n_comp} compiled, rest loaded)"
+    )
     lines = [head]
-    for k in sorted(ks, key=lambda k: -k["secs"])[:top]:
-        how = "compile" if k["compiled"] else "load"
-        lines.append(f"    {k['secs']:7.2f} s  {how:7s} {k['kernel']} {k['sig'][:90]}")
+    for k in sorted(ks, key=lambda k: -k["cpu"])[:top]:
+        how = ("compile" if k["compiled"] else "load") + (" cfunc" if k.get("cfunc") else "")
+        parent = f" [in {k['parent'].rsplit('.', 1)[-1]}]" if k.get("parent") else ""
+        lines.append(
+            f"    {k['secs']:7.2f} s {k['cpu']:6.2f} cpu  {how:13s} {k['kernel']}{parent}"
+            f" {k['sig'][:90]}"
+        )
     return "\n".join(lines)
 
 
