@@ -54,7 +54,19 @@ from numba.extending import intrinsic
 from . import _spin
 from ._rows import SPIN_TRIES, linger_us, max_blocks
 
-__all__ = ["available", "job", "pack", "run", "stats", "view1", "view2", "view3", "view4", "view5"]
+__all__ = [
+    "available",
+    "job",
+    "options",
+    "pack",
+    "run",
+    "stats",
+    "view1",
+    "view2",
+    "view3",
+    "view4",
+    "view5",
+]
 
 _intrinsic: Any = intrinsic
 #: whether jobs with a wrapper run here (``SPORELING_NATIVE_JOBS``)
@@ -267,14 +279,30 @@ def pack(*items: Any, strict: bool = True) -> np.ndarray | None:
 
 
 _CFUNCS: dict[Any, Any] = {}
+_OPTIONS: dict[Any, dict[str, Any]] = {}
+JobFunction = Callable[[int, int, int, int], None]
 
 
-def job(py_func: Callable[[int, int, int, int], None]) -> int:
+def options(**numba_options: Any) -> Callable[[JobFunction], JobFunction]:
+    """Decorator: compile this job function with these Numba options (``fastmath``,
+    ``error_model``): those of the kernels it inlines (``inline="always"``), whose code
+    takes the flags of the function it is inlined into."""
+
+    def mark(py_func: JobFunction) -> JobFunction:
+        _OPTIONS[py_func] = numba_options
+        return py_func
+
+    return mark
+
+
+def job(py_func: JobFunction) -> int:
     """The C address of ``py_func`` (``(args, k, lo, hi)``, all int64) compiled as a cached
-    ``cfunc``; compiled (or loaded) on first use, not at import."""
+    ``cfunc`` (with the :func:`options` it was given); compiled (or loaded) on first use,
+    not at import."""
     fn = _CFUNCS.get(py_func)
     if fn is None:
-        fn = _CFUNCS[py_func] = numba.cfunc(_JOB_SIG, cache=True)(py_func)
+        opts = _OPTIONS.get(py_func, {})
+        fn = _CFUNCS[py_func] = numba.cfunc(_JOB_SIG, cache=True, **opts)(py_func)
     return int(fn.address)
 
 

@@ -45,6 +45,12 @@ from .gemm_bias import _cblas
 __all__ = ["available", "conv2d_images", "conv2d_data_grad_images", "conv2d_weight_grad_images"]
 
 _JIT = {**JIT_SERIAL, "nogil": True}
+#: the per-image kernels that :mod:`.conv_jobs` wraps (and ``_at``): inlined into a jitted
+#: caller (the job's ``cfunc``, compiled with the same flags) instead of compiled on their
+#: own and linked, so a cold cache compiles one module per job instead of three (Numba
+#: optimises and generates machine code for every linked callee again in each caller).
+#: A call from Python compiles them as usual.
+_JIT_INLINE = {**_JIT, "inline": "always"}
 _ROW, _N, _T = 101, 111, 112  # CBLAS: row-major, no transpose, transpose
 _CHARS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}
 Geometry = tuple[int, int, int, int, int, int]  # stride h/w, low pad h/w, dilation h/w
@@ -164,14 +170,14 @@ def _col2im_image(cols, out, n, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):  # prag
                         of[dst + k * u_sw] += cf[src + k]
 
 
-@numba.jit(**_JIT)
+@numba.jit(**_JIT_INLINE)
 def _at(a, offset):  # pragma: no cover - compiled
     """The address of element ``offset`` of ``a``'s buffer (unsigned: a signed offset would
     make Numba's sum a float)."""
     return a.ctypes.data + np.uint64(offset * a.itemsize)
 
 
-@numba.jit(**_JIT)
+@numba.jit(**_JIT_INLINE)
 def _forward_kernel(gemm, x, w2, out, cols, geo, groups, one, zero, lo, hi):  # pragma: no cover
     """out[n] = w2 @ cols(x[n]) per group, for images ``lo:hi``; ``w2`` (C_out, C_in/G*KH*KW),
     ``out`` (N, C_out, OH, OW), ``cols`` this thread's buffer."""
@@ -186,7 +192,7 @@ def _forward_kernel(gemm, x, w2, out, cols, geo, groups, one, zero, lo, hi):  # 
             gemm(_ROW, _N, _N, cog, length, kg, one, a, kg, b, length, zero, c, length)
 
 
-@numba.jit(**_JIT)
+@numba.jit(**_JIT_INLINE)
 def _forward_kernel_mk(
     gemm, x, wp, w2, out, cols, geo, groups, one, zero, lo, hi
 ):  # pragma: no cover
@@ -208,7 +214,7 @@ def _forward_kernel_mk(
                 )
 
 
-@numba.jit(**_JIT)
+@numba.jit(**_JIT_INLINE)
 def _data_grad_kernel_mk(
     gemm, gy, wpt, w2, dx, dcols, geo, groups, one, zero, lo, hi
 ):  # pragma: no cover
@@ -231,7 +237,7 @@ def _data_grad_kernel_mk(
         _col2im_image(dcols, dx, n, kh, kw, geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], oh, ow)
 
 
-@numba.jit(**_JIT)
+@numba.jit(**_JIT_INLINE)
 def _weight_grad_kernel_mk(
     gemm, x, gy, dwt, cols, gyt, geo, groups, one, lo, hi
 ):  # pragma: no cover
@@ -260,7 +266,7 @@ def _weight_grad_kernel_mk(
                 )
 
 
-@numba.jit(**_JIT)
+@numba.jit(**_JIT_INLINE)
 def _forward_kernel_implicit(x, wp, out, xp, rest, offs, geo, groups, lo, hi):  # pragma: no cover
     """Stride-1 forward without im2col: each image copied into the interior of ``xp`` (this
     thread's zero-padded buffer, (C, HP, WP); the border stays zero), then per group
@@ -290,7 +296,11 @@ def _forward_kernel_implicit(x, wp, out, xp, rest, offs, geo, groups, lo, hi):  
             microgemm.conv_rows(wp[g, full:], offs, b, wpr, _at(rest, 0), length, oh, ow)
             o2 = out[n].reshape(cout, length)
             for r in range(cog - full * microgemm.MR):
-                o2[g * cog + full * microgemm.MR + r] = rest[r]
+                # element by element: a row assignment (``o2[i] = rest[r]``) makes Numba
+                # compile its shape-mismatch message, ~30 string kernels on a cold cache
+                dst, src = o2[g * cog + full * microgemm.MR + r], rest[r]
+                for p in range(length):
+                    dst[p] = src[p]
 
 
 @numba.jit(**_JIT)
@@ -307,7 +317,7 @@ def _copy_image_nhwc(x, n, xq, ph, pw):  # pragma: no cover
                 dst[c] = x[n, c, yy, xx]
 
 
-@numba.jit(**_JIT)
+@numba.jit(**_JIT_INLINE)
 def _forward_kernel_pixels(x, wk, out, xq, ct, koffs, geo, kc, lo, hi):  # pragma: no cover
     """Forward without im2col, image channels-last (one group, any stride): each image
     copied into the interior of ``xq`` (HP, WP, C_in; border zero), then
@@ -329,7 +339,7 @@ def _forward_kernel_pixels(x, wk, out, xq, ct, koffs, geo, kc, lo, hi):  # pragm
                 dst2[p] = ct[p, co]
 
 
-@numba.jit(**_JIT)
+@numba.jit(**_JIT_INLINE)
 def _weight_grad_kernel_implicit(
     x, gy, dwt, xp, gyt, taps, pix, geo, groups, chunk, lo, hi
 ):  # pragma: no cover
@@ -360,7 +370,7 @@ def _weight_grad_kernel_implicit(
             microgemm.weight_rows(a, hp * wpr, taps, pix, cig, b, cout, c_addr, cog, chunk)
 
 
-@numba.jit(**_JIT)
+@numba.jit(**_JIT_INLINE)
 def _weight_grad_kernel_nhwc(
     x, gy, dwq, xq, gp, toffs, geo, groups, chunk, lo, hi
 ):  # pragma: no cover
@@ -583,7 +593,7 @@ def _packed(w2: np.ndarray, groups: int, transposed: bool, rows: int = 0) -> np.
     return out
 
 
-@numba.jit(**_JIT)
+@numba.jit(**_JIT_INLINE)
 def _data_grad_kernel(gemm, gy, w2, dx, dcols, geo, groups, one, zero, lo, hi):  # pragma: no cover
     """dx[n] = col2im(w2.T @ gy[n]) per group, for images ``lo:hi``."""
     kh, kw, oh, ow = geo[6], geo[7], gy.shape[2], gy.shape[3]
@@ -597,7 +607,7 @@ def _data_grad_kernel(gemm, gy, w2, dx, dcols, geo, groups, one, zero, lo, hi): 
         _col2im_image(dcols, dx, n, kh, kw, geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], oh, ow)
 
 
-@numba.jit(**_JIT)
+@numba.jit(**_JIT_INLINE)
 def _weight_grad_kernel(gemm, x, gy, dwt, cols, geo, groups, one, lo, hi):  # pragma: no cover
     """dwt[g] += cols_g(x[n]) @ gy_g[n].T for images ``lo:hi``; ``dwt`` (G, C_in/G*KH*KW,
     C_out/G) is this thread's sum, transposed: on one core that product ran 1.2-1.6x faster

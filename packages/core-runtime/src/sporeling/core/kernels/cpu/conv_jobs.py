@@ -17,13 +17,18 @@ from numba import types
 from numba.extending import intrinsic
 
 from . import conv_images as ci
+from ._config import FASTMATH
 from ._jobs import block, integer, real, view1, view2, view3, view4, view5
+from ._jobs import options as _options
 
 _intrinsic: Any = intrinsic
 
 _F, _I = np.float32, np.int64
+#: every job inlines its kernel (``conv_images._JIT_INLINE``) and so compiles with its flags
+_with_kernel_flags = _options(fastmath=FASTMATH, error_model="numpy")
 
 
+@_with_kernel_flags
 def forward_implicit(args, k, lo, hi):  # pragma: no cover - compiled
     """(x, wp, out, xp, rest, offs, geo, groups):
     :func:`.conv_images._forward_kernel_implicit`."""
@@ -34,6 +39,7 @@ def forward_implicit(args, k, lo, hi):  # pragma: no cover - compiled
     )  # fmt: skip
 
 
+@_with_kernel_flags
 def forward_pixels(args, k, lo, hi):  # pragma: no cover - compiled
     """(x, wk, out, xq, ct, koffs, geo, kc): :func:`.conv_images._forward_kernel_pixels`."""
     p = block(args)
@@ -43,6 +49,7 @@ def forward_pixels(args, k, lo, hi):  # pragma: no cover - compiled
     )  # fmt: skip
 
 
+@_with_kernel_flags
 def weight_grad_nhwc(args, k, lo, hi):  # pragma: no cover - compiled
     """(x, gy, dwq, xq, gp, toffs, geo, groups, chunk):
     :func:`.conv_images._weight_grad_kernel_nhwc`."""
@@ -54,6 +61,7 @@ def weight_grad_nhwc(args, k, lo, hi):  # pragma: no cover - compiled
     )  # fmt: skip
 
 
+@_with_kernel_flags
 def weight_grad_implicit(args, k, lo, hi):  # pragma: no cover - compiled
     """(x, gy, sums, xp, gyt, taps, pix, geo, groups, chunk):
     :func:`.conv_images._weight_grad_kernel_implicit`."""
@@ -114,7 +122,7 @@ def gemm_jobs(name: str) -> tuple[Any, Any]:
 # is compiled per gemm type, and one job per integer width.
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _forward(gemm, p, k, lo, hi):  # pragma: no cover - compiled
     """(gemm, x, w2, out, cols, geo, groups, one, zero): :func:`.conv_images._forward_kernel`."""
     ci._forward_kernel(
@@ -123,17 +131,19 @@ def _forward(gemm, p, k, lo, hi):  # pragma: no cover - compiled
     )  # fmt: skip
 
 
+@_with_kernel_flags
 def forward_32(args, k, lo, hi):  # pragma: no cover - compiled
     p = block(args)
     _forward(_gemm32(integer(p, 0)), p, k, lo, hi)
 
 
+@_with_kernel_flags
 def forward_64(args, k, lo, hi):  # pragma: no cover - compiled
     p = block(args)
     _forward(_gemm64(integer(p, 0)), p, k, lo, hi)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _forward_mk(gemm, p, k, lo, hi):  # pragma: no cover - compiled
     """(gemm, x, wp, w2, out, cols, geo, groups, one, zero):
     :func:`.conv_images._forward_kernel_mk`."""
@@ -144,17 +154,19 @@ def _forward_mk(gemm, p, k, lo, hi):  # pragma: no cover - compiled
     )  # fmt: skip
 
 
+@_with_kernel_flags
 def forward_mk_32(args, k, lo, hi):  # pragma: no cover - compiled
     p = block(args)
     _forward_mk(_gemm32(integer(p, 0)), p, k, lo, hi)
 
 
+@_with_kernel_flags
 def forward_mk_64(args, k, lo, hi):  # pragma: no cover - compiled
     p = block(args)
     _forward_mk(_gemm64(integer(p, 0)), p, k, lo, hi)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _data_grad_mk(gemm, p, k, lo, hi):  # pragma: no cover - compiled
     """(gemm, gy, wpt, w2, dx, dcols, geo, groups, one, zero):
     :func:`.conv_images._data_grad_kernel_mk`."""
@@ -165,17 +177,19 @@ def _data_grad_mk(gemm, p, k, lo, hi):  # pragma: no cover - compiled
     )  # fmt: skip
 
 
+@_with_kernel_flags
 def data_grad_mk_32(args, k, lo, hi):  # pragma: no cover - compiled
     p = block(args)
     _data_grad_mk(_gemm32(integer(p, 0)), p, k, lo, hi)
 
 
+@_with_kernel_flags
 def data_grad_mk_64(args, k, lo, hi):  # pragma: no cover - compiled
     p = block(args)
     _data_grad_mk(_gemm64(integer(p, 0)), p, k, lo, hi)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _data_grad(gemm, p, k, lo, hi):  # pragma: no cover - compiled
     """(gemm, gy, w2, dx, dcols, geo, groups, one, zero): :func:`.conv_images._data_grad_kernel`."""
     ci._data_grad_kernel(
@@ -184,17 +198,19 @@ def _data_grad(gemm, p, k, lo, hi):  # pragma: no cover - compiled
     )  # fmt: skip
 
 
+@_with_kernel_flags
 def data_grad_32(args, k, lo, hi):  # pragma: no cover - compiled
     p = block(args)
     _data_grad(_gemm32(integer(p, 0)), p, k, lo, hi)
 
 
+@_with_kernel_flags
 def data_grad_64(args, k, lo, hi):  # pragma: no cover - compiled
     p = block(args)
     _data_grad(_gemm64(integer(p, 0)), p, k, lo, hi)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _weight_grad_mk(gemm, p, k, lo, hi):  # pragma: no cover - compiled
     """(gemm, x, gy, sums, cols, gyt, geo, groups, one):
     :func:`.conv_images._weight_grad_kernel_mk`."""
@@ -204,17 +220,19 @@ def _weight_grad_mk(gemm, p, k, lo, hi):  # pragma: no cover - compiled
     )  # fmt: skip
 
 
+@_with_kernel_flags
 def weight_grad_mk_32(args, k, lo, hi):  # pragma: no cover - compiled
     p = block(args)
     _weight_grad_mk(_gemm32(integer(p, 0)), p, k, lo, hi)
 
 
+@_with_kernel_flags
 def weight_grad_mk_64(args, k, lo, hi):  # pragma: no cover - compiled
     p = block(args)
     _weight_grad_mk(_gemm64(integer(p, 0)), p, k, lo, hi)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _weight_grad(gemm, p, k, lo, hi):  # pragma: no cover - compiled
     """(gemm, x, gy, sums, cols, geo, groups, one): :func:`.conv_images._weight_grad_kernel`."""
     ci._weight_grad_kernel(
@@ -223,11 +241,13 @@ def _weight_grad(gemm, p, k, lo, hi):  # pragma: no cover - compiled
     )  # fmt: skip
 
 
+@_with_kernel_flags
 def weight_grad_32(args, k, lo, hi):  # pragma: no cover - compiled
     p = block(args)
     _weight_grad(_gemm32(integer(p, 0)), p, k, lo, hi)
 
 
+@_with_kernel_flags
 def weight_grad_64(args, k, lo, hi):  # pragma: no cover - compiled
     p = block(args)
     _weight_grad(_gemm64(integer(p, 0)), p, k, lo, hi)
