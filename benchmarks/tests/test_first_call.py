@@ -1,5 +1,6 @@
-"""first_call.CompileLog: compiles and disk-cache loads recorded per kernel, nested compiles
-counted once (a fresh process per run: the log patches Numba's dispatcher)."""
+"""first_call.CompileLog: compiles and disk-cache loads recorded per kernel and cfunc, nested
+compiles counted once, with the kernel whose compile asked for them (a fresh process per run:
+the log patches Numba's dispatcher)."""
 
 import json
 import os
@@ -23,6 +24,12 @@ def inner(a):
 @numba.njit(cache=True)
 def outer(a):
     return inner(a) + 1.0
+
+def job(x):
+    return x * 2.0
+
+def build_job():
+    return numba.cfunc("float64(float64)", cache=True)(job)
 """
 
 RUN = textwrap.dedent(
@@ -35,6 +42,7 @@ RUN = textwrap.dedent(
     log.install()
     import kernels_under_test as k
     assert k.outer(np.arange(4.0)) == 15.0
+    assert k.build_job().ctypes(3.0) == 6.0
     print(json.dumps(log.take()))
     """
 )
@@ -52,11 +60,14 @@ def _run(tmp_path: Path) -> list[dict]:
 def test_cold_then_warm(tmp_path: Path) -> None:
     (tmp_path / "kernels_under_test.py").write_text(KERNELS)
     cold = {e["kernel"].rsplit(".", 1)[-1]: e for e in _run(tmp_path)}
-    assert set(cold) == {"inner", "outer"}
-    assert cold["inner"]["compiled"] and cold["outer"]["compiled"]
-    assert all(e["secs"] > 0 for e in cold.values())  # outer's time excludes inner's
+    assert set(cold) == {"inner", "outer", "job"}
+    assert all(e["compiled"] for e in cold.values())
+    assert all(e["secs"] > 0 and e["cpu"] > 0 for e in cold.values())  # exclusive times
     assert "float64" in cold["outer"]["sig"]
+    assert cold["inner"]["parent"].endswith(".outer") and cold["outer"]["parent"] is None
+    assert cold["job"].get("cfunc") and not cold["outer"].get("cfunc")
     warm = _run(tmp_path)
-    # the cached outer links inner's code: only outer is loaded, and nothing compiles
-    assert [e["kernel"].rsplit(".", 1)[-1] for e in warm] == ["outer"]
-    assert not warm[0]["compiled"]
+    # the cached outer links inner's code: only outer and the cfunc are loaded, nothing
+    # compiles
+    assert [e["kernel"].rsplit(".", 1)[-1] for e in warm] == ["outer", "job"]
+    assert not any(e["compiled"] for e in warm)
