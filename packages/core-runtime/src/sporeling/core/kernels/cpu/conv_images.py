@@ -49,7 +49,9 @@ _JIT = {**JIT_SERIAL, "nogil": True}
 #: caller (the job's ``cfunc``, compiled with the same flags) instead of compiled on their
 #: own and linked, so a cold cache compiles one module per job instead of three (Numba
 #: optimises and generates machine code for every linked callee again in each caller).
-#: A call from Python compiles them as usual.
+#: A call from Python compiles them as usual. im2col, col2im and the channels-last copy
+#: stay apart: inlined, the forward job's compile took 5.6 s of CPU instead of 3.0 (LLVM's
+#: loop passes on the deeper nest), their one compile of their own ~1 s each.
 _JIT_INLINE = {**_JIT, "inline": "always"}
 _ROW, _N, _T = 101, 111, 112  # CBLAS: row-major, no transpose, transpose
 _CHARS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}
