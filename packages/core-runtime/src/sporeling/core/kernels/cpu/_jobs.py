@@ -295,6 +295,12 @@ def options(**numba_options: Any) -> Callable[[JobFunction], JobFunction]:
     return mark
 
 
+def inlining(jit: dict[str, Any]) -> Callable[[JobFunction], JobFunction]:
+    """:func:`options` for a job function that inlines kernels compiled with ``jit`` (a
+    ``numba.jit`` options dict): their fast-math flags and error model."""
+    return options(**{k: v for k, v in jit.items() if k in ("fastmath", "error_model")})
+
+
 def job(py_func: JobFunction) -> int:
     """The C address of ``py_func`` (``(args, k, lo, hi)``, all int64) compiled as a cached
     ``cfunc`` (with the :func:`options` it was given); compiled (or loaded) on first use,
@@ -311,7 +317,11 @@ def job(py_func: JobFunction) -> int:
 # slots, those compiled once per slot as a literal, 17 extra kernels on a cold cache)
 
 
-@numba.njit(cache=True, nogil=True)
+# (``_chunks`` and ``_linger`` inlined into their callers: each compiled apart was linked
+# into, and optimised again in, every caller)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _chunks(job: Any, k: int) -> int:  # pragma: no cover - compiled
     """Claims and runs chunks of ``job`` as thread ``k`` until none is left; how many ran."""
     n, fn, args = job[_N], job[_FN], job[_ARGS]
@@ -326,7 +336,7 @@ def _chunks(job: Any, k: int) -> int:  # pragma: no cover - compiled
     return ran
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _linger(ctl: Any, seq: int, sched_yield: int) -> bool:  # pragma: no cover - compiled
     """Whether post ``seq`` came within ``ctl[_LINGER]`` spin tries, yielding the core
     every ``ctl[_SLICE]`` tries (~20 us): a spin that a busy core's other tasks (or the

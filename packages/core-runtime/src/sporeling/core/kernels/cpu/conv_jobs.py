@@ -17,15 +17,13 @@ from numba import types
 from numba.extending import intrinsic
 
 from . import conv_images as ci
-from ._config import FASTMATH
-from ._jobs import block, integer, real, view1, view2, view3, view4, view5
-from ._jobs import options as _options
+from ._jobs import block, inlining, integer, real, view1, view2, view3, view4, view5
 
 _intrinsic: Any = intrinsic
 
 _F, _I = np.float32, np.int64
 #: every job inlines its kernel (``conv_images._JIT_INLINE``) and so compiles with its flags
-_with_kernel_flags = _options(fastmath=FASTMATH, error_model="numpy")
+_with_kernel_flags = inlining(ci._JIT_INLINE)
 
 
 @_with_kernel_flags

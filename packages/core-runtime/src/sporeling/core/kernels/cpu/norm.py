@@ -27,6 +27,8 @@ from ._rows import n_blocks, run_blocks
 from .vecmath import wide_vectors
 
 _JIT = {**JIT_SERIAL, "nogil": True}  # row blocks run on several threads (see _rows)
+#: kernels with a job (:mod:`._jobs`): inlined into its cfunc, compiled with their flags
+_JIT_INLINE = {**_JIT, "inline": "always"}
 
 __all__ = [
     "layer_norm_forward",
@@ -141,7 +143,7 @@ def layer_norm_backward(
 # ---- batch norm ---------------------------------------------------------------------
 
 
-@numba.jit(**_JIT)
+@numba.jit(**_JIT_INLINE)
 def _batch_norm_fwd_kernel(lo, hi, x3, w, b, eps, y3, mean, var, relu, zero):  # pragma: no cover
     """Channels ``lo:hi`` (each channel's statistics and output are its own); ``relu``:
     the output is ``maximum(y, 0)`` (``zero``, the dtype's 0), written in the same pass."""
@@ -175,7 +177,7 @@ def _batch_norm_fwd_kernel(lo, hi, x3, w, b, eps, y3, mean, var, relu, zero):  #
         var[c] = v
 
 
-@numba.jit(**_JIT)
+@numba.jit(**_JIT_INLINE)
 def _batch_norm_bwd_kernel(
     lo, hi, gy3, gmean, gvar, x3, w, mean, var, eps, dx3, dw, db, z3, zero
 ):  # pragma: no cover - compiled
@@ -213,6 +215,7 @@ def _batch_norm_bwd_kernel(
                 dx3[i, c, k] = wr * (g - a - d * rstd * bq) + gm + gv * d
 
 
+@_jobs.inlining(_JIT_INLINE)
 def _bn_fwd_job(args, k, lo, hi):  # pragma: no cover - compiled
     """(x3, w, b, eps, y3, mean, var, relu as 0.0 / 1.0), float32, for :mod:`._jobs`."""
     p = _block(args)
@@ -223,6 +226,7 @@ def _bn_fwd_job(args, k, lo, hi):  # pragma: no cover - compiled
     )  # fmt: skip
 
 
+@_jobs.inlining(_JIT_INLINE)
 def _bn_bwd_job(args, k, lo, hi):  # pragma: no cover - compiled
     """(gy3, gmean, gvar, x3, w, mean, var, eps, dx3, dw, db), float32, for :mod:`._jobs`."""
     p = _block(args)
@@ -234,6 +238,7 @@ def _bn_bwd_job(args, k, lo, hi):  # pragma: no cover - compiled
     )  # fmt: skip
 
 
+@_jobs.inlining(_JIT_INLINE)
 def _bn_relu_bwd_job(args, k, lo, hi):  # pragma: no cover - compiled
     """:func:`_bn_bwd_job`'s arguments, then z3 (the batch norm + ReLU's output)."""
     p = _block(args)

@@ -37,9 +37,11 @@ __all__ = ["ENABLED", "PARALLEL_MIN", "add", "relu", "applies"]
 ENABLED = os.environ.get("SPORELING_ROW_ELEMENTWISE", "1").strip() not in ("0", "off", "false")
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}  # no fastmath (see above)
+#: kernels with a job (:mod:`._jobs`): inlined into its cfunc, compiled with their flags
+_JIT_INLINE = {**_JIT, "inline": "always"}
 
 
-@numba.jit(**_JIT)
+@numba.jit(**_JIT_INLINE)
 def _relu_kernel(x, out, zero, lo, hi):  # pragma: no cover - compiled
     wide_vectors()
     for i in range(numba.uint64(lo), numba.uint64(hi)):
@@ -47,19 +49,21 @@ def _relu_kernel(x, out, zero, lo, hi):  # pragma: no cover - compiled
         out[i] = v if not v <= zero else zero
 
 
-@numba.jit(**_JIT)
+@numba.jit(**_JIT_INLINE)
 def _add_kernel(x, y, out, lo, hi):  # pragma: no cover - compiled
     wide_vectors()
     for i in range(numba.uint64(lo), numba.uint64(hi)):
         out[i] = x[i] + y[i]
 
 
+@_jobs.inlining(_JIT_INLINE)
 def _relu_job(args, k, lo, hi):  # pragma: no cover - compiled
     """(x, out) float32 for :mod:`._jobs`."""
     p = _block(args)
     _relu_kernel(view1(p, 0, np.float32), view1(p, 1, np.float32), np.float32(0), lo, hi)
 
 
+@_jobs.inlining(_JIT_INLINE)
 def _add_job(args, k, lo, hi):  # pragma: no cover - compiled
     """(x, y, out) float32 for :mod:`._jobs`."""
     p = _block(args)

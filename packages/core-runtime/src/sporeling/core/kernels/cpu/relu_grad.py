@@ -35,18 +35,21 @@ from .vecmath import wide_vectors
 __all__ = ["relu_grad", "NUMPY_UP_TO"]
 
 _JIT = {**JIT_SERIAL, "nogil": True}
+#: kernels with a job (:mod:`._jobs`): inlined into its cfunc, compiled with their flags
+_JIT_INLINE = {**_JIT, "inline": "always"}
 #: arrays of at most this many elements take the NumPy path (see the module docstring)
 NUMPY_UP_TO = 1 << 16
 _INT_OF = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
 
 
-@numba.jit(**_JIT)
+@numba.jit(**_JIT_INLINE)
 def _relu_grad_kernel(g, x, out, lo, hi):  # pragma: no cover - compiled
     wide_vectors()
     for i in range(numba.uint64(lo), numba.uint64(hi)):
         out[i] = g[i] if x[i] > 0 else 0
 
 
+@_jobs.inlining(_JIT_INLINE)
 def _relu_grad_job(args, k, lo, hi):  # pragma: no cover - compiled
     """(g, x, out) float32 for :mod:`._jobs`."""
     p = _block(args)
