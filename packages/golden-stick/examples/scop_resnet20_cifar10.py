@@ -99,6 +99,36 @@ def _correct(net, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.concatenate(hits)
 
 
+def _alternated(nets: dict, x: np.ndarray, rounds: int) -> dict:
+    """Best CPU and wall ms of one batch forward of each net (eval), the nets taken in turn
+    each round so that load swings hit all alike, and the medians of the rounds' ratios
+    unpruned / exported and unpruned_folded / exported."""
+    t = Tensor(x)
+    for net in nets.values():
+        net.set_train(False)
+        net(t)
+    cpu: dict = {k: [] for k in nets}
+    wall: dict = {k: [] for k in nets}
+    for _ in range(rounds):
+        for k, net in nets.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            net(t)
+            cpu[k].append((time.process_time() - c0) * 1e3)
+            wall[k].append((time.perf_counter() - w0) * 1e3)
+
+    def ratio(times: dict, a: str) -> float:
+        return round(float(np.median(np.array(times[a]) / np.array(times["exported"]))), 2)
+
+    return {
+        "rounds": rounds,
+        "best_cpu_ms": {k: round(min(v), 1) for k, v in cpu.items()},
+        "best_wall_ms": {k: round(min(v), 1) for k, v in wall.items()},
+        "cpu_ratio_median": ratio(cpu, "unpruned"),
+        "wall_ratio_median": ratio(wall, "unpruned"),
+        "cpu_ratio_median_vs_folded": ratio(cpu, "unpruned_folded"),
+    }
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", required=True)
@@ -145,6 +175,9 @@ def main() -> None:
         "8/16/32 of ResNet-20's 16/32/64 at rate 0.45, 1: off)",
     )
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--speed-rounds", type=int, default=15, help="alternated batch-64 forwards timed"
+    )
     p.add_argument(
         "--recalibrate-bn",
         type=int,
@@ -254,9 +287,12 @@ def main() -> None:
             round(measure_speed(budget, xv[:64], clock="cpu"), 1),
             round(measure_speed(exported, xv[:64], clock="cpu"), 1),
         ],
-        # the unpruned network with its BN folded the same way: the pruning's own share
-        "cpu_ms_batch64_folded_control": round(
-            measure_speed(fold_batchnorm(budget), xv[:64], clock="cpu"), 1
+        # the unpruned network, the export and the unpruned network with its BN folded the
+        # same way (the pruning's own share), alternated round by round
+        "batch64_alternated": _alternated(
+            {"unpruned": budget, "exported": exported, "unpruned_folded": fold_batchnorm(budget)},
+            xv[:64],
+            args.speed_rounds,
         ),
         "kfscale_after_knockoff": kfscale,
         "load_average_1min": [round(min(loads), 2), round(max(loads), 2)],
