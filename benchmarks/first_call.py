@@ -8,10 +8,11 @@ three: so a change that slows the steady state shows next to the compile time it
 and every Numba compile or cache load, by kernel and signature, ranked by seconds
 (exclusive: a kernel compiled while another was being typed counts for itself only).
 
-    python benchmarks/first_call.py [--cases import,mlp,lenet,resnet20,gpt] [--json out]
+    python benchmarks/first_call.py [--cases import,mlp,conv2d,lenet,resnet20,gpt] [--json out]
 
 Cases: ``import`` (``import sporeling.core`` alone), ``mlp`` (784-512-256-10 eager step,
-batch 128), ``lenet`` (eager step, batch 64), ``resnet20`` (eager step, batch 64), ``gpt``
+batch 128), ``conv2d`` (bench_conv2d's two forward+backward cases), ``lenet`` (eager
+step, batch 64), ``resnet20`` (eager step, batch 64), ``gpt``
 (the GPT graph step of ``bench_graph.py``, ``jit``), ``chain`` (its fused
 ``ln(gelu(x*w+b))`` forward and gradients on 1024x1024, ``jit``). Run it under
 ``nice -n 19``: timings on a loaded machine are only comparable within one run.
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-CASES = ("import", "mlp", "lenet", "resnet20", "gpt", "chain")
+CASES = ("import", "mlp", "conv2d", "lenet", "resnet20", "gpt", "chain")
 
 
 # ---- the child: one case in this process ---------------------------------------------------
@@ -237,6 +238,30 @@ def _chain(core: Any) -> tuple[Any, tuple[Any, ...]]:
     return (lambda *a: step(*a)[0]), (core.Tensor(x), core.Tensor(w), core.Tensor(b))
 
 
+def _conv2d(core: Any) -> tuple[Any, tuple[Any, ...]]:
+    """bench_conv2d's two cases in one step: ``sum(conv2d(x, w) * r)`` and its gradients,
+    N32 3->32 32x32 and N32 32->64 16x16, 3x3, padding 1."""
+    import numpy as np
+
+    ops = core.ops
+    vg = core.value_and_grad(
+        lambda x, w, r: ops.reduce_sum(ops.conv2d(x, w, pad_mode="pad", padding=1) * r), (0, 1)
+    )
+    rng = np.random.default_rng(3)
+    shapes = [(32, 3, 32, 32), (32, 32, 64, 16)]
+    args = []
+    for n, cin, cout, hw in shapes:
+        x = rng.standard_normal((n, cin, hw, hw)).astype("float32")
+        w = (rng.standard_normal((cout, cin, 3, 3)) / (9 * cin) ** 0.5).astype("float32")
+        r = rng.standard_normal((n, cout, hw, hw)).astype("float32")
+        args += [core.Tensor(x), core.Tensor(w), core.Tensor(r)]
+
+    def step(*a: Any) -> Any:
+        return [vg(*a[i : i + 3])[0] for i in range(0, len(a), 3)][-1]
+
+    return step, tuple(args)
+
+
 def _train_cell(core: Any, net: Any) -> Any:
     loss = core.nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     opt = core.nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
@@ -245,7 +270,14 @@ def _train_cell(core: Any, net: Any) -> Any:
     return cell
 
 
-BUILDERS = {"mlp": _mlp, "lenet": _lenet, "resnet20": _resnet20, "gpt": _gpt, "chain": _chain}
+BUILDERS = {
+    "mlp": _mlp,
+    "conv2d": _conv2d,
+    "lenet": _lenet,
+    "resnet20": _resnet20,
+    "gpt": _gpt,
+    "chain": _chain,
+}
 
 
 def child(case: str) -> dict[str, Any]:
