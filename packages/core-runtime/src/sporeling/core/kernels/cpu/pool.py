@@ -46,7 +46,7 @@ def _max_pool_kernel(x, out, idx, kh, kw, sh, sw, ph, pw, dh, dw):  # pragma: no
                     idx[n, c, y, xo] = arg
 
 
-@numba.jit(**JIT_SERIAL)
+@numba.jit(**JIT_SERIAL, inline="always")  # (not a compile of its own, linked in again)
 def _wins(v, best):  # pragma: no cover - compiled
     """Whether a later tap ``v`` replaces ``best``: larger, or a NaN when ``best`` is not."""
     return (v > best) | ((v != v) & (best == best))
