@@ -33,7 +33,7 @@ from sporeling.core import dtype as mstype
 from sporeling.core.train import Metric
 
 from .models.t5 import T5Model, T5WithLoss
-from .models.vit import ViT
+from .models.vit import ViT, embed_images
 from .pipeline import MeanOfMicroBatches
 
 __all__ = [
@@ -78,15 +78,7 @@ class _ViTEmbed(nn.Cell):
         self.dropout = vit.dropout
 
     def construct(self, images: Tensor) -> Tensor:
-        c = self.config
-        if images.ndim != 4 or images.shape[1:] != (c.num_channels, c.image_size, c.image_size):
-            raise ValueError(
-                f"ViT: 'images' must be (batch, {c.num_channels}, {c.image_size}, {c.image_size}), "
-                f"but got {list(images.shape)}."
-            )
-        x = self.patch_embedding(images)
-        cls = ops.tile(self.cls_token, (x.shape[0], 1, 1))
-        return self.dropout(ops.concat((cls, x), 1) + self.position_embedding)
+        return embed_images(self, images)
 
 
 class _ViTHead(nn.Cell):

@@ -139,19 +139,27 @@ class ViT(nn.Cell):
         _keep_dtype(self.head, dt)
 
     def construct(self, images: Tensor) -> Tensor:
-        c = self.config
-        if images.ndim != 4 or images.shape[1:] != (c.num_channels, c.image_size, c.image_size):
-            raise ValueError(
-                f"ViT: 'images' must be (batch, {c.num_channels}, {c.image_size}, {c.image_size}), "
-                f"but got {list(images.shape)}."
-            )
-        x = self.patch_embedding(images)
-        b = x.shape[0]
-        cls = ops.tile(self.cls_token, (b, 1, 1))
-        x = self.dropout(ops.concat((cls, x), 1) + self.position_embedding)
+        x = embed_images(self, images)
         x, _ = self.encoder(x, None)
         x = self.layernorm(x)
         return self.head(ops.cast(x[:, 0], self.head.weight.dtype))
+
+
+def embed_images(cell: nn.Cell, images: Tensor) -> Tensor:
+    """Patches, class token and positions (and dropout) of ``images``: ViT's first part.
+
+    ``cell`` holds ViT's ``config``, ``patch_embedding``, ``cls_token``,
+    ``position_embedding`` and ``dropout``: the whole ViT, or the pipeline's first stage.
+    """
+    c = cell.config
+    if images.ndim != 4 or images.shape[1:] != (c.num_channels, c.image_size, c.image_size):
+        raise ValueError(
+            f"ViT: 'images' must be (batch, {c.num_channels}, {c.image_size}, {c.image_size}), "
+            f"but got {list(images.shape)}."
+        )
+    x = cell.patch_embedding(images)
+    cls = ops.tile(cell.cls_token, (x.shape[0], 1, 1))
+    return cell.dropout(ops.concat((cls, x), 1) + cell.position_embedding)
 
 
 class ViTWithLoss(nn.Cell):
