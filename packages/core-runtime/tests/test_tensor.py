@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from sporeling.core import Parameter, Tensor, get_context, grad, ops, set_context
+from sporeling.core import dtype as mstype
 
 
 def test_construction_and_metadata():
@@ -101,6 +102,39 @@ def test_parameter_does_not_write_into_the_callers_array():
     q = Parameter(view, name="q")
     ops.assign(q, Tensor(np.ones((2, 3), np.float32)))
     np.testing.assert_array_equal(view, 0.0)
+
+
+def test_tensor_copies_a_numpy_array_and_from_numpy_shares_it():
+    # MindSpore's Tensor(array) copies (a batch buffer the caller refills must not change
+    # the Tensors made from it); Tensor.from_numpy is its sharing constructor
+    buf = np.zeros((2, 3), np.float32)
+    kept = [Tensor(buf)]
+    buf[:] = 7.0
+    kept.append(Tensor(buf[:, 1:]))  # a view is copied as well
+    buf[:] = 9.0
+    np.testing.assert_array_equal(kept[0].asnumpy(), 0.0)
+    np.testing.assert_array_equal(kept[1].asnumpy(), 7.0)
+    assert kept[1].asnumpy().flags.c_contiguous
+    ops.assign(kept[0], Tensor(np.ones((2, 3), np.float32)))
+    np.testing.assert_array_equal(buf, 9.0)  # in-place ops do not reach the caller's array
+    same = Tensor(buf, dtype=mstype.float32)  # asarray with the same dtype: still a copy
+    assert not np.shares_memory(same.asnumpy(), buf)
+    shared = Tensor.from_numpy(buf)
+    buf[0, 0] = -1.0
+    assert shared.asnumpy()[0, 0] == -1.0 and shared.dtype == mstype.float32
+    strided = Tensor.from_numpy(buf[:, ::2])  # not C-contiguous: made contiguous (a copy)
+    assert strided.shape == (2, 2) and strided.asnumpy().flags.c_contiguous
+    assert Tensor.from_numpy(np.ones((), np.float32)).shape == ()
+    with pytest.raises(TypeError, match="from_numpy: argument 'array' expected a numpy.ndarray"):
+        Tensor.from_numpy([1.0, 2.0])
+
+
+def test_set_data_copies_once_and_keeps_the_parameters_dtype():
+    p = Parameter(np.zeros(3, np.float32), name="p")
+    src = np.arange(3, dtype=np.float64)
+    p.set_data(src)
+    src[:] = -1.0
+    assert p.dtype == mstype.float32 and p.tolist() == [0.0, 1.0, 2.0]
 
 
 def test_device_moves_keep_values_and_gradients():

@@ -127,7 +127,7 @@ class ShiftedDigits:
         y = self.y[order]
         for b in range(0, len(y), self.batch_size):
             batch = [x[b : b + self.batch_size], y[b : b + self.batch_size]]
-            yield batch if output_numpy else [Tensor(a) for a in batch]
+            yield batch if output_numpy else [Tensor.from_numpy(a) for a in batch]
 
     def create_tuple_iterator(
         self, columns: Any = None, num_epochs: int = -1, output_numpy: bool = False, **_: Any

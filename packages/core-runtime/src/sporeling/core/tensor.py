@@ -49,7 +49,8 @@ class Tensor:
     ``Tensor(input_data=None, dtype=None, shape=None, init=None, device=None)``: from a
     scalar, a nested list, a NumPy/CuPy array or another Tensor; or, with ``shape`` and
     ``init`` (``"zeros"``, ``"ones"`` or a callable ``init(shape, dtype) -> array``),
-    filled by the initializer.
+    filled by the initializer. A NumPy array is copied, as in MindSpore
+    (``Tensor.from_numpy`` shares it instead); another Tensor's array is shared.
 
     >>> Tensor([[1.0, 2.0]]).shape
     (1, 2)
@@ -75,6 +76,7 @@ class Tensor:
     ) -> None:
         dt = None if dtype is None else _dt.to_dtype(dtype)
         dev = get_device(device) if device is not None else None
+        borrowed = False  # data is the caller's NumPy array (or a view of it)
         if input_data is None and init is None and shape is not None:
             # MindSpore's Tensor(shape=[None, 3], dtype=...): an input signature, no data
             from ._placeholder import Placeholder
@@ -107,8 +109,13 @@ class Tensor:
             dev = dev or device_of(input_data)
         else:
             data = _infer_numpy(input_data, dt)
+            # MindSpore copies a NumPy array into a new Tensor (``Tensor.from_numpy``
+            # shares): the caller may reuse or change its array afterwards.
+            borrowed = isinstance(input_data, np.ndarray) and np.may_share_memory(data, input_data)
         if dev is None:
             dev = get_device(None)
+        if borrowed and dev is CPU:
+            data = data.copy()
         if shape is not None and input_data is not None:
             data = data.reshape(tuple(shape) if not isinstance(shape, int) else (shape,))
         _dt.from_numpy(data.dtype)  # reject unsupported element types early
@@ -120,6 +127,24 @@ class Tensor:
         self._index = 0
         self._requires_grad = False
         self.grad = None
+
+    @staticmethod
+    def from_numpy(array: np.ndarray) -> Tensor:
+        """A Tensor that shares ``array``'s memory, as MindSpore's ``Tensor.from_numpy``.
+
+        ``Tensor(array)`` copies; this does not (a non-C-contiguous array is first made
+        contiguous, which copies it), so writes through either side show in the other.
+        On a GPU default device the data is copied to the device.
+        """
+        if not isinstance(array, np.ndarray):
+            raise TypeError(
+                "Tensor.from_numpy: argument 'array' expected a numpy.ndarray, "
+                f"got {type(array).__name__}"
+            )
+        _dt.from_numpy(array.dtype)  # reject unsupported element types early
+        data = array if array.flags.c_contiguous else np.ascontiguousarray(array)
+        dev = get_device(None)
+        return Tensor._wrap(data if dev is CPU else dev.asarray(data), dev)
 
     @classmethod
     def _wrap(cls, data: Any, device: Device, node: Any = None, index: int = 0) -> Tensor:
@@ -323,13 +348,9 @@ class Parameter(Tensor):
             super().__init__(default_input, device=device or default_input._device)
             self._data = self._data.copy() if self._data is default_input._data else self._data
         else:
+            # a NumPy input is copied (Tensor's rule): in-place updates (assign, the
+            # optimizers) must not write into the caller's array
             super().__init__(default_input, device=device)
-            # a Parameter owns its buffer, as MindSpore's copies its input: in-place updates
-            # (assign, the optimizers) must not write into the caller's NumPy array
-            if isinstance(default_input, np.ndarray) and np.may_share_memory(
-                self._data, default_input
-            ):
-                self._data = self._data.copy()
         self.name = name if name is not None else "Parameter"
         self._requires_grad = bool(requires_grad)
         self.layerwise_parallel = layerwise_parallel
@@ -340,8 +361,10 @@ class Parameter(Tensor):
 
     def set_data(self, data: Any) -> Parameter:
         """Replace the value (shape may change, as MindSpore allows); keeps name and flags."""
-        src = data if isinstance(data, Tensor) else Tensor(data, dtype=self.dtype)
-        self._data = self._device.asarray(src._data).astype(src._data.dtype, copy=True)
+        if isinstance(data, Tensor):
+            self._data = self._device.asarray(data._data).astype(data._data.dtype, copy=True)
+        else:  # a new Tensor copies a NumPy array: no second copy
+            self._data = Tensor(data, dtype=self.dtype, device=self._device)._data
         self._node = None
         return self
 

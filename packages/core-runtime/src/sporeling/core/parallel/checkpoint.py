@@ -239,7 +239,7 @@ def rank_file(directory: str, rank: int, prefix: str = "checkpoint_") -> str:
 
 def _write(path: str, pieces: Mapping[str, np.ndarray], meta: str, extra: Any = None) -> None:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    items = [{"name": n, "data": Tensor(a)} for n, a in pieces.items()]
+    items = [{"name": n, "data": Tensor.from_numpy(a)} for n, a in pieces.items()]
     append: dict[str, Any] = {LAYOUT_KEY: meta}
     if extra:
         append.update(extra)

@@ -177,7 +177,7 @@ class ArrayDataset:
         for b in range(self.get_dataset_size()):
             rows = order[b * bs : (b + 1) * bs]
             batch = [a[rows] for a in self._arrays]
-            yield batch if output_numpy else [Tensor(x) for x in batch]
+            yield batch if output_numpy else [Tensor.from_numpy(x) for x in batch]
 
     def __repr__(self) -> str:
         return (

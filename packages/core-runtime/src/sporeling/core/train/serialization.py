@@ -918,7 +918,7 @@ def load_param_into_net(
     if param_not_load and not strict:
         _load_with_prefix(params, parameter_dict, param_not_load, used, plan)
     for param, src in plan:
-        param.set_data(Tensor(src))
+        param.set_data(Tensor.from_numpy(src))  # set_data copies
     if param_not_load:
         logger.warning(
             "%s: %d parameters of the network were not loaded: %s",

@@ -319,7 +319,7 @@ class TupleIterator:
             return arr
         from sporeling.core import Tensor
 
-        return Tensor(arr.copy() if self._do_copy and not arr.flags.owndata else arr)
+        return Tensor.from_numpy(arr.copy() if self._do_copy and not arr.flags.owndata else arr)
 
     def __next__(self) -> list[Any]:
         return list(self._next_row())
