@@ -234,7 +234,7 @@ def test_movement_and_relu_plans_are_bound_views_and_match_numpy():
     from sporeling.core.ops.activation.elementwise import relu_p
 
     a = np.array([[-1.5, -0.0, 0.0, 2.0], [np.nan, np.inf, -np.inf, 3.0]], np.float32)
-    x = Tensor(a)
+    x = Tensor.from_numpy(a)  # shares a (Tensor(a) copies)
     for _ in range(2):
         r = x.reshape(4, 2)
         assert np.shares_memory(r._data, a) and r.shape == (4, 2)

@@ -205,6 +205,7 @@ class ProgressBar(Callback):
         self._enabled = enabled
         self._bar: Any = None
         self._start = 0.0
+        self._loss_text = ""  # the last step's "loss=..." shown in the bar
 
     @property
     def file(self) -> TextIO:
@@ -234,13 +235,14 @@ class ProgressBar(Callback):
             self._bar = _PlainBar(total, desc, self.file, self.width)
         else:
             self._bar = tqdm(total=total, desc=desc, file=self.file, leave=True)
+        self._loss_text = ""
 
     def on_train_step_end(self, run_context: RunContext) -> None:
         if self._bar is None:
             return
         loss = _handle_loss(run_context.original_args().get("net_outputs"))
-        postfix = f"loss={loss:.4g}" if isinstance(loss, float) else ""
-        self._bar.set_postfix_str(postfix, refresh=False)
+        self._loss_text = f"loss={loss:.4g}" if isinstance(loss, float) else ""
+        self._bar.set_postfix_str(self._loss_text, refresh=False)
         self._bar.update(1)
 
     def on_train_epoch_end(self, run_context: RunContext) -> None:
@@ -248,8 +250,11 @@ class ProgressBar(Callback):
             return
         results = run_context.original_args().get("eval_results")
         if results:
-            text = ", ".join(f"{k}={_fmt(v)}" for k, v in results.items())
-            self._bar.set_postfix_str(text, refresh=True)
+            # the epoch's last loss stays beside the validation results (tqdm redraws at
+            # most every 0.1 s, so the closing line may be the only one showing the loss)
+            parts = [self._loss_text] if self._loss_text else []
+            parts += [f"{k}={_fmt(v)}" for k, v in results.items()]
+            self._bar.set_postfix_str(", ".join(parts), refresh=True)
         self._bar.close()
         self._bar = None
 
