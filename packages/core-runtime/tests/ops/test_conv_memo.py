@@ -27,7 +27,7 @@ def test_weight_gradient_reuses_forward_columns(monkeypatch):
 def test_buffer_changed_in_place_gives_fresh_results():
     data = np.random.default_rng(0).random((2, 3, 6, 6)).astype(np.float32)
     w = Parameter(np.random.default_rng(1).random((4, 3, 3, 3)).astype(np.float32))
-    x = Tensor(data)
+    x = Tensor.from_numpy(data)  # shares data: the in-place change below reaches x
 
     def weight_grad():
         return grad(lambda x: ops.conv2d(x, w).sum(), None, [w])(x)[0].asnumpy()
