@@ -52,16 +52,20 @@ def test_layout_errors():
     assert apply_parallel({}).world == 1
     from sporeling.transformer.runner import train
 
-    # what T5 and ViT do not implement is refused, not ignored: their pipeline runs alone
-    t5_pp_dp = {**pp, "data_parallel": 2}
-    with pytest.raises(ValueError, match=r"'data_parallel': 2\} with pipeline_stage 2: not imp"):
-        train({"arch": "t5", "parallel_config": t5_pp_dp})
-    with pytest.raises(
-        ValueError, match=r"'optimizer_shard': True\} with pipeline_stage 2: .* 'vit'"
-    ):
-        train({"arch": "vit", "parallel_config": {**pp, "optimizer_shard": True}})
+    # what T5 and ViT do not implement is refused, not ignored: their pipeline stages run
+    # data parallel or model parallel, not both
+    dp_mp = {**pp, "data_parallel": 2, "model_parallel": 2}
+    for arch in ("t5", "vit"):
+        with pytest.raises(
+            ValueError,
+            match=rf"\{{'data_parallel': 2, 'model_parallel': 2\}} with pipeline_stage 2: not "
+            rf"implemented for arch '{arch}'",
+        ):
+            train({"arch": arch, "parallel_config": dp_mp})
     with pytest.raises(ValueError, match="pipeline_stage 2 x data_parallel 1 x model_parallel 1 "):
         train({"arch": "t5", "parallel_config": pp})  # one process for two stages
+    with pytest.raises(ValueError, match="pipeline_stage 2 x data_parallel 2 x model_parallel 1 "):
+        train({"arch": "vit", "parallel_config": {**pp, "data_parallel": 2}, "data": {}})
 
 
 def test_vit_and_t5_pipeline_errors():
@@ -191,6 +195,18 @@ def test_vit_and_t5_dp_times_mp_under_mpiexec_4(tmp_path):
     out = _mpiexec("t5_vit_parallel.py", 4, str(tmp_path))
     for what in ("vit dp2xmp2_shard:", "t5_dp2xmp2_shard:"):
         assert out.count(f" {what}") == 4, out
+
+
+def test_vit_and_t5_pipeline_stage_2_times_dp_or_mp_under_mpiexec_4(tmp_path):
+    """vit_t5_pipeline_dp_mp.py: ViT and T5 over 2 stages x 2 data-parallel copies (with and
+    without optimizer_shard) and 2 stages x 2 tensor-parallel shards equal one process
+    (float64 losses, own-stage parameters and the gathered state to 1e-10; T5's micro-batches
+    and halves hold different token counts); train_t5 (pp2 x dp2 + optimizer_shard) and
+    train_vit (pp2 x mp2) give one process's validation losses / accuracies and checkpoint."""
+    out = _mpiexec("vit_t5_pipeline_dp_mp.py", 4, str(tmp_path))
+    for arch in ("vit", "t5"):
+        for layout in ("pp2xdp2:", "pp2xdp2 optimizer_shard:", "pp2xmp2:", "runner "):
+            assert out.count(f" {arch} {layout}") == 4, out
 
 
 def test_vit_and_t5_pipeline_stage_2_under_mpiexec(tmp_path):

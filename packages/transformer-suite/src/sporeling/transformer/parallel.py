@@ -120,6 +120,11 @@ def train_step(
     first, since the norm is that of the averaged gradient."""
     from .pipeline import StagesClipTrainOneStepCell
 
+    if info.pp > 1 and info.mp > 1 and getattr(opt, "use_parallel", False):
+        # the optimizer shards over the stage's copies of this rank's shard index
+        from sporeling.core.parallel.pipeline_cell import stage_data_parallel_group
+
+        opt.parallel_optimizer_group = stage_data_parallel_group(info.mp)
     share = None
     if info.mp > 1:  # shards count whole, parameters every mp rank holds once
         sharded = tensor_parallel_names(train_net)

@@ -27,6 +27,7 @@ from .models.gpt import GPT, GPTWithLoss
 
 __all__ = [
     "pipeline_gpt_with_loss",
+    "stage_pipe",
     "PipelineGPTWithLoss",
     "MeanOfMicroBatches",
     "keep_own_stage",
@@ -149,6 +150,20 @@ class MeanOfMicroBatches(nn.Cell):
         return ops.div(self.pipe(*inputs), self.k)
 
 
+def stage_pipe(
+    net: nn.Cell, micro_batch_num: int, schedule: str = "1f1b", model_parallel: int = 1
+) -> nn.PipelineCell:
+    """``net`` (its cells carrying their stages) as the core's ``PipelineCell`` over
+    ``micro_batch_num`` micro-batches with ``schedule``; ``model_parallel`` m > 1: the model
+    went through ``shard_model`` on groups of m consecutive ranks of each stage (the core's
+    ``PipelineCell.model_parallel``: a stage's data-parallel copies are the ranks of one
+    shard index). GPT, ViT and T5 alike."""
+    pipe = nn.PipelineCell(net, micro_batch_num)
+    pipe.schedule = schedule
+    pipe.model_parallel = int(model_parallel)
+    return pipe
+
+
 def pipeline_gpt_with_loss(
     with_loss: GPTWithLoss,
     stages: int,
@@ -178,9 +193,7 @@ def pipeline_gpt_with_loss(
             f"parallel_config.pipeline_stage {stages}: the {cfg.num_layers} layers give stages "
             f"{sorted(used)}; num_layers must be at least pipeline_stage"
         )
-    pipe = nn.PipelineCell(net, micro_batch_num)
-    pipe.schedule = schedule
-    pipe.model_parallel = int(model_parallel)
+    pipe = stage_pipe(net, micro_batch_num, schedule, model_parallel)
     return MeanOfMicroBatches(pipe, micro_batch_num, stages)
 
 

@@ -19,7 +19,14 @@ staged cells with the same parameters (and names):
 1.8's ``CrossEntropyLoss`` is a token mean, and the micro-batches of a T5 batch hold
 different numbers of target tokens, so each micro-batch's mean is weighted by its share of
 the whole batch's tokens: the micro-batches then sum to the batch's token mean, as one
-process computes it.
+process computes it. With data-parallel copies of each stage (each rank holding its share
+of the batch) the whole batch's count is summed over the stage's data-parallel ranks only
+(the ranks of the other stages hold the same rows), and the core's average over those ranks
+gives the batch's token mean again.
+
+Data and model parallelism inside a stage are the core's (``PipelineCell`` reduces a stage's
+loss and gradients over its copies; :func:`~sporeling.transformer.pipeline.stage_pipe` passes
+``model_parallel``), as for the GPT.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from sporeling.core.train import Metric
 
 from .models.t5 import T5Model, T5WithLoss
 from .models.vit import ViT, embed_images
-from .pipeline import MeanOfMicroBatches
+from .pipeline import MeanOfMicroBatches, stage_pipe
 
 __all__ = [
     "pipeline_vit",
@@ -42,6 +49,7 @@ __all__ = [
     "PipelineViT",
     "PipelineT5WithLoss",
     "CorrectFraction",
+    "target_tokens",
 ]
 
 
@@ -57,12 +65,6 @@ def _check(arch: str, blocks: list[Any], layers: str, stages: int, micro: int) -
             f"give stages {sorted(used)}; {layers} must be at least pipeline_stage (build the "
             "model with the pipeline's parallel_config)"
         )
-
-
-def _pipe(net: nn.Cell, micro: int, schedule: str) -> nn.PipelineCell:
-    pipe = nn.PipelineCell(net, micro)
-    pipe.schedule = schedule
-    return pipe
 
 
 # ---- ViT ------------------------------------------------------------------------------------
@@ -163,21 +165,30 @@ class CorrectFraction(Metric):
 
 
 def pipeline_vit(
-    vit: ViT, stages: int, micro_batch_num: int, schedule: str = "1f1b"
+    vit: ViT,
+    stages: int,
+    micro_batch_num: int,
+    schedule: str = "1f1b",
+    model_parallel: int = 1,
 ) -> tuple[MeanOfMicroBatches, nn.Cell]:
     """``(train_net, eval_net)``: the ViT's mean loss over ``stages`` pipeline stages and
     ``micro_batch_num`` micro-batches (optimise ``train_net.pipe.trainable_params()``), and
     an evaluation network through the same stages giving ``(correct, rows)`` per batch (for
-    :class:`CorrectFraction`)."""
+    :class:`CorrectFraction`; with data-parallel copies every rank evaluates the whole
+    batch). ``model_parallel`` m > 1: the ViT went through ``shard_model`` on groups of m
+    consecutive ranks of each stage."""
     _check("ViT", list(vit.encoder.blocks), "num_layers", stages, micro_batch_num)
     train = PipelineViT(vit)
     train.embed.pipeline_stage = 0
     train.head.pipeline_stage = stages - 1
-    train_net = MeanOfMicroBatches(_pipe(train, micro_batch_num, schedule), micro_batch_num, stages)
+    pipe = stage_pipe(train, micro_batch_num, schedule, model_parallel)
+    train_net = MeanOfMicroBatches(pipe, micro_batch_num, stages)
     count = PipelineViT(vit, count_correct=True)
     count.embed.pipeline_stage = 0
     count.head.pipeline_stage = stages - 1
-    eval_net = _SumOfMicroBatches(_pipe(count, micro_batch_num, schedule), stages)
+    eval_net = _SumOfMicroBatches(
+        stage_pipe(count, micro_batch_num, schedule, model_parallel), stages
+    )
     return train_net, eval_net
 
 
@@ -249,29 +260,30 @@ class _T5Head(nn.Cell):
 
 
 class _ShareOfBatchTokens(nn.Cell):
-    """The micro-batch's token mean weighted by ``micro_batch_num`` times its share of the
-    batch's tokens (``batch_tokens``, the same in every row): the micro-batches' weighted
-    means, summed and divided by their number, are the batch's token mean."""
+    """The micro-batch's token mean ``sum / (mine + 1e-5)`` (1.8's loss) times ``(mine +
+    1e-5) * scale``, where ``scale`` (the same in every row) is ``micro_batch_num * copies /
+    (batch tokens + 1e-5)``: the micro-batches' weighted means, summed, divided by their
+    number and averaged over the stage's ``copies``, are the whole batch's token mean."""
 
-    def __init__(self, loss: nn.Cell, micro: int) -> None:
+    def __init__(self, loss: nn.Cell) -> None:
         super().__init__(auto_prefix=False)
         self.loss = loss
-        self.k = float(micro)
 
     def construct(
-        self, logits: Tensor, labels: Tensor, label_mask: Tensor, batch_tokens: Tensor
+        self, logits: Tensor, labels: Tensor, label_mask: Tensor, scale: Tensor
     ) -> Tensor:
         loss = self.loss(logits, labels, label_mask)
         mine = ops.reduce_sum(ops.cast(label_mask, loss.dtype))
-        total = ops.reshape(ops.cast(batch_tokens[:1], loss.dtype), ())
-        return loss * ops.stop_gradient((mine + 1e-5) * self.k / (total + 1e-5))
+        weight = (mine + 1e-5) * ops.reshape(ops.cast(scale[:1], loss.dtype), ())
+        return loss * ops.stop_gradient(weight)
 
 
 class PipelineT5WithLoss(nn.Cell):
     """``T5WithLoss`` regrouped into stage cells: ``construct(source_ids, source_mask,
-    target_ids, batch_tokens)``, the last the whole batch's target-token count per row."""
+    target_ids, scale)``, the last each row's copy of the micro-batch weights' scale
+    (:class:`_ShareOfBatchTokens`)."""
 
-    def __init__(self, with_loss: T5WithLoss, micro: int) -> None:
+    def __init__(self, with_loss: T5WithLoss) -> None:
         super().__init__(auto_prefix=False)
         t5 = with_loss.network
         c = t5.config
@@ -284,10 +296,10 @@ class PipelineT5WithLoss(nn.Cell):
         self.decoder_embed = _T5DecoderEmbed(t5)
         self.decoder = t5.decoder
         self.head = _T5Head(t5)
-        self.loss = _ShareOfBatchTokens(with_loss.loss, micro)
+        self.loss = _ShareOfBatchTokens(with_loss.loss)
 
     def construct(
-        self, source_ids: Tensor, source_mask: Tensor, target_ids: Tensor, batch_tokens: Tensor
+        self, source_ids: Tensor, source_mask: Tensor, target_ids: Tensor, scale: Tensor
     ) -> Tensor:
         # T5WithLoss's and T5Model's inputs and masks (plain data: every rank computes them)
         b, s = target_ids.shape[0], self.seq_length
@@ -307,37 +319,70 @@ class PipelineT5WithLoss(nn.Cell):
         y = self.decoder_embed(emb[1], dec_in)
         dec = self.decoder(y, self_mask, memory, memory_mask)
         logits = self.head(dec[0], emb[1])
-        return self.loss(
-            logits, ops.reshape(labels, (-1,)), ops.reshape(label_mask, (-1,)), batch_tokens
-        )
+        return self.loss(logits, ops.reshape(labels, (-1,)), ops.reshape(label_mask, (-1,)), scale)
+
+
+def target_tokens(target_ids: Tensor, pad: int, group: str | None = None) -> tuple[Tensor, Tensor]:
+    """``(mine, total)``: the number of real (not ``pad``) target tokens in this rank's rows,
+    and that number summed over the ranks of ``group`` (None: this rank's alone), float64
+    scalars (exact counts; the loss weights built from them stay float64-exact)."""
+    from sporeling.core import communication as comm
+
+    real = ops.not_equal(ops.cast(target_ids, mstype.int32), pad)
+    mine = ops.reduce_sum(ops.cast(real, mstype.float64))
+    return mine, (mine if group is None else comm.all_reduce(mine, group=group))
 
 
 class _T5MeanOfMicroBatches(MeanOfMicroBatches):
-    """Counts the batch's target tokens and hands the count to every micro-batch."""
+    """Counts the batch's target tokens and hands every micro-batch its weights' scale.
+    ``split_batch``: the stage's data-parallel copies hold their shares of one batch (the
+    count summed over them); otherwise (evaluation) each holds the whole batch."""
 
-    def __init__(self, pipe: nn.PipelineCell, micro: int, stages: int, pad: int) -> None:
+    def __init__(
+        self, pipe: nn.PipelineCell, micro: int, stages: int, pad: int, split_batch: bool = True
+    ) -> None:
         super().__init__(pipe, micro, stages)
         self.pad = pad
+        self.split_batch = split_batch
 
     def construct(self, source_ids: Tensor, source_mask: Tensor, target_ids: Tensor) -> Tensor:
-        real = ops.not_equal(ops.cast(target_ids, mstype.int32), self.pad)
-        count = ops.reshape(ops.reduce_sum(ops.cast(real, mstype.float32)), (1,))
-        per_row = ops.tile(count, (target_ids.shape[0],))
+        from sporeling.core import communication as comm
+        from sporeling.core.parallel.pipeline_cell import stage_data_parallel_group
+
+        group = None
+        if self.split_batch:  # (every rank calls the pipeline together: the group is made)
+            group = stage_data_parallel_group(self.pipe.model_parallel)
+        copies = 1.0 if group is None else float(comm.get_group_size(group))
+        _, total = target_tokens(target_ids, self.pad, group)
+        scale = ops.reshape(self.k * copies / (total + 1e-5), (1,))
+        per_row = ops.tile(scale, (target_ids.shape[0],))
         return ops.div(self.pipe(source_ids, source_mask, target_ids, per_row), self.k)
+
+    def whole_batch(self) -> _T5MeanOfMicroBatches:
+        """The same pipeline for evaluation data that every rank holds whole (the count is
+        this rank's; the stage's copies then compute equal losses)."""
+        return _T5MeanOfMicroBatches(self.pipe, int(self.k), self.pipe_stages, self.pad, False)
 
 
 def pipeline_t5_with_loss(
-    with_loss: T5WithLoss, stages: int, micro_batch_num: int, schedule: str = "1f1b"
+    with_loss: T5WithLoss,
+    stages: int,
+    micro_batch_num: int,
+    schedule: str = "1f1b",
+    model_parallel: int = 1,
 ) -> MeanOfMicroBatches:
     """``with_loss`` over ``stages`` pipeline stages and ``micro_batch_num`` micro-batches:
-    the batch's token-mean loss (optimise ``result.pipe.trainable_params()``)."""
+    the batch's token-mean loss (optimise ``result.pipe.trainable_params()``). Each of a
+    stage's data-parallel copies holds its share of the batch; ``result.whole_batch()`` is
+    the network for data every rank holds whole (evaluation). ``model_parallel`` m > 1: the
+    T5 went through ``shard_model`` on groups of m consecutive ranks of each stage."""
     t5 = with_loss.network
     blocks = list(t5.encoder.blocks) + list(t5.decoder.blocks)
     _check("T5", blocks, "num_layers + num_decoder_layers", stages, micro_batch_num)
-    net = PipelineT5WithLoss(with_loss, micro_batch_num)
+    net = PipelineT5WithLoss(with_loss)
     net.embed.pipeline_stage = 0
     net.encoder_norm.pipeline_stage = t5.encoder.blocks[-1].pipeline_stage
     net.decoder_embed.pipeline_stage = t5.decoder.blocks[0].pipeline_stage
     net.head.pipeline_stage = stages - 1
-    pipe = _pipe(net, micro_batch_num, schedule)
+    pipe = stage_pipe(net, micro_batch_num, schedule, model_parallel)
     return _T5MeanOfMicroBatches(pipe, micro_batch_num, stages, with_loss.pad)

@@ -314,11 +314,6 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     opt = make_optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps, own)
     if info.pp > 1:
         keep_own_stage(train_net)  # built whole (one process's initial weights), then freed
-    if info.pp > 1 and info.mp > 1 and getattr(opt, "use_parallel", False):
-        # the optimizer shards over the stage's copies of this rank's shard index
-        from sporeling.core.parallel.pipeline_cell import stage_data_parallel_group
-
-        opt.parallel_optimizer_group = stage_data_parallel_group(info.mp)
     clip = float(cfg.get("optimizer", {}).get("grad_clip", 0.0))
     step = train_step(train_net, opt, clip, info)
     losses = StepLosses()

@@ -5,9 +5,11 @@ Parallel layouts as the GPT's, from the same model code: ``data_parallel``,
 ``model_parallel`` (every attention's heads and feed-forward's units split by
 :func:`~sporeling.transformer.parallel.shard_model`), both (``sporeling launch -n dp*mp``) and
 ``optimizer_shard``; the checkpoint is written whole (the shards gathered). ``pipeline_stage``
-N > 1 alone (``sporeling launch -n N``, ``micro_batch_num`` >= N micro-batches): the stages of
+N > 1 (``micro_batch_num`` >= N micro-batches): the stages of
 :mod:`sporeling.transformer.pipeline_vit_t5`, each rank holding only its stage's parameters,
-evaluation through the pipeline, the checkpoint gathered whole to rank 0."""
+evaluation through the pipeline, the checkpoint gathered whole to rank 0; each stage on
+``data_parallel`` ranks (with ``optimizer_shard``) or on ``model_parallel`` ranks
+(``sporeling launch -n N*dp`` or ``-n N*mp``; both at once is refused, untested)."""
 
 from __future__ import annotations
 
@@ -84,9 +86,10 @@ def _finish(
     pipeline gathered to rank 0)."""
     from .parallel import full_state
 
-    state = {k: Tensor(v) for k, v in full_state(net).items()} if info.mp > 1 else net
-    if info.pp > 1:
+    if info.pp > 1:  # (under model parallelism stage_state joined the shards)
         state = None if whole is None else {k: Tensor(v) for k, v in whole.items()}
+    else:
+        state = {k: Tensor(v) for k, v in full_state(net).items()} if info.mp > 1 else net
     results["parameters"] = sum(p.size for p in net.trainable_params())  # this rank's
     if info.rank != 0:  # every copy holds the same parameters
         return {**results, "rank": info.rank}
@@ -107,22 +110,19 @@ def exact_match(net: T5Model, length: int, n: int, seed: int) -> float:
 PARALLEL = ("data_parallel", "model_parallel", "optimizer_shard", "pipeline_stage")
 
 
-def _pipeline_alone(cfg: dict[str, Any], arch: str) -> None:
-    """ViT and T5 pipeline stages run alone: with data_parallel, model_parallel or
-    optimizer_shard they are refused (the GPT has those combinations)."""
+def _pipeline_layouts(cfg: dict[str, Any], arch: str) -> None:
+    """ViT and T5 pipeline stages run with data_parallel (and optimizer_shard) or with
+    model_parallel, not with both (untested here; the GPT has that combination)."""
     pc = cfg.get("parallel_config") or {}
     if int(pc.get("pipeline_stage", 1) or 1) <= 1:
         return
-    asked = {
-        k: pc[k]
-        for k in ("data_parallel", "model_parallel", "optimizer_shard")
-        if k in pc and (int(pc[k] or 0) > 1 if k != "optimizer_shard" else bool(pc[k]))
-    }
-    if asked:
+    dp, mp = (int(pc.get(k, 1) or 1) for k in ("data_parallel", "model_parallel"))
+    if dp > 1 and mp > 1:
         raise ValueError(
-            f"parallel_config {asked} with pipeline_stage {pc['pipeline_stage']}: not "
-            f"implemented for arch {arch!r} (its pipeline runs one rank per stage; arch 'gpt' "
-            "combines the pipeline with data_parallel, model_parallel and optimizer_shard)"
+            f"parallel_config {{'data_parallel': {dp}, 'model_parallel': {mp}}} with "
+            f"pipeline_stage {pc['pipeline_stage']}: not implemented for arch {arch!r} (its "
+            "pipeline runs each stage data parallel or model parallel, not both; arch 'gpt' "
+            "combines all three)"
         )
 
 
@@ -166,18 +166,17 @@ class GlobalTokenMean(nn.Cell):
         self.with_loss = with_loss
         self.dp = float(dp)
         # dp x mp: the counts of this rank's dp group (the mp ranks of a copy hold equal ones)
-        self.kwargs = {} if group is None else {"group": group}
+        self.group = "world" if group is None else group
 
     def construct(self, source_ids: Any, source_mask: Any, target_ids: Any) -> Any:
-        from sporeling.core import communication as comm
-        from sporeling.core import dtype as mstype
         from sporeling.core import ops
 
-        real = ops.not_equal(ops.cast(target_ids, mstype.int32), self.with_loss.pad)
-        local = ops.reduce_sum(ops.cast(real, mstype.float32))
-        total = comm.all_reduce(local, **self.kwargs)
+        from .pipeline_vit_t5 import target_tokens
+
+        local, total = target_tokens(target_ids, self.with_loss.pad, self.group)
         weight = ops.stop_gradient((local + 1e-5) * self.dp / (total + 1e-5))
-        return self.with_loss(source_ids, source_mask, target_ids) * weight
+        loss = self.with_loss(source_ids, source_mask, target_ids)
+        return loss * ops.cast(weight, loss.dtype)
 
 
 def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
@@ -187,7 +186,7 @@ def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     from .runner import _context
 
     _one_process_only(cfg, "t5", PARALLEL)
-    _pipeline_alone(cfg, "t5")
+    _pipeline_layouts(cfg, "t5")
     info = apply_parallel(cfg)  # data parallel: the core's DATA_PARALLEL, batches as ViT's
     if info.rank != 0:
         log = _quiet
@@ -224,11 +223,14 @@ def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     train_net: nn.Cell = with_loss
     eval_net: nn.Cell = with_loss
     own = None
-    if info.dp > 1:
+    if info.pp > 1:  # this rank trains (and evaluates through the pipeline) its stage
+        pipe_net = pipeline_t5_with_loss(with_loss, info.pp, info.micro, model_parallel=info.mp)
+        # training: the stage's data-parallel copies hold their shares of each batch (the
+        # token count summed over them); evaluation: every rank holds the whole batch
+        train_net, eval_net = pipe_net, pipe_net.whole_batch()
+        own = pipe_net.pipe.trainable_params()
+    elif info.dp > 1:
         train_net = GlobalTokenMean(with_loss, info.dp, info.dp_group)
-    elif info.pp > 1:  # this rank trains (and evaluates through the pipeline) its stage
-        train_net = eval_net = pipeline_t5_with_loss(with_loss, info.pp, info.micro)
-        own = train_net.pipe.trainable_params()
     opt = _optimizer(net, cfg.get("optimizer", {"learning_rate": 1e-3}), steps, own)
     if info.pp > 1:
         keep_own_stage(train_net)  # built whole (one process's initial weights), then freed
@@ -256,7 +258,7 @@ def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     whole, decoder = None, net
     if info.pp > 1:  # the stages gathered to rank 0, which decodes with the whole model
-        whole = stage_state(train_net)
+        whole = stage_state(train_net, info.mp)
         decoder = None
         if whole is not None:
             decoder = T5Model(T5Config.from_dict(m))
@@ -297,7 +299,7 @@ def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     from .runner import _context
 
     _one_process_only(cfg, "vit", PARALLEL)
-    _pipeline_alone(cfg, "vit")
+    _pipeline_layouts(cfg, "vit")
     # data parallel: the core's DATA_PARALLEL (the step averages the gradients); every rank
     # reads one process's batches and keeps its share of each
     info = apply_parallel(cfg)
@@ -326,7 +328,7 @@ def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     if info.pp > 1:
         # this rank trains its stage; evaluation counts correct predictions through the
         # pipeline (on the last stage), every rank getting the counts
-        train_net, eval_net = pipeline_vit(net, info.pp, info.micro)
+        train_net, eval_net = pipeline_vit(net, info.pp, info.micro, model_parallel=info.mp)
         opt = _optimizer(net, opt_cfg, steps, train_net.pipe.trainable_params())
         keep_own_stage(train_net)  # built whole (one process's initial weights), then freed
         model = Model(
@@ -362,7 +364,7 @@ def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
     finally:
         set_context(mode=PYNATIVE_MODE, enable_graph_kernel=fusion_before)
     results = {"wall_s": time.perf_counter() - t0, "test_accuracy": history}
-    whole = stage_state(train_net) if info.pp > 1 else None
+    whole = stage_state(train_net, info.mp) if info.pp > 1 else None
     return _finish(out, cfg, net, results, info, whole)
 
 
