@@ -9,10 +9,17 @@ recomputes the marked cell's values in the backward graph (``compiler/passes/rem
 
 from __future__ import annotations
 
+import threading
 import warnings
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["CellFlagsMixin", "graph_fallback"]
+__all__ = ["CellFlagsMixin", "graph_fallback", "run_fallen_back"]
+
+# the fallback reasons of the cells now running eagerly after GRAPH_MODE could not compile
+# them (outermost first), per thread: a cell inside one of them that fails for the same
+# reason (the pipeline inside its training step, say) runs eagerly without saying it again
+_RUNNING = threading.local()
 
 
 class CellFlagsMixin:
@@ -71,12 +78,28 @@ class CellFlagsMixin:
 
 def graph_fallback(cell: Any, exc: Exception) -> None:
     """GRAPH_MODE could not trace ``cell`` (Python control flow on tensor values): from now on
-    it runs eagerly (PYNATIVE), and a warning says why once for this cell."""
+    it runs eagerly (PYNATIVE), and a warning says why once for this cell, unless a cell
+    around it already fell back for the same reason and is running it (one warning for a
+    training step, not one for each cell inside it that meets the same obstacle)."""
     object.__setattr__(cell, "_graph_fallback", True)
     reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    object.__setattr__(cell, "_graph_fallback_reason", reason)
+    if reason in getattr(_RUNNING, "reasons", ()):
+        return
     warnings.warn(
         f"GRAPH_MODE: {type(cell).__name__} runs in PYNATIVE mode (eagerly) because it could "
         f"not be compiled: {reason}",
         UserWarning,
         stacklevel=4,
     )
+
+
+def run_fallen_back(cell: Any, run: Callable[..., Any], *inputs: Any, **kwargs: Any) -> Any:
+    """``run(*inputs, **kwargs)`` for a cell that fell back to eager, its reason recorded
+    meanwhile (see :func:`graph_fallback`)."""
+    reasons = _RUNNING.__dict__.setdefault("reasons", [])
+    reasons.append(cell.__dict__.get("_graph_fallback_reason"))
+    try:
+        return run(*inputs, **kwargs)
+    finally:
+        reasons.pop()

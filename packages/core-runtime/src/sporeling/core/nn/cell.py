@@ -17,7 +17,7 @@ from ..context import _SETTINGS, GRAPH_MODE
 from ..tensor import Parameter
 from ._amp import mark_dtype, run_in_dtype
 from ._bprop import call_with_bprop, has_bprop
-from ._cell_compat import CellFlagsMixin, graph_fallback
+from ._cell_compat import CellFlagsMixin, graph_fallback, run_fallen_back
 from ._flatten_weights import FlattenWeightsMixin
 from ._pipeline_stage import PipelineStageMixin
 from ._recompute import call_with_recompute, is_recompute
@@ -145,16 +145,19 @@ class Cell(CellFlagsMixin, FlattenWeightsMixin, PipelineStageMixin):
         raise TypeError(f"{type(self).__name__} must define construct(self, ...)")
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
-        if _SETTINGS["mode"] == GRAPH_MODE and not self.__dict__.get("_graph_fallback"):
-            # GRAPH_MODE: the outermost cell call compiles (once per signature) and runs,
-            # through the compiler's hook (a higher layer); inside a trace it returns None
-            compiler = _hooks.compiler
-            compiled = compiler.graph_call(self)
-            if compiled is not None:
+        if _SETTINGS["mode"] == GRAPH_MODE:
+            if not self.__dict__.get("_graph_fallback"):
+                # GRAPH_MODE: the outermost cell call compiles (once per signature) and runs,
+                # through the compiler's hook (a higher layer); inside a trace it returns None
+                compiler = _hooks.compiler
+                compiled = compiler.graph_call(self)
+                if compiled is None:
+                    return self._run_construct(*inputs, **kwargs)
                 try:
                     return compiled(*inputs, **kwargs)
                 except compiler.tracing_error as exc:  # control flow on tensor values: eager
                     graph_fallback(self, exc)
+            return run_fallen_back(self, self._run_construct, *inputs, **kwargs)
         return self._run_construct(*inputs, **kwargs)
 
     def _run_construct(self, *inputs: Any, **kwargs: Any) -> Any:
