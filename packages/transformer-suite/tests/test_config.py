@@ -200,3 +200,23 @@ def test_context_turns_fusion_on_in_graph_mode_and_gives_back_the_old_setting():
             _context({"context": {"mode": "graph", "enable_graph_kernel": "yes"}})
     finally:
         set_context(mode=PYNATIVE_MODE, enable_graph_kernel=False)
+
+
+def test_graph_mode_with_pipeline_stages_runs_eagerly_and_says_so_once():
+    import warnings
+
+    from sporeling.core import GRAPH_MODE, PYNATIVE_MODE, get_context, set_context
+    from sporeling.transformer.runner import _context
+
+    try:
+        with pytest.warns(UserWarning, match="pipeline_stage 2: the training step and evalu"):
+            _context({"context": {"mode": "graph"}}, pipeline_stages=2)
+        assert get_context("mode") == PYNATIVE_MODE
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            _context({"context": {"mode": "graph"}}, pipeline_stages=1)
+            assert get_context("mode") == GRAPH_MODE
+            _context({"context": {"mode": "pynative"}}, pipeline_stages=2)
+            assert get_context("mode") == PYNATIVE_MODE
+    finally:
+        set_context(mode=PYNATIVE_MODE, enable_graph_kernel=False)

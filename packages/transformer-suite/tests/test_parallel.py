@@ -202,8 +202,10 @@ def test_vit_and_t5_pipeline_stage_2_times_dp_or_mp_under_mpiexec_4(tmp_path):
     without optimizer_shard) and 2 stages x 2 tensor-parallel shards equal one process
     (float64 losses, own-stage parameters and the gathered state to 1e-10; T5's micro-batches
     and halves hold different token counts); train_t5 (pp2 x dp2 + optimizer_shard) and
-    train_vit (pp2 x mp2) give one process's validation losses / accuracies and checkpoint."""
+    train_vit (pp2 x mp2) give one process's validation losses / accuracies and checkpoint;
+    under GRAPH_MODE the pipelined step and evaluation warn once each, then never."""
     out = _mpiexec("vit_t5_pipeline_dp_mp.py", 4, str(tmp_path))
+    assert out.count(" vit graph mode: one warning per network, then none") == 4, out
     for arch in ("vit", "t5"):
         for layout in ("pp2xdp2:", "pp2xdp2 optimizer_shard:", "pp2xmp2:", "runner "):
             assert out.count(f" {arch} {layout}") == 4, out

@@ -11,18 +11,32 @@ different numbers of target tokens: the batch's token mean needs the count summe
 stage's data-parallel copies, and only over them (summed over every rank it is doubled, and
 the loss halved; a plain average of the halves' means differs too).
 
+Under GRAPH_MODE the pipelined ViT's training step and evaluation network run eagerly with
+one warning each on their first call (not one per cell inside them), none on the second, and
+the same losses.
+
 Then ``train_t5`` with pipeline_stage=2 x data_parallel=2 + optimizer_shard and ``train_vit``
 with pipeline_stage=2 x model_parallel=2 (the CLI's runs) give one process's validation losses
-/ test accuracies and a checkpoint holding one process's parameters.
+/ test accuracies and a checkpoint holding one process's parameters; the T5 run, configured
+in graph mode, says once that its pipeline runs eagerly.
 """
 
 import gzip
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from sporeling.core import Tensor, load_checkpoint, nn, set_seed
+from sporeling.core import (
+    GRAPH_MODE,
+    PYNATIVE_MODE,
+    Tensor,
+    load_checkpoint,
+    nn,
+    set_context,
+    set_seed,
+)
 from sporeling.core import communication as comm
 from sporeling.core.parallel import reset_auto_parallel_context, set_auto_parallel_context
 from sporeling.transformer.models.t5 import T5Config, T5Model, T5WithLoss
@@ -92,6 +106,41 @@ def one_process(arch):
     return losses, params(net)
 
 
+def warnings_of(fn, *args):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = fn(*args)
+    return out, [str(w.message) for w in caught]
+
+
+def graph_mode(ref_losses):
+    """The ViT's pp2 x dp2 step and evaluation under GRAPH_MODE: one warning each, once."""
+    reset_auto_parallel_context()
+    info = apply_parallel({"parallel_config": LAYOUTS["pp2xdp2"]})
+    set_seed(4)
+    net = MODELS["vit"][0](TransformerOpParallelConfig(**PIPE))
+    train_net, eval_net = pipeline_vit(net, info.pp, info.micro)
+    step = train_step(train_net, adamw(train_net.pipe.trainable_params()), 0.0, info)
+    eval_net.set_train(False)
+    rows = slice(info.dp_rank * BATCH // 2, (info.dp_rank + 1) * BATCH // 2)
+    set_context(mode=GRAPH_MODE)
+    try:
+        said, losses = [], []
+        for s in range(2):
+            loss, train_said = warnings_of(step, *MODELS["vit"][2](s, rows))
+            _, eval_said = warnings_of(eval_net, *MODELS["vit"][2](s, slice(None)))
+            losses.append(float(loss.asnumpy()))
+            said.append((train_said, eval_said))
+    finally:
+        set_context(mode=PYNATIVE_MODE)
+    np.testing.assert_allclose(losses, ref_losses[:2], rtol=1e-10, err_msg="graph mode")
+    (train_said, eval_said), second = said
+    assert second == ([], []), second
+    assert len(train_said) == 1 and "TrainOneStepCell runs in PYNATIVE" in train_said[0], said
+    assert len(eval_said) == 1 and "_SumOfMicroBatches runs in PYNATIVE" in eval_said[0], said
+    print(f"rank {info.rank} vit graph mode: one warning per network, then none", flush=True)
+
+
 def pipelined(arch, name, pc, ref_losses, ref):
     build, with_loss, batch = MODELS[arch]
     reset_auto_parallel_context()
@@ -142,6 +191,8 @@ for arch in MODELS:
     ref_losses, ref = one_process(arch)
     for name, pc in LAYOUTS.items():
         rank = pipelined(arch, name, pc, ref_losses, ref)
+    if arch == "vit":
+        graph_mode(ref_losses)
 
 # ---- the CLI's runs ------------------------------------------------------------------------
 from sporeling.transformer.runner import train  # noqa: E402
@@ -172,19 +223,23 @@ runs = {
                           "parallel_config.optimizer_shard=true"],
            ["train.max_iters=4", "train.eval_interval=2", "train.batch_size=8",
             "train.test_size=4", "data.length=4", "model.num_layers=1",
-            "context.mode=pynative"]),
+            "context.mode=graph"]),
 }  # fmt: skip
 for arch, (config, layout, base) in runs.items():
     quiet = {"log": lambda *_: None}
     reset_auto_parallel_context()
     one = None
     if rank == 0:  # one process's run (the other ranks wait)
-        one = train(load_config(config, [f"output_dir={root / f'{arch}_one'}", *base]), **quiet)
+        one_base = [b.replace("mode=graph", "mode=pynative") for b in base]  # (eager's rounding)
+        one = train(load_config(config, [f"output_dir={root / f'{arch}_one'}", *one_base]), **quiet)
     comm.barrier()
     reset_auto_parallel_context()
     set_auto_parallel_context(parallel_optimizer_config={"parallel_optimizer_threshold": 0})
     out = root / f"{arch}_pipe"
-    res = train(load_config(config, [f"output_dir={out}", *base, *pipe, *layout]), **quiet)
+    cfg = load_config(config, [f"output_dir={out}", *base, *pipe, *layout])
+    res, said = warnings_of(train, cfg, quiet["log"])
+    if arch == "t5":  # configured in graph mode: one warning says the pipeline runs eagerly
+        assert len(said) == 1 and "pipeline_stage 2: the training step" in said[0], said
     key = "test_accuracy" if arch == "vit" else "val_loss"
     comm.barrier()  # rank 0 wrote the checkpoint
     if rank == 0:

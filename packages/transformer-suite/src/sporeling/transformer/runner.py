@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -222,10 +223,12 @@ class KeepBest(Callback):
                 save_checkpoint(state, str(self.path))
 
 
-def _context(cfg: dict[str, Any]) -> bool:
+def _context(cfg: dict[str, Any], pipeline_stages: int = 1) -> bool:
     """``context.mode`` and ``context.enable_graph_kernel``: fusion is on by default in graph
     mode here (the core's default is off, as MindSpore's; these recipes were tuned with it).
-    Returns the fusion setting it replaced, for the caller to restore."""
+    Returns the fusion setting it replaced, for the caller to restore. Graph mode with
+    ``pipeline_stages`` > 1 runs eagerly, saying so once: the core's ``PipelineCell``
+    cannot be compiled, so every step and evaluation around it would fall back anyway."""
     ctx = cfg.get("context", {})
     mode = str(ctx.get("mode", "pynative")).lower()
     if mode not in ("graph", "pynative"):
@@ -233,6 +236,15 @@ def _context(cfg: dict[str, Any]) -> bool:
     fusion = ctx.get("enable_graph_kernel", mode == "graph")
     if not isinstance(fusion, bool):
         raise ValueError(f"context.enable_graph_kernel must be true or false, got {fusion!r}")
+    if mode == "graph" and pipeline_stages > 1:
+        warnings.warn(
+            f"context.mode 'graph' with parallel_config.pipeline_stage {pipeline_stages}: the "
+            "training step and evaluation run in PYNATIVE mode (eagerly): the core's "
+            "PipelineCell exchanges MPI messages between its stages and cannot be compiled",
+            UserWarning,
+            stacklevel=3,
+        )
+        mode = "pynative"
     previous = bool(get_context("enable_graph_kernel"))
     set_context(mode=GRAPH_MODE if mode == "graph" else PYNATIVE_MODE, enable_graph_kernel=fusion)
     return previous
@@ -331,7 +343,7 @@ def train(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         callbacks.append(EarlyStopping(monitor="loss", patience=int(t["early_stopping_patience"])))
     if main_rank:
         (out / "config.yaml").write_text(yaml.safe_dump(_with_vocab(cfg, c.vocab_size)))
-    fusion_before = _context(cfg)
+    fusion_before = _context(cfg, info.pp)
     t0 = time.perf_counter()
     try:
         model.fit(math.ceil(steps / interval), train_ds, val_ds, callbacks=callbacks)

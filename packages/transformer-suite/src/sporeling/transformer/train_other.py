@@ -236,7 +236,7 @@ def train_t5(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         keep_own_stage(train_net)  # built whole (one process's initial weights), then freed
     step = _step(train_net, opt, info)
     model = Model(step, eval_network=eval_net, metrics={"loss": Loss()})
-    fusion_before = _context(cfg)
+    fusion_before = _context(cfg, info.pp)
     t0 = time.perf_counter()
     history: list[float] = []
     from sporeling.core.train import LambdaCallback
@@ -352,7 +352,7 @@ def train_vit(cfg: dict[str, Any], log: Any = print) -> dict[str, Any]:
         history.append(float(res.get("accuracy", float("nan"))))
         log(f"epoch {ctx.original_args().cur_epoch_num}: test accuracy {history[-1]:.4f}")
 
-    fusion_before = _context(cfg)
+    fusion_before = _context(cfg, info.pp)
     t0 = time.perf_counter()
     try:
         model.fit(
