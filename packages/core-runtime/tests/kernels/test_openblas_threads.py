@@ -6,7 +6,14 @@ import threading
 import numpy as np
 import pytest
 
-from sporeling.core.kernels.cpu import _rows, blas, openblas_threads
+from sporeling.core.kernels.cpu import _rows, blas, openblas_threads, product_threads
+
+
+@pytest.fixture(autouse=True)
+def every_core_free(monkeypatch):
+    """Graph products split whatever the machine's load (test_product_threads.py covers a
+    taken core, where they do not)."""
+    monkeypatch.setattr(product_threads, "threads_free", lambda: 1 << 10)
 
 
 def _needs_callback():

@@ -286,6 +286,51 @@ def test_graph_products_below_the_split_size_reach_the_thread_choice(monkeypatch
     assert calls == [128 * 200 * 96]
 
 
+def test_a_taken_core_keeps_a_graphs_large_products_off_the_split(monkeypatch):
+    """A graph's products from SPLIT_MIN_WORK split over Sporeling's threads only while the
+    load leaves every one of them a core; with a core taken (a busy neighbour) they go to
+    the load-aware choice, which runs them on the BLAS held to the free threads."""
+    c = Counters()
+    monkeypatch.setattr(product_threads, "MODE", "load")
+    monkeypatch.setattr(
+        product_threads, "_LOAD", product_threads.ForeignLoad(c.read, c.own, cpus=2, tick=0.01)
+    )
+    now = [0.0]
+    monkeypatch.setattr(product_threads, "_clock", lambda: now[0])
+    monkeypatch.setattr(product_threads, "enabled", True)
+    monkeypatch.setattr(blas, "SPLIT_MIN_WORK", 1)
+    monkeypatch.setattr(blas, "max_blocks", lambda: 2)
+    lib = FakeLib(2)
+    monkeypatch.setattr(blas, "_controllers", lambda: [lib])
+    ways = []
+    real_split = blas._split
+    monkeypatch.setattr(blas, "_split", lambda *a: ways.append("split") or real_split(*a))
+    real_plain = blas._plain
+    monkeypatch.setattr(blas, "_plain", lambda *a: ways.append(lib.n) or real_plain(*a))
+    monkeypatch.setattr(blas, "openblas_on_sporeling_threads", _no_callback)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((67, 300)).astype(np.float32)
+    w = rng.standard_normal((301, 300)).astype(np.float32)[:, ::-1]  # not contiguous
+    want = x.astype(np.float64) @ w.T.astype(np.float64)
+    with blas.split_products():  # what the graph executor enters
+        for foreign in (0.0, 1.0, 0.6, 0.1):  # idle, a core taken, still, free again
+            c.advance(0.2, 1.0, foreign)
+            now[0] += 0.2
+            ways.clear()
+            got = blas.matmul(x, w.T)
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+            assert ways[0] == ("split" if foreign in (0.0, 0.1) else 1), (foreign, ways)
+            assert lib.n == 2  # restored
+    assert product_threads.threads_free() == 2
+
+
+def _no_callback():
+    """``openblas_on_sporeling_threads`` with no OpenBLAS switched: the split's blocks."""
+    from contextlib import nullcontext
+
+    return nullcontext(False)
+
+
 @pytest.mark.parametrize("mode", ["load", "measure"])
 def test_products_below_one_thread_size_run_on_one_thread_in_every_mode(monkeypatch, mode):
     monkeypatch.setattr(product_threads, "MODE", mode)

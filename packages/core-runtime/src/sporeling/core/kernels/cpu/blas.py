@@ -17,6 +17,16 @@ as it is; those from :data:`.product_threads.MIN_WORK` multiply-adds (eager ones
 graph's below :data:`SPLIT_MIN_WORK`) run it on as many of OpenBLAS's threads as the other
 processes' load leaves cores for, those below :data:`.product_threads.ONE_THREAD_BELOW` on
 one (:mod:`.product_threads`).
+
+A graph's large products split only while the other processes' load leaves a core for
+every thread of the split (:func:`.product_threads.threads_free`, the reading the eager
+choice uses); otherwise they take the eager way, on as many BLAS threads as there are free
+cores. The split's parts wait for each other (OpenBLAS's level-3 jobs synchronise; the
+blocks are one per thread), so with one core taken by another process each product waited
+for the part whose thread had lost its core: a GPT training step (benchmarks/bench_graph.py)
+with a spinning neighbour took 0.67-0.71x the wall time of the same step in eager mode, and
+spent ~600 instead of ~300 ms of CPU (benchmarks/README.md, "Graph mode under a busy
+neighbour").
 """
 
 from __future__ import annotations
@@ -136,6 +146,7 @@ def matmul(
         or not getattr(_SCOPE, "depth", 0)  # eager
         or x.dtype != y.dtype
         or x.dtype.kind not in "fc"
+        or product_threads.threads_free() < max_blocks()  # a core taken: see the module doc
     ):
         if (
             work >= product_threads.MIN_WORK

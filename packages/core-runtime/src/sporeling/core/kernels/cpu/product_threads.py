@@ -65,6 +65,7 @@ __all__ = [
     "SWITCH_TO_ONE",
     "enabled",
     "run",
+    "threads_free",
     "reset",
     "Policy",
 ]
@@ -239,6 +240,16 @@ def reset() -> None:
     global _LOAD
     _POLICY.stats.clear()
     _LOAD = ForeignLoad()
+
+
+def threads_free() -> int:
+    """How many threads the other processes' load leaves this process now (``load`` mode,
+    the reading shared with the products' choice); the CPUs in the other modes, which do
+    not read the load. A compiled graph's large products split over Sporeling's threads
+    only while this covers them (:func:`.blas.matmul`)."""
+    if MODE != "load":
+        return _LOAD.cpus
+    return _LOAD.limit(_clock())
 
 
 def run(product: Callable[[], Any], work: int, controllers: Callable[[], list[Any]]) -> Any:
