@@ -45,8 +45,13 @@ IMPLICIT_CASES = [  # stride 1, output rows of whole blocks of 16: forward witho
     ((1, 16, 7, 32), (16, 8, 3, 3), (1, 1), ((2, 1), (1, 1)), (2, 1), 2),
     # 1x1 with a pad of 1: forward implicit, input gradient not (its pad would be -1)
     ((2, 8, 4, 16), (8, 8, 1, 1), (1, 1), ((1, 1), (0, 0)), (1, 1), 1),
-    # kernel 2x3 wider than tall, pads below d*(k-1), rows of 48 (three blocks of 16)
+    # kernel 2x3 wider than tall, pads below d*(k-1), rows of 48 (a block of 32, then the
+    # last 16 pixels of two rows as one block; 5 rows: the last one alone)
     ((3, 8, 5, 48), (24, 8, 2, 3), (1, 1), ((0, 1), (1, 1)), (1, 1), 1),
+    # rows of 16, an odd count of them (7), groups of 16 out, batch 1, dilation over rows
+    ((1, 16, 9, 16), (32, 8, 3, 3), (1, 1), ((1, 1), (1, 1)), (2, 1), 2),
+    # rows of 80 (two blocks of 32 and a paired 16), 32 out, 32 in: both paths could run
+    ((2, 32, 4, 80), (32, 32, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
 ]
 
 
@@ -58,7 +63,8 @@ PIXEL_CASES = [  # float32, one group, output rows of blocks of 8: channels-last
     ((3, 8, 13, 16), (32, 8, 3, 3), (2, 2), ((1, 1), (1, 0)), (1, 1), 1),
     # batch 1, a 2x3 kernel dilated over rows, stride 2 over columns only, 48 out (32 + 16)
     ((1, 5, 10, 17), (48, 5, 2, 3), (1, 2), ((0, 1), (0, 0)), (2, 1), 1),
-    # stride 1, rows of 16, 32 out: the row path could run it, the pixel path goes first
+    # stride 1, rows of 16, 32 out: the row path runs it (rows paired), the pixel path
+    # when the row path is off (test_implicit_forward_and_flipped_input_gradient's switch)
     ((2, 8, 5, 16), (32, 8, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
 ]
 
@@ -304,9 +310,6 @@ def test_which_forwards_read_output_pixels():
     assert not conv_images._pixels(f32, 1, 16, 8, (3, 3))  # fewer than 32 channels
     assert not conv_images._pixels(f32, 1, 64, 8, (1, 1))  # a 1x1 projection
     assert not conv_images._pixels(np.float64, 1, 64, 8, (3, 3))
-    # before the row path (implicit): 32 out on rows that are not blocks of 32
-    assert conv_images._pixels_first(32, 16)
-    assert not conv_images._pixels_first(64, 16) and not conv_images._pixels_first(32, 32)
 
 
 def test_channels_last_forward_non_contiguous_and_threads(monkeypatch):

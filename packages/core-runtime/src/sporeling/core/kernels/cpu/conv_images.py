@@ -505,17 +505,6 @@ def _pixels(dtype: Any, groups: int, cout: int, ow: int, kernel: tuple[int, int]
     )
 
 
-def _pixels_first(cout: int, ow: int) -> bool:
-    """Whether a stride-1 forward that both paths can run goes channels-last by output pixels
-    (:func:`_forward_kernel_pixels`) rather than by output rows (:func:`_implicit`): rows
-    that are not blocks of 32 give the row path blocks of 16 (eight accumulators), and 32
-    output channels give the pixel path one block of 32. One core, 64 images of 16x16:
-    32->32 forward 3.1 -> 2.8 ms and input gradient 3.2 -> 2.7, 64->32 forward 5.8 -> 5.3;
-    with 64 output channels the row path stayed faster (32->64 forward 2.7 vs 2.9 ms, 32
-    images; the input gradient of 64->32 5.4 vs 5.8)."""
-    return cout == microgemm.NR and ow % microgemm.NR != 0
-
-
 @_memo
 def _pixel_offsets(
     x_shape: tuple[int, ...], geo: Geometry, kernel: tuple[int, int], out_hw: Any
@@ -689,9 +678,10 @@ def conv2d_images(
     gemm, one, zero = _cblas(_CHARS[x.dtype]), x.dtype.type(1), x.dtype.type(0)
     w2 = w.reshape(cout, -1)
     pixels = _pixels(x.dtype, groups, cout, out_hw[1], kernel)
-    if _implicit(x.dtype, geo, cout // groups, out_hw[1]) and not (
-        pixels and _pixels_first(cout, out_hw[1])
-    ):
+    # the row path first where both run: with a row's last 16 pixels paired with the next
+    # row's (microgemm.conv_rows) it beat the pixel path on 16x16 layers with 32 out (one
+    # core, 32 images: 64->32 forward 1.77 -> 1.48 ms, 32->64's input gradient 1.80 -> 1.49)
+    if _implicit(x.dtype, geo, cout // groups, out_hw[1]):
         rows = _padded(cout // groups, microgemm.MR) if out_hw[1] % microgemm.NR == 0 else 0
         wp = _packed(w2, groups, False, rows)
         (hp, wpr), offs = _padded_plan(x.shape, geo, kernel, groups, out_hw)
