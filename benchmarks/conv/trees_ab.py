@@ -20,7 +20,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
@@ -90,9 +89,8 @@ def main() -> None:
         a, b = res["a"][key], res["b"][key]
         am, bm = min(x[0] for x in a), min(x[0] for x in b)
         ad, bd = statistics.median(x[1] for x in a), statistics.median(x[1] for x in b)
-        print(
-            f"{key:22} {am * 1e3:7.3f} {ad * 1e3:7.3f} {bm * 1e3:7.3f} {bd * 1e3:7.3f}  {bd / ad:.3f}"
-        )
+        cols = f"{am * 1e3:7.3f} {ad * 1e3:7.3f} {bm * 1e3:7.3f} {bd * 1e3:7.3f}"
+        print(f"{key:22} {cols}  {bd / ad:.3f}")
 
 
 if __name__ == "__main__":
