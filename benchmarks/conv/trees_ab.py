@@ -8,6 +8,9 @@ per-round minima and medians and prints B / A of their medians over the rounds.
 /work/main --b . --rounds 6`` (a venv with PyTorch and threadpoolctl; the parent sets each
 child's PYTHONPATH to its tree's ``packages/core-runtime/src`` and NUMBA_CACHE_DIR to
 ``--cache``/a or /b). ``--clock cpu`` times the calling thread's CPU (1 thread).
+``--step bench_lenet`` (or ``bench_resnet20``) times that benchmark's whole training step
+instead, in blocks of ``--calls`` back-to-back steps (as the harness does; per-step time
+of each block), and PyTorch's step in the same child (``torch`` rows, both sides' children).
 """
 
 from __future__ import annotations
@@ -22,6 +25,28 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+
+
+def child_step(module: str, threads: list[int], calls: int, clock: str) -> None:
+    sys.path.insert(0, str(HERE))
+    sys.path.insert(0, str(HERE.parent))
+    from resnet20_step import training_steps
+
+    tick = time.thread_time if clock == "cpu" else time.perf_counter
+    out: dict[str, list[float]] = {}
+    for t in threads:
+        sp, th = training_steps(module, t)
+        for name, fn in (("step", sp), ("torch", th)):
+            for _ in range(5):
+                fn()
+            blocks = []
+            for _ in range(5):
+                t0 = tick()
+                for _ in range(calls):
+                    fn()
+                blocks.append((tick() - t0) / calls)
+            out[f"{module} {name} {t}"] = [min(blocks), statistics.median(blocks)]
+    print(json.dumps(out))
 
 
 def child(layers: list[str], threads: list[int], calls: int, clock: str) -> None:
@@ -64,9 +89,13 @@ def main() -> None:
     p.add_argument("--calls", type=int, default=30)
     p.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     p.add_argument("--cache", default="/tmp/numba-trees-ab")
+    p.add_argument("--step", default="", help="bench_lenet: whole training steps")
     p.add_argument("--child", action="store_true")
     args = p.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
+    if args.child and args.step:
+        child_step(args.step, threads, args.calls, args.clock)
+        return
     if args.child:
         child(args.layers.split(","), threads, args.calls, args.clock)
         return
@@ -79,7 +108,7 @@ def main() -> None:
             env["NUMBA_CACHE_DIR"] = f"{args.cache}/{side}"
             cmd = [sys.executable, __file__, "--child", "--a", "-", "--b", "-"]
             cmd += ["--layers", args.layers, "--threads", args.threads]
-            cmd += ["--calls", str(args.calls), "--clock", args.clock]
+            cmd += ["--calls", str(args.calls), "--clock", args.clock, "--step", args.step]
             line = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
             for key, v in json.loads(line.stdout.strip().splitlines()[-1]).items():
                 res[side].setdefault(key, []).append(v)
