@@ -478,6 +478,26 @@ def build_kernel(
     return fn
 
 
+#: a generated CPU kernel's rows are cut into chunks of about this many elements (at least
+#: two per thread), which the threads claim one at a time (see :func:`_chunks`)
+CHUNK_ELEMENTS = 1 << 18
+
+
+def _chunks(rows: int, loop: tuple[int, ...], blocks: int) -> int:
+    """How many chunks a launch over ``rows`` rows of ``loop`` cuts for ``blocks`` threads:
+    two per thread, or more for a large kernel, chunks of about :data:`CHUNK_ELEMENTS`
+    elements. A thread that starts late (its wake, the GIL, its core) then leaves the
+    caller small chunks to take over instead of a quarter of the rows: the fused
+    ``ln(gelu(x*w+b))`` forward + backward (8192x1024, ~14 ms at 2 threads) had its two
+    threads start up to 6 ms apart, and with 4 chunks its median step took 23.1-23.2 ms,
+    with 32 chunks (256 rows) 16.7-19.8 ms (alternating in one process, 14 rounds x 5
+    steps, benchmarks/README.md "ln(gelu) at 2 threads")."""
+    if blocks <= 1:
+        return 1
+    total = int(np.prod(loop, dtype=np.int64))
+    return max(2 * blocks, min(rows, total // CHUNK_ELEMENTS))
+
+
 def launch(
     kernel: Kernel,
     loop: tuple[int, ...],
@@ -505,7 +525,7 @@ def launch(
         def block(k: int, lo: int, hi: int) -> None:
             kernel(lo, hi, *loop, *inputs, *outputs, *[p[k] for p in parts])
 
-        run_blocks(block, rows, blocks)
+        run_blocks(block, rows, blocks, chunks=_chunks(rows, loop, blocks))
         for c, p in zip(columns, parts, strict=True):
             np.sum(p, axis=0, out=c)
         return
