@@ -134,6 +134,65 @@ def test_layer_norm_of_gelu_graph_matches_eager():
     np.testing.assert_allclose(jit(loss)(x, w, b).asnumpy(), loss(x, w, b).asnumpy(), rtol=1e-5)
 
 
+def test_chunks_per_launch():
+    assert codegen._chunks(8192, (8192, 1024), 2) == 8192 * 1024 // codegen.CHUNK_ELEMENTS
+    assert codegen._chunks(2048, (2048, 256), 2) == 4  # small: two a thread
+    assert codegen._chunks(3, (3, 1 << 22), 2) == 3  # never more than the rows
+    assert codegen._chunks(8192, (8192, 1024), 1) == 1
+
+
+def test_chain_on_many_chunks_a_thread_equals_eager(monkeypatch):
+    """The chain's row kernel cut into many chunks a thread (each thread adds several
+    chunks' column sums, the weight and bias gradients, into its own partials): the same
+    as eager and as the float64 reference, odd sizes."""
+    from sporeling.core.kernels.cpu import _rows
+
+    rng = np.random.default_rng(11)
+    rows, n = 67, 37
+    xs, ws, bs, rs = (
+        rng.standard_normal(s).astype(np.float32) for s in ((rows, n), n, n, (rows, n))
+    )
+    x, w, b, r = Tensor(xs), Tensor(ws), Tensor(bs), Tensor(rs)
+    ones, zeros = Tensor(np.ones(n, np.float32)), Tensor(np.zeros(n, np.float32))
+
+    def loss(x, w, b):
+        y, _, _ = ops.layer_norm(ops.gelu(x * w + b, "none"), ones, zeros, 1, 1, 1e-5)
+        return ops.reduce_sum(y * r)
+
+    monkeypatch.setattr(_rows, "PARALLEL_MIN", 1)  # split even this small input
+    monkeypatch.setattr(codegen, "CHUNK_ELEMENTS", 3 * n)  # 22 chunks of ~3 rows
+    seen = []
+    real = _rows.run_blocks
+    monkeypatch.setattr(
+        _rows,
+        "run_blocks",
+        lambda fn, rows_, blocks, chunks=None: (
+            seen.append((blocks, chunks)),
+            real(fn, rows_, blocks, chunks),
+        )[1],
+    )
+    step = jit(grad(loss, (0, 1, 2)))
+    step(x, w, b)  # the first call compiles and runs on this thread
+    graph = step(x, w, b)
+    if _rows.max_blocks() > 1:
+        assert (_rows.max_blocks(), 22) in seen, seen
+    eager = grad(loss, (0, 1, 2))(x, w, b)
+    for e, g in zip(eager, graph, strict=True):
+        np.testing.assert_allclose(g.asnumpy(), e.asnumpy(), rtol=2e-5, atol=2e-5)
+    # float64 reference of the bias gradient: d/db sum(ln(gelu(h)) * r)
+    hd = xs.astype(np.float64) * ws + bs
+    g = hd * ndtr(hd)
+    mu, var = g.mean(-1, keepdims=True), g.var(-1, keepdims=True)
+    rstd = 1 / np.sqrt(var + 1e-5)
+    xhat = (g - mu) * rstd
+    dxh = rs.astype(np.float64)
+    dg = rstd * (dxh - dxh.mean(-1, keepdims=True) - xhat * (dxh * xhat).mean(-1, keepdims=True))
+    dh = dg * (ndtr(hd) + hd * np.exp(-0.5 * hd * hd) / math.sqrt(2 * math.pi))
+    np.testing.assert_allclose(graph[2].asnumpy(), dh.sum(0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(graph[1].asnumpy(), (dh * xs).sum(0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(graph[0].asnumpy(), dh * ws, rtol=1e-4, atol=1e-4)
+
+
 # GELU's gradient with its bias gradient (a column sum), flat: t2 = g * gelu'(x)
 GELU_GRAD = codegen.FusedProgram(
     2,

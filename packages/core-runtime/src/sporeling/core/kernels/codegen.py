@@ -495,7 +495,7 @@ def _chunks(rows: int, loop: tuple[int, ...], blocks: int) -> int:
     if blocks <= 1:
         return 1
     total = int(np.prod(loop, dtype=np.int64))
-    return max(2 * blocks, min(rows, total // CHUNK_ELEMENTS))
+    return max(1, min(rows, max(2 * blocks, total // CHUNK_ELEMENTS)))
 
 
 def launch(
