@@ -535,3 +535,53 @@ def test_padded_rows_on_several_threads(monkeypatch):
     want = ref_conv(x, w, (1, 1), pads, (1, 1), 1)
     got = conv_images.conv2d_images(x, w, geo, 1, want.shape[2:])
     np.testing.assert_allclose(got, want, **_tol(np.float32))
+
+
+FLAT_CASES = [  # stride 1, rows not blocks of 16 or 8: the padded rows as one run
+    # LeNet-5's 6->16 5x5 layer (no padding, 10x10 out, rows of 14)
+    ((3, 6, 14, 14), (16, 6, 5, 5), (1, 1), ((0, 0), (0, 0)), (1, 1), 1),
+    # batch 1, groups of 8 out, dilation over rows, one-sided pads
+    ((1, 8, 9, 13), (16, 4, 3, 3), (1, 1), ((1, 2), (0, 1)), (2, 1), 2),
+    # 12 out (a block of 8 and 4 zero rows), pads of 1, rows of 20 in runs of 22
+    ((2, 5, 12, 20), (12, 5, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
+]
+
+
+@pytest.mark.parametrize("case", FLAT_CASES)
+def test_flat_forward_matches_the_float64_reference(case, monkeypatch):
+    """Stride-1 forwards whose rows fit no block read the padded planes as one run
+    (positions past each row's end computed and dropped), against the float64 reference
+    and against im2col."""
+    shape, wshape, stride, pads, dilation, groups = case
+    geo = (stride[0], stride[1], pads[0][0], pads[1][0], dilation[0], dilation[1])
+    out_h = shape[2] + sum(pads[0]) - dilation[0] * (wshape[2] - 1)
+    out_w = shape[3] + sum(pads[1]) - dilation[1] * (wshape[3] - 1)
+    run = conv_images._flat(np.float32, geo, wshape[2:], wshape[0] // groups, shape, (out_h, out_w))
+    assert (run > 0) == microgemm.available() and run % 32 == 0
+    test_kernels_match_the_float64_reference(case, np.float32)
+    monkeypatch.setattr(conv_images, "_flat", lambda *a: 0)
+    test_kernels_match_the_float64_reference(case, np.float32)
+
+
+def test_which_forwards_run_flat():
+    if not microgemm.available():
+        pytest.skip("no AVX-512: no micro-kernel paths")
+    one, flat = (1, 1, 0, 0, 1, 1), conv_images._flat
+    assert flat(np.float32, one, (5, 5), 16, (64, 6, 14, 14), (10, 10)) == 160  # 10 x 14
+    assert not flat(np.float32, one, (5, 5), 6, (64, 1, 32, 32), (28, 28))  # 8*32 > 1.5*6*28
+    assert not flat(np.float64, one, (5, 5), 16, (64, 6, 14, 14), (10, 10))
+    assert not flat(np.float32, (2, 2, 0, 0, 1, 1), (5, 5), 16, (64, 6, 23, 23), (10, 10))
+    assert not flat(np.float32, one, (3, 3), 16, (1, 6, 7, 5), (5, 3))  # 15 outputs
+
+
+def test_flat_forward_on_several_threads(monkeypatch):
+    """Each thread has its own padded planes (border and tail zero) and wide output."""
+    monkeypatch.setattr(conv_images, "max_blocks", lambda: 3)
+    monkeypatch.setattr(conv_images, "PARALLEL_MIN", 0)
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((7, 6, 14, 14)).astype(np.float32)
+    w = (rng.standard_normal((16, 6, 5, 5)) / 10).astype(np.float32)
+    pads, geo = ((1, 1), (1, 1)), (1, 1, 1, 1, 1, 1)
+    want = ref_conv(x, w, (1, 1), pads, (1, 1), 1)
+    got = conv_images.conv2d_images(x, w, geo, 1, want.shape[2:])
+    np.testing.assert_allclose(got, want, **_tol(np.float32))

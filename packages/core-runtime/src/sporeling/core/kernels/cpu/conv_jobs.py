@@ -42,6 +42,18 @@ def forward_implicit(args, k, lo, hi):  # pragma: no cover - compiled
 
 
 @_with_kernel_flags
+def forward_flat(args, k, lo, hi):  # pragma: no cover - compiled
+    """(x, wp, out, xp, wide, offs, geo, groups, hp):
+    :func:`.conv_images._forward_kernel_flat`."""
+    p = block(args)
+    ci._forward_kernel_flat(
+        view4(p, 0, _F), view4(p, 1, _F), view4(p, 2, _F), view3(p, 3, _F)[k],
+        view3(p, 4, _F)[k], view1(p, 5, _I), view1(p, 6, _I), integer(p, 7), integer(p, 8),
+        lo, hi,
+    )  # fmt: skip
+
+
+@_with_kernel_flags
 def forward_pixels(args, k, lo, hi):  # pragma: no cover - compiled
     """(x, wk, out, xq, ct, koffs, geo, kc): :func:`.conv_images._forward_kernel_pixels`."""
     p = block(args)
