@@ -8,11 +8,11 @@ model_parallel=2 too (heads and feed-forward units split; the checkpoint gathere
 Under ``mpiexec -n 4``: both with data_parallel=2 x model_parallel=2 + optimizer_shard
 (T5's token counts summed over the dp group only)."""
 
-import gzip
 import sys
 from pathlib import Path
 
 import numpy as np
+from _tiny_mnist import write_mnist_gz
 
 from sporeling.core import communication as comm
 from sporeling.core import load_checkpoint
@@ -32,15 +32,10 @@ layouts = (
 )
 mnist = root / "mnist"
 if rank == 0:
-    mnist.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(0)
     imgs = rng.integers(0, 255, (40, 28, 28), dtype=np.uint8)
     labels = rng.integers(0, 10, 40).astype(np.uint8)
-    with gzip.open(mnist / "train-images-idx3-ubyte.gz", "wb") as f:
-        dims = b"".join(n.to_bytes(4, "big") for n in (40, 28, 28))
-        f.write(bytes([0, 0, 8, 3]) + dims + imgs.tobytes())
-    with gzip.open(mnist / "train-labels-idx1-ubyte.gz", "wb") as f:
-        f.write(bytes([0, 0, 8, 1]) + (40).to_bytes(4, "big") + labels.tobytes())
+    write_mnist_gz(mnist, imgs, labels)
 comm.barrier()
 
 common = [f"data.path={mnist}", "data.holdout=8", "train.batch_size=8", "train.epochs=2",

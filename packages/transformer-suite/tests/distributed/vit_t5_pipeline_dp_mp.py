@@ -21,12 +21,12 @@ with pipeline_stage=2 x model_parallel=2 (the CLI's runs) give one process's val
 in graph mode, says once that its pipeline runs eagerly.
 """
 
-import gzip
 import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
+from _tiny_mnist import write_mnist_gz
 
 from sporeling.core import (
     GRAPH_MODE,
@@ -201,16 +201,11 @@ from sporeling.transformer.settings import load_config  # noqa: E402
 root = Path(sys.argv[1])
 mnist = root / "mnist"
 if rank == 0:
-    mnist.mkdir(parents=True, exist_ok=True)
     # bright images are class 1, dark ones class 0: learnable in a few steps, so the test
     # accuracies compared below are not all zero
     labs = rng.integers(0, 2, 40).astype(np.uint8)
     imgs = (rng.integers(0, 128, (40, 28, 28)) + 127 * labs[:, None, None]).astype(np.uint8)
-    with gzip.open(mnist / "train-images-idx3-ubyte.gz", "wb") as f:
-        dims = b"".join(n.to_bytes(4, "big") for n in (40, 28, 28))
-        f.write(bytes([0, 0, 8, 3]) + dims + imgs.tobytes())
-    with gzip.open(mnist / "train-labels-idx1-ubyte.gz", "wb") as f:
-        f.write(bytes([0, 0, 8, 1]) + (40).to_bytes(4, "big") + labs.tobytes())
+    write_mnist_gz(mnist, imgs, labs)
 comm.barrier()
 pipe = ["parallel_config.pipeline_stage=2", "parallel_config.micro_batch_num=2"]
 runs = {

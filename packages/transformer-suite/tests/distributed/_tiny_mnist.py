@@ -1,0 +1,18 @@
+"""Write a tiny MNIST folder (the published ``.gz`` idx files) for the distributed scripts'
+CLI runs: ``train_vit`` reads its data from files, as it would MNIST's own."""
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+
+
+def write_mnist_gz(folder: Path, images: np.ndarray, labels: np.ndarray) -> None:
+    """``images`` (n, 28, 28) uint8 and ``labels`` (n,) uint8 as MNIST's training files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    n = len(images)
+    with gzip.open(folder / "train-images-idx3-ubyte.gz", "wb") as f:
+        dims = b"".join(d.to_bytes(4, "big") for d in images.shape)
+        f.write(bytes([0, 0, 8, 3]) + dims + images.astype(np.uint8).tobytes())
+    with gzip.open(folder / "train-labels-idx1-ubyte.gz", "wb") as f:
+        f.write(bytes([0, 0, 8, 1]) + n.to_bytes(4, "big") + labels.astype(np.uint8).tobytes())
