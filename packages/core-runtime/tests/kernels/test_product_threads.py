@@ -231,7 +231,9 @@ def test_load_reader_on_this_machine():
     assert 0 <= busy <= total and product_threads._own_seconds() >= 0
 
 
-def test_load_mode_runs_products_on_the_allowed_threads(monkeypatch):
+def _scripted_load(monkeypatch):
+    """The load mode on scripted counters and clock (2 CPUs): a test advances the counters
+    (``c.advance``) and sets ``now[0]`` to the reading's time."""
     c = Counters()
     monkeypatch.setattr(product_threads, "MODE", "load")
     monkeypatch.setattr(
@@ -239,6 +241,11 @@ def test_load_mode_runs_products_on_the_allowed_threads(monkeypatch):
     )
     now = [0.0]
     monkeypatch.setattr(product_threads, "_clock", lambda: now[0])
+    return c, now
+
+
+def test_load_mode_runs_products_on_the_allowed_threads(monkeypatch):
+    c, now = _scripted_load(monkeypatch)
     lib = FakeLib(2)
     seen = []
     product = lambda: seen.append(lib.n)  # noqa: E731
@@ -290,13 +297,7 @@ def test_a_taken_core_keeps_a_graphs_large_products_off_the_split(monkeypatch):
     """A graph's products from SPLIT_MIN_WORK split over Sporeling's threads only while the
     load leaves every one of them a core; with a core taken (a busy neighbour) they go to
     the load-aware choice, which runs them on the BLAS held to the free threads."""
-    c = Counters()
-    monkeypatch.setattr(product_threads, "MODE", "load")
-    monkeypatch.setattr(
-        product_threads, "_LOAD", product_threads.ForeignLoad(c.read, c.own, cpus=2, tick=0.01)
-    )
-    now = [0.0]
-    monkeypatch.setattr(product_threads, "_clock", lambda: now[0])
+    c, now = _scripted_load(monkeypatch)
     monkeypatch.setattr(product_threads, "enabled", True)
     monkeypatch.setattr(blas, "SPLIT_MIN_WORK", 1)
     monkeypatch.setattr(blas, "max_blocks", lambda: 2)

@@ -3,6 +3,7 @@ gives the single-process run's losses and parameters (global batch 8, 3 AdamW st
 do mp=2 and dp=2 + optimizer_shard (its state sliced) with global-norm clipping engaged."""
 
 import numpy as np
+from _shards import expected_shard
 
 from sporeling.core import Tensor, nn, set_seed
 from sporeling.core import communication as comm
@@ -48,11 +49,7 @@ assert not np.allclose(clip_losses, ref_losses, rtol=1e-4)
 
 def same_params(params, ref, rank, what, atol):
     for n, p in params.items():
-        full = ref[n]
-        if p.shape != full.shape:  # a tensor-parallel shard: compare with its slice
-            axis = next(i for i, (a, b) in enumerate(zip(p.shape, full.shape)) if a != b)
-            k = p.shape[axis]
-            full = np.take(full, range(rank * k, (rank + 1) * k), axis=axis)
+        full = expected_shard(ref[n], p.shape, rank)  # a tensor-parallel shard: its slice
         np.testing.assert_allclose(p, full, rtol=0, atol=atol, err_msg=f"{what}: {n}")
 
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from _shards import expected_shard
 
 from sporeling.core import Tensor, nn, set_seed
 from sporeling.core import communication as comm
@@ -113,11 +114,7 @@ def stage_run(pc, name, rows):
     j = info.rank % info.mp
     for n, p in net.parameters_and_names():
         if id(p) in own_ids:
-            full = ref_params[n]
-            if p.shape != full.shape:  # this rank's tensor-parallel shard
-                axis = next(i for i, (a, b) in enumerate(zip(p.shape, full.shape)) if a != b)
-                k = p.shape[axis]
-                full = np.take(full, range(j * k, (j + 1) * k), axis=axis)
+            full = expected_shard(ref_params[n], p.shape, j)
             np.testing.assert_allclose(p.asnumpy(), full, atol=1e-7, err_msg=f"{name}: {n}")
     print(f"rank {info.rank} {name}: losses {losses} equal the single-process run", flush=True)
 

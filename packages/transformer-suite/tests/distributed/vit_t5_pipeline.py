@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from _tiny_mnist import write_mnist_gz
+from _tiny_mnist import write_bright_dark_mnist
 
 from sporeling.core import Tensor, load_checkpoint, nn, set_seed
 from sporeling.core import communication as comm
@@ -165,11 +165,7 @@ from sporeling.transformer.train_other import load_t5, load_vit  # noqa: E402
 root = Path(sys.argv[1])
 mnist = root / "mnist"
 if rank == 0:
-    # bright images are class 1, dark ones class 0: learnable in a few steps, so the test
-    # accuracies compared below are not all zero
-    labs = rng.integers(0, 2, 40).astype(np.uint8)
-    imgs = (rng.integers(0, 128, (40, 28, 28)) + 127 * labs[:, None, None]).astype(np.uint8)
-    write_mnist_gz(mnist, imgs, labs)
+    write_bright_dark_mnist(mnist, rng)
 comm.barrier()
 pipe = ["parallel_config.pipeline_stage=2", "parallel_config.micro_batch_num=2"]
 runs = {

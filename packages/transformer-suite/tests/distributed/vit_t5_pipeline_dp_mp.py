@@ -26,7 +26,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from _tiny_mnist import write_mnist_gz
+from _shards import expected_shard
+from _tiny_mnist import write_bright_dark_mnist
 
 from sporeling.core import (
     GRAPH_MODE,
@@ -172,11 +173,7 @@ def pipelined(arch, name, pc, ref_losses, ref):
     assert own_ids, f"rank {info.rank} has no stage parameters"
     for n, p in net.parameters_and_names():
         if id(p) in own_ids:
-            full = ref[n]
-            if p.shape != full.shape:  # this rank's tensor-parallel shard
-                axis = next(i for i, (a, b) in enumerate(zip(p.shape, full.shape)) if a != b)
-                k = p.shape[axis]
-                full = np.take(full, range(j * k, (j + 1) * k), axis=axis)
+            full = expected_shard(ref[n], p.shape, j)
             np.testing.assert_allclose(p.asnumpy(), full, rtol=0, atol=1e-10, err_msg=f"{tag} {n}")
     whole = stage_state(train_net, info.mp)  # what the runner's checkpoint holds
     if info.rank == 0:
@@ -201,11 +198,7 @@ from sporeling.transformer.settings import load_config  # noqa: E402
 root = Path(sys.argv[1])
 mnist = root / "mnist"
 if rank == 0:
-    # bright images are class 1, dark ones class 0: learnable in a few steps, so the test
-    # accuracies compared below are not all zero
-    labs = rng.integers(0, 2, 40).astype(np.uint8)
-    imgs = (rng.integers(0, 128, (40, 28, 28)) + 127 * labs[:, None, None]).astype(np.uint8)
-    write_mnist_gz(mnist, imgs, labs)
+    write_bright_dark_mnist(mnist, rng)
 comm.barrier()
 pipe = ["parallel_config.pipeline_stage=2", "parallel_config.micro_batch_num=2"]
 runs = {
