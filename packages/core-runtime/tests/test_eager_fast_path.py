@@ -141,8 +141,8 @@ def test_small_products_match_matmul(shapes):
 
 
 def test_full_reduction_plan_params_in_key():
-    x = _t(2, 3)
-    x.sum(), x.sum(keepdims=True)
+    x = _t(2, 3)  # (Tensor.sum of a float tensor skips the plans: the ops function)
+    ops.reduce_sum(x), ops.reduce_sum(x, (), True)
     keys = [k for k in reduce_sum_p._eager_plans if k[1] == (2, 3)]
     assert len(keys) >= 2  # keep_dims is part of the key
     assert all(reduce_sum_p._eager_plans[k][4] for k in keys)  # parameters bound (specialized)
@@ -265,8 +265,8 @@ def test_static_params_key_plans_by_token_and_stay_ordinary_dicts():
     assert StaticParams(p1).token != p1.token
     x = _t(3, 2)
     for _ in range(2):
-        np.testing.assert_allclose(x.sum().asnumpy(), x.asnumpy().astype(np.float64).sum(),
-                                   rtol=1e-6)  # fmt: skip
+        np.testing.assert_allclose(ops.reduce_sum(x).asnumpy(),
+                                   x.asnumpy().astype(np.float64).sum(), rtol=1e-6)  # fmt: skip
         np.testing.assert_allclose(ops.reduce_sum(x, 1, True).asnumpy(),
                                    x.asnumpy().sum(1, keepdims=True), rtol=1e-6)  # fmt: skip
     tokens = [k[3] for k in reduce_sum_p._eager_plans if k[1] == (3, 2)]
@@ -343,3 +343,70 @@ def test_small_product_plans_call_ndarray_dot_and_large_ones_blas():
         np.testing.assert_allclose(g, np.repeat(a.sum(0)[:, None], n, 1), rtol=1e-5, atol=1e-5)
     with pytest.raises(TypeError, match="bool"):
         ops.matmul(Tensor(np.ones((2, 2), bool)), Tensor(np.ones((2, 2), bool)))
+
+
+def _generic_sum(x, keep):
+    """``x.sum()`` through the interpreter's generic path (no plan, no shortcut)."""
+    from sporeling.core._eager import EagerInterpreter
+    from sporeling.core.ops._core import reduce_params
+
+    axes = tuple(range(x.ndim))
+    return EagerInterpreter()._generic(reduce_sum_p, (x,), reduce_params(axes, keep))
+
+
+@pytest.mark.parametrize(
+    "shape", [(4, 4), (), (0,), (3, 0, 2), (7,), (2, 3, 5), (1, 1, 1, 1, 1, 1, 1, 1)]
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.complex64])
+@pytest.mark.parametrize("keep", [False, True, 1, np.bool_(True)])
+def test_full_sum_shortcut_matches_the_generic_path(shape, dtype, keep):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(shape).astype(dtype)
+    for x in (Tensor(a), Tensor(a.T.copy()).transpose() if a.ndim > 1 else Tensor(a)):
+        for _ in range(2):
+            got, want = x.sum(keepdims=keep), _generic_sum(x, bool(keep))
+            assert type(got._data) is np.ndarray and got._data.dtype == want._data.dtype
+            assert got.shape == want.shape
+            np.testing.assert_array_equal(got.asnumpy(), want.asnumpy())
+            assert got._node is None
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.bool_, np.uint8])
+def test_full_sum_of_ints_and_bools_stays_int64(dtype):
+    x = Tensor(np.arange(12).reshape(3, 4).astype(dtype))
+    for keep in (False, True):
+        got, want = x.sum(keepdims=keep), _generic_sum(x, keep)
+        assert got._data.dtype == np.int64 == want._data.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got.asnumpy(), want.asnumpy())
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_full_sum_shortcut_records_the_generic_node_and_gradient(keep):
+    w = Parameter(_t(3, 5), name="w")
+    x = _t(3, 5, seed=4)
+    x.requires_grad = True
+    for t in (w, x, w * x):
+        got, want = t.sum(keepdims=keep), _generic_sum(t, keep)
+        assert got._node is not None and want._node is not None
+        assert got._node.prim is want._node.prim and got._node.params == want._node.params
+        assert got._node.needs == want._node.needs and got._node.inputs[0] is t
+    g_fast = grad(lambda w: (w * x).sum(keepdims=keep) * 3.0)(w).asnumpy()
+    g_slow = grad(lambda w: _generic_sum(w * x, keep) * 3.0)(w).asnumpy()
+    np.testing.assert_array_equal(g_fast, g_slow)
+    np.testing.assert_allclose(g_fast, 3.0 * x.asnumpy(), rtol=1e-6)
+    with no_grad():
+        assert w.sum()._node is None
+
+
+def test_full_sum_with_axis_dtype_or_in_graph_mode_takes_the_other_paths():
+    from sporeling.core import jit
+
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = Tensor(a)
+    np.testing.assert_array_equal(x.sum(axis=-1).asnumpy(), a.sum(-1))
+    np.testing.assert_array_equal(x.sum(axis=(0, 1), keepdims=True).asnumpy(), a.sum(keepdims=True))
+    s = x.sum(dtype=np.float64)
+    assert s._data.dtype == np.float64 and s.item() == 66.0
+    traced = jit(lambda t: t.sum() * 2.0)
+    for _ in range(2):
+        assert traced(x).item() == 132.0

@@ -10,6 +10,8 @@ from __future__ import annotations
 from types import FunctionType
 from typing import Any
 
+import numpy as np
+
 from ..tensor import Device, Tensor
 
 #: Tensor method -> ops function; called as ``ops.<fn>(self, *args, **kwargs)``
@@ -266,17 +268,44 @@ def install(ops: Any) -> None:
     def reshape(self: Tensor, *shape: Any) -> Tensor:
         return _reshape(self, shape[0] if len(shape) == 1 else shape)
 
+    from .._backend import CPU as _CPU
     from .._primitive import _STATE
-    from ._core import _ALL_AXES, reduce_params, reduce_sum_p, to_device
+    from ._core import (
+        _ALL_AXES,
+        _DIFFERENTIABLE,
+        _add_reduce,
+        reduce_params,
+        reduce_sum_p,
+        to_device,
+    )
+    from ._core import _eager_view as _eager_result
+
+    _ndarray = np.ndarray
+    _empty = np.empty
 
     # the full reductions' StaticParams per ndim, (keep_dims False, True)
     full = [(reduce_params(a, False), reduce_params(a, True)) for a in _ALL_AXES]
+    n_full = len(full)
+    full_shape = [((), (1,) * len(a)) for a in _ALL_AXES]  # their results' shapes
 
     def sum(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Tensor:
-        if axis is None and dtype is None and self._data.ndim < len(_ALL_AXES):
-            # the common full reduction, without argument normalisation (hot in loss code),
+        if axis is None and dtype is None and (data := self._data).ndim < n_full:
+            # the common full reduction, without argument normalisation (hot in loss code)
+            keep = keepdims is True or (keepdims is not False and bool(keepdims))
+            params = full[data.ndim][keep]
+            if (
+                len(_STATE) == 1
+                and self._device is _CPU
+                and type(data) is _ndarray
+                and (dt := data.dtype) in _DIFFERENTIABLE
+            ):
+                # eager, float or complex on the CPU: what the interpreter's plan runs
+                # (``_sum_impl``: add.reduce over every axis), without the plan lookup and
+                # the NumPy scalar's conversion (an ``out`` array), and the same tape node
+                out = _empty(full_shape[data.ndim][keep], dt)
+                out = _add_reduce(data, params["axis"], None, out, keep)
+                return _eager_result(self, out, reduce_sum_p, params)
             # handed to the interpreter directly (bind's packing costs ~0.2 us here)
-            params = full[self._data.ndim][keepdims is True]
             return _STATE[-1].process(reduce_sum_p, (self,), params)
         out = ops.reduce_sum(self, axis, keepdims)
         return out if dtype is None else ops.cast(out, dtype)
