@@ -318,10 +318,10 @@ def _conv_transpose_impl(
     nd = len(kernel)
     work = _per_image(xp, fast, n, g, w) if nd <= 2 else None
     if work is not None:
-        from ...kernels.cpu.conv_images import conv2d_data_grad_images
+        from ...kernels.cpu.conv_small_grad import data_grad_images
 
         shape = (n, cin_g * groups) + ((1,) if nd == 1 else ()) + tuple(in_shape)
-        dx = conv2d_data_grad_images(
+        dx = data_grad_images(
             _image_4d(g, nd, work),
             _image_4d(w, nd, work),
             _as_2d(nd, stride, pads, dilation),
@@ -371,9 +371,9 @@ def _weight_grad_impl(
     nd = len(kernel)
     work = _per_image(xp, fast, n, x, g) if nd <= 2 else None
     if work is not None:
-        from ...kernels.cpu.conv_images import conv2d_weight_grad_images
+        from ...kernels.cpu.conv_small_grad import weight_grad_images
 
-        dw = conv2d_weight_grad_images(
+        dw = weight_grad_images(
             _image_4d(x, nd, work),
             _image_4d(g, nd, work),
             _as_2d(nd, stride, pads, dilation),
