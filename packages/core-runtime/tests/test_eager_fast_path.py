@@ -410,3 +410,61 @@ def test_full_sum_with_axis_dtype_or_in_graph_mode_takes_the_other_paths():
     traced = jit(lambda t: t.sum() * 2.0)
     for _ in range(2):
         assert traced(x).item() == 132.0
+
+
+@pytest.mark.parametrize(
+    "shape, target",
+    [((4, 6), (-1, 6)), ((4, 6), (2, -1, 3)), ((4, 6), (24, -1)), ((0, 5), (-1, 5)),
+     ((2, 3, 4), (2, -1)), ((6,), (-1,))],
+)  # fmt: skip
+def test_reshape_with_one_inferred_axis_matches_the_generic_path(shape, target):
+    from sporeling.core.ops._core import _resolve_shape, reshape_p
+
+    a = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    x = Tensor(a)
+    x.requires_grad = True
+    got = ops.reshape(x, target)
+    resolved = _resolve_shape("reshape", target, a.size)
+    if resolved == shape:  # both paths return the input itself
+        assert got is x
+        return
+    want = reshape_p.bind(x, shape=resolved)
+    assert got.shape == want.shape == a.reshape(target).shape
+    np.testing.assert_array_equal(got.asnumpy(), want.asnumpy())
+    assert got._node.prim is reshape_p and got._node.params == want._node.params
+    w = np.arange(a.size, dtype=np.float32).reshape(a.reshape(target).shape)
+    g = grad(lambda t: (ops.reshape(t, target) * Tensor(w)).sum())(Tensor(a)).asnumpy()
+    np.testing.assert_array_equal(g, w.reshape(shape))
+
+
+def test_reshape_inferred_axis_errors_unchanged():
+    x = _t(4, 6)
+    for bad in [(-1, -1), (-2, 12), (-1, 5), (0, -1), (-1, 2.0)]:
+        with pytest.raises((ValueError, TypeError), match="reshape"):
+            ops.reshape(x, bad)
+
+
+def test_three_input_plans_match_the_generic_path():
+    from sporeling.core._eager import EagerInterpreter
+    from sporeling.core.ops._matmul import dense_bias_p
+
+    x, w, b = _t(5, 4), _t(3, 4, seed=1), _t(3, seed=2)
+    want = EagerInterpreter()._generic(dense_bias_p, (x, w, b), {}).asnumpy()
+    for _ in range(3):  # the first call leaves the plan, the others take it
+        np.testing.assert_array_equal(ops.dense(x, w, b).asnumpy(), want)
+    f32 = np.dtype(np.float32)
+    sig = ((5, 4), f32, (3, 4), f32, (3,), f32)
+    keys = [k for k in dense_bias_p._eager_plans if k[1:] == sig]
+    assert keys
+    wp, bp = Parameter(w.asnumpy(), name="w3"), Parameter(b.asnumpy(), name="b3")
+    for _ in range(2):
+        y = ops.dense(x, wp, bp)
+        assert y._node is not None and y._node.needs == (False, True, True)
+        gw, gb = grad(lambda wp, bp: (ops.dense(x, wp, bp) ** 2).sum(), (0, 1))(wp, bp)
+        y64 = x.asnumpy().astype(np.float64) @ w.asnumpy().T + b.asnumpy()
+        np.testing.assert_allclose(gw.asnumpy(), 2 * y64.T @ x.asnumpy(), rtol=1e-5)
+        np.testing.assert_allclose(gb.asnumpy(), 2 * y64.sum(0), rtol=1e-5)
+    with no_grad():
+        assert ops.dense(x, wp, bp)._node is None
+    with pytest.raises(ValueError):
+        ops.dense(x, _t(3, 5), b)  # another signature: the generic path's error

@@ -122,3 +122,47 @@ def test_plain_attribute_replaced_by_cell_is_not_shadowed():
     h = Holder()
     h.head = Affine()
     assert isinstance(h.head, Affine) and len(h.trainable_params()) == 2
+
+
+def test_plain_call_fast_path_matches_run_construct_and_leaves_it_when_needed():
+    """A plain cell's PYNATIVE call runs construct directly; hooks, flags (recompute),
+    to_float and a class bprop take _run_construct, and removing them returns to it."""
+    net = Net()
+    x = Tensor(np.arange(4, dtype=np.float32).reshape(2, 2))
+    plain = net(x).asnumpy()
+    np.testing.assert_array_equal(plain, net._run_construct(x).asnumpy())
+    np.testing.assert_array_equal(plain, x.asnumpy())
+    runs = []
+    real = nn.Cell._run_construct
+    nn.Cell._run_construct = lambda self, *a, **k: runs.append(self) or real(self, *a, **k)
+    try:
+        net(x)
+        assert runs == []  # every cell of the plain net took the fast path
+        net.first.register_forward_hook(lambda cell, inputs, out: None)
+        net(x)
+        assert runs == [net.first]
+    finally:
+        nn.Cell._run_construct = real
+    net = Net()
+    g_plain = grad(lambda x: net(x).sum())(x).asnumpy()
+    calls = []
+    h = net.first.register_forward_pre_hook(lambda cell, inputs: (inputs[0] * 2.0,))
+    h2 = net.rest.register_forward_hook(lambda cell, inputs, out: calls.append(out.shape))
+    np.testing.assert_array_equal(net(x).asnumpy(), 2 * plain)  # (the net is the identity)
+    assert calls and calls[0] == (2, 2)
+    h.remove()
+    h2.remove()
+    np.testing.assert_array_equal(net(x).asnumpy(), plain)
+    net.first.recompute()  # a flag: the full path keeps the inputs and replays construct
+    np.testing.assert_array_equal(net(x).asnumpy(), plain)
+    np.testing.assert_array_equal(grad(lambda x: net(x).sum())(x).asnumpy(), g_plain)
+
+    class WithBprop(Affine):
+        def bprop(self, x, out, dout):
+            return (dout * 0.0 + 7.0,)
+
+    np.testing.assert_array_equal(
+        grad(lambda x: WithBprop()(x).sum())(x).asnumpy(), np.full((2, 2), 7.0)
+    )
+    half = Affine().to_float(np.float16)
+    assert half(x).dtype == np.float16

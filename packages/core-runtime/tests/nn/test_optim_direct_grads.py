@@ -92,3 +92,27 @@ def test_row_sparse_gradients_are_gathered():
     dense[[4, 1]] = vals
     og((Tensor(dense),))
     np.testing.assert_array_equal(pd[0].asnumpy(), pg[0].asnumpy())
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"learning_rate": 0.1, "momentum": 0.9},
+        {"cls": nn.AdamW, "learning_rate": 0.01, "weight_decay": 0.05},
+    ],
+)
+def test_slots_past_the_split_size_go_through_on_blocks_with_the_same_result(monkeypatch, kwargs):
+    """``_run_slots`` calls a slot's kernel itself below ``on_blocks``' split size and hands
+    bigger slots to ``on_blocks``; with the split size lowered, the (300, 1000) slot takes
+    ``on_blocks`` (threaded blocks where there are threads): the same bits either way."""
+    from sporeling.core.kernels.cpu import optim as K
+
+    blocks = []
+    real = K.on_blocks
+    monkeypatch.setattr(K, "UPDATE_SPLIT_FACTOR", 1)
+    monkeypatch.setattr(
+        "sporeling.core.nn.optim.optimizer.on_blocks",
+        lambda off, run: blocks.append(int(off[-1])) or real(off, run),
+    )
+    test_direct_gradients_match_the_gathered_path_bitwise(np.float32, dict(kwargs))
+    assert 300_000 in blocks and 5 not in blocks

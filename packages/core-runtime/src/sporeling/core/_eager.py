@@ -76,7 +76,7 @@ class EagerInterpreter:
     """Runs each primitive immediately on its inputs' device."""
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
-        # The fast path, for one or two inputs with a plan (see the module docstring); the
+        # The fast path, for one to three inputs with a plan (see the module docstring); the
         # key is built inline, as _plan_key builds it (a call costs ~10% of a tiny op).
         n = len(args)
         try:
@@ -103,6 +103,19 @@ class EagerInterpreter:
                 plan = prim._eager_plans.get(key)
                 if y._device is not device:
                     plan = None
+            elif n == 3:  # (dense with bias, selects)
+                x, y, z = args
+                dx = x._data
+                dy = y._data
+                dz = z._data
+                device = x._device
+                key = (device, dx.shape, dx.dtype, dy.shape, dy.dtype, dz.shape, dz.dtype)
+                if params:
+                    pk = params.token if type(params) is StaticParams else tuple(params.items())
+                    key = (*key, pk)
+                plan = prim._eager_plans.get(key)
+                if y._device is not device or z._device is not device:
+                    plan = None
             else:
                 plan = None
         except (AttributeError, TypeError):  # not Tensors, or unhashable parameters
@@ -114,13 +127,23 @@ class EagerInterpreter:
             if n == 1:
                 out = impl(dx) if bound else impl(device.xp, dx, **params)
                 track = x._node is not None or x._requires_grad
-            else:
+            elif n == 2:
                 out = impl(dx, dy) if bound else impl(device.xp, dx, dy, **params)
                 track = (
                     x._node is not None
                     or x._requires_grad
                     or y._node is not None
                     or y._requires_grad
+                )
+            else:
+                out = impl(dx, dy, dz) if bound else impl(device.xp, dx, dy, dz, **params)
+                track = (
+                    x._node is not None
+                    or x._requires_grad
+                    or y._node is not None
+                    or y._requires_grad
+                    or z._node is not None
+                    or z._requires_grad
                 )
         except MemoryError as exc:  # a huge shape: say which op, and what it asked for
             raise MemoryError(f"{prim.name}: not enough memory for its result ({exc})") from None
@@ -134,11 +157,13 @@ class EagerInterpreter:
         if track and floating and GradMode.enabled and prim.vjp is not None:
             if n == 1:
                 needs: tuple[bool, ...] = (True,)
-            else:
+            elif n == 2:
                 needs = (
                     x._node is not None or x._requires_grad,
                     y._node is not None or y._requires_grad,
                 )
+            else:
+                needs = tuple([a._node is not None or a._requires_grad for a in args])
             node = Node(prim, args, params, [out], needs, device)
         t = _new(Tensor)
         t._data = out
@@ -206,10 +231,10 @@ class EagerInterpreter:
     def _leave_plan(
         prim: Any, args: tuple[Any, ...], params: dict[str, Any], impl: Any, aval: Any
     ) -> None:
-        """Memoize a single-output signature of one or two Tensor inputs for the fast path.
+        """Memoize a single-output signature of one to three Tensor inputs for the fast path.
 
         Only hashable parameters that are not Tensors (a key must not keep a tensor alive)."""
-        if not 0 < len(args) <= 2:
+        if not 0 < len(args) <= 3:
             return
         if any(isinstance(v, Tensor) for v in params.values()):
             return

@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ..tensor import Tensor
+from ..tensor import Parameter, Tensor
 
 __all__ = [
     "Node",
@@ -30,6 +30,9 @@ __all__ = [
     "new_epoch",
     "GRADIENT_READY_HOOKS",
 ]
+
+#: the exact types whose ``_data`` is always their array (a RowTensor builds it on reading)
+_PLAIN = frozenset((Tensor, Parameter))
 
 #: Callbacks ``hook(tensor, gradient)`` run during a first-order sweep with explicit
 #: targets (``grad``/``value_and_grad``) as soon as a target's gradient is final, in the
@@ -177,7 +180,11 @@ def backward(
     node_cts: dict[int, list[Any]] = {}
 
     def deliver(t: Tensor, g: Tensor) -> None:
-        if g.dtype != t.dtype:  # astype: a Tensor method the op library installs
+        if type(g) is Tensor and type(t) in _PLAIN:  # NumPy's dtypes (DTypes cost ~1 us)
+            gd, td = g._data.dtype, t._data.dtype
+            if gd is not td and gd != td:  # astype: a Tensor method the op library installs
+                g = g.astype(t.dtype)
+        elif g.dtype != t.dtype:  # (a RowTensor builds its dense _data only when read)
             g = g.astype(t.dtype)
         if (
             target_ids is not None
@@ -212,15 +219,14 @@ def backward(
             slots = node_cts.pop(id(node), None)
             if slots is None:
                 continue
-            outs = node.outputs()
             if node.prim.multiple_results:
                 ct: Any = tuple(
                     s if s is not None else _zeros_for(d, node.device)
                     for s, d in zip(slots, node.out_data, strict=True)
                 )
-                out: Any = tuple(outs)
-            else:
-                ct, out = slots[0], outs[0]
+                out: Any = tuple(node.outputs())
+            else:  # (node.outputs()[0] without the list)
+                ct, out = slots[0], Tensor._wrap(node.out_data[0], node.device, node, 0)
             grads = node.prim.vjp(ct, *node.inputs, out=out, **node.params)
             if not isinstance(grads, (tuple, list)):
                 grads = (grads,)
@@ -237,7 +243,11 @@ def backward(
                     g = g()
                     if g is None:
                         continue
-                if g.shape != inp.shape:
+                if (
+                    g._data.shape != inp._data.shape
+                    if type(g) is Tensor and type(inp) in _PLAIN
+                    else g.shape != inp.shape
+                ):
                     raise RuntimeError(
                         f"internal error in the gradient of {node.prim.name}: gradient shape "
                         f"{g.shape} does not match input shape {inp.shape}"

@@ -209,6 +209,39 @@ reshape_p = Primitive(
 reshape_p.eager_specialize = _reshape_specialize
 
 
+def _reshape_resolved(x: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """``reshape``'s hot path for a checked ``shape`` of ``x``'s size."""
+    data = x._data
+    if shape == data.shape:
+        return x
+    params = _RESHAPES.get(shape)
+    if params is None:
+        params = _static(_RESHAPES, shape, shape=shape)
+    if len(_STATE) == 1:  # eager: the view made here (what the plan would run)
+        return _eager_view(x, data.reshape(shape), reshape_p, params)
+    return _STATE[-1].process(reshape_p, (x,), params)
+
+
+def _one_inferred(shape: tuple[Any, ...], size: int) -> tuple[int, ...] | None:
+    """``shape`` (a tuple of Python ints with one -1, the others non-negative) with the -1
+    worked out for ``size`` elements; None for anything else, which ``_resolve_shape``
+    checks and explains."""
+    known = 1
+    at = -1
+    for i, d in enumerate(shape):
+        if type(d) is not int:
+            return None
+        if d < 0:
+            if d != -1 or at >= 0:
+                return None
+            at = i
+        else:
+            known *= d
+    if at < 0 or known == 0 or size % known:
+        return None
+    return shape[:at] + (size // known,) + shape[at + 1 :]
+
+
 def _resolve_shape(op: str, shape: Any, size: int) -> tuple[int, ...]:
     if isinstance(shape, Tensor):
         if shape.dtype.category != 1:
@@ -311,6 +344,9 @@ def reshape(input_x: Tensor, input_shape: Any) -> Tensor:
                 if len(_STATE) == 1:  # eager: the view made here (what the plan would run)
                     return _eager_view(x, data.reshape(input_shape), reshape_p, params)
                 return _STATE[-1].process(reshape_p, (x,), params)
+        resolved = _one_inferred(input_shape, x._data.size)
+        if resolved is not None:  # one -1 (flatten, the products' vjps): the same path
+            return _reshape_resolved(x, resolved)
     shape = _resolve_shape("reshape", input_shape, x.size)
     if shape == x.shape:
         return x
