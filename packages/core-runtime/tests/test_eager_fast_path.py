@@ -468,3 +468,78 @@ def test_three_input_plans_match_the_generic_path():
         assert ops.dense(x, wp, bp)._node is None
     with pytest.raises(ValueError):
         ops.dense(x, _t(3, 5), b)  # another signature: the generic path's error
+
+
+_COMPARISONS = ["equal", "not_equal", "greater", "greater_equal", "less", "less_equal"]
+
+
+@pytest.mark.parametrize("name", _COMPARISONS)
+@pytest.mark.parametrize(
+    "dtype", [np.float32, np.float16, np.float64, np.int32, np.uint8, np.bool_]
+)
+@pytest.mark.parametrize("shape", [(4, 4), (), (0, 3), (2, 3, 5)])
+def test_same_shape_comparisons_match_the_generic_path(name, dtype, shape):
+    from sporeling.core._eager import EagerInterpreter
+    from sporeling.core.ops import _compare
+
+    prim = getattr(_compare, f"{name}_p")
+    rng = np.random.default_rng(6)
+    a = (rng.standard_normal(shape) * 3).astype(dtype)
+    b = (rng.standard_normal(shape) * 3).astype(dtype)
+    if a.size:
+        b.reshape(-1)[0] = a.reshape(-1)[0]  # one tie
+    x, y = Tensor(a), Parameter(Tensor(b), name="cmp")
+    x.requires_grad = dtype in (np.float32, np.float16, np.float64)
+    op = getattr(ops, name)
+    if dtype == np.bool_ and name not in ("equal", "not_equal"):
+        with pytest.raises(TypeError, match=name):
+            op(x, y)  # the numeric family's error, from the generic path
+        return
+    for _ in range(2):
+        got = op(x, y)
+        want = EagerInterpreter()._generic(prim, (x, y), {})
+        assert type(got._data) is np.ndarray and got._data.dtype == np.bool_
+        assert got.shape == want.shape == shape and got._node is None
+        np.testing.assert_array_equal(got.asnumpy(), want.asnumpy())
+        np.testing.assert_array_equal(got.asnumpy(), getattr(np, name)(a, b))
+
+
+def test_comparisons_broadcasting_graph_mode_and_new_impls_take_the_other_paths():
+    from sporeling.core import jit
+    from sporeling.core.ops._compare import less_p
+
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x, row = Tensor(a), Tensor(np.array([1.0, 4.0, 2.0], np.float32))
+    np.testing.assert_array_equal((x < row).asnumpy(), a < np.array([1.0, 4.0, 2.0]))
+    with pytest.raises(ValueError, match="less"):
+        ops.less(x, Tensor(np.ones((3, 2), np.float32)))
+    traced = jit(lambda t, u: ops.select(t > u, t, u))
+    for _ in range(2):
+        np.testing.assert_array_equal(traced(x, x * 0.5).asnumpy(), a)
+    old = dict(less_p.impls)
+    try:
+        less_p.def_impl("cpu")(lambda xp, x, y: xp.greater(x, y))  # a deliberately wrong impl
+        for _ in range(2):
+            np.testing.assert_array_equal((x < x * 0.5).asnumpy(), a > a * 0.5)
+    finally:
+        less_p.impls.clear()
+        less_p.impls.update(old)
+        less_p._impl_by_device.clear()
+        less_p._eager_plans.clear()
+    for _ in range(2):
+        np.testing.assert_array_equal((x < x * 0.5).asnumpy(), a < a * 0.5)
+
+
+def test_same_shape_comparison_skips_the_interpreter(monkeypatch):
+    from sporeling.core._eager import EagerInterpreter
+
+    x, y = _t(3, 3), _t(3, 3, seed=1)
+    ops.greater(x, y)  # (the first call fills the impl memo the direct path checks)
+    calls = []
+    real = EagerInterpreter.process
+    monkeypatch.setattr(EagerInterpreter, "process", lambda *a: calls.append(a[1]) or real(*a))
+    for op in (ops.equal, ops.not_equal, ops.greater, ops.greater_equal, ops.less, ops.less_equal):
+        op(x, y), op(x, y)
+    assert len(calls) <= 6  # at most each op's first call
+    ops.greater(x, _t(3, 1))  # broadcasting: the interpreter
+    assert len(calls) >= 1 and calls[-1].name == "greater"

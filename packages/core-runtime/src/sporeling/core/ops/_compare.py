@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .. import dtype as _dt
+from .._backend import CPU
 from .._primitive import _STATE, Primitive, ShapedArray
 from ..errors import op_error
 from ..tensor import Parameter, Tensor
 from ._core import as_tensor, broadcast_shapes, broadcast_to, cast, sum_to, zeros_like
-from ._elementwise import binary_op, promote_args
+from ._elementwise import FAMILIES, binary_op, promote_args
 
 __all__ = [
     "equal",
@@ -34,44 +37,143 @@ less_p = binary_op("less", family="numeric", out_dtype=_dt.bool_, scalar="x < y"
 less_equal_p = binary_op("less_equal", family="numeric", out_dtype=_dt.bool_, scalar="x <= y")
 
 
+_ndarray = np.ndarray
+_new = object.__new__
+
+
+def _same_shape_compare(prim: Primitive, ufunc: Any, family: str) -> Any:
+    """The eager path of a comparison of two same-shape, same-dtype CPU tensors: NumPy's
+    ufunc and the bool result Tensor (never a tape node), without the interpreter's plan
+    lookup (``x > y`` on 4x4: ~1.1 -> ~0.8 us); None when another path must run (graph
+    mode, broadcasting, another device or dtype family, a newly registered impl)."""
+    allowed = frozenset(d.np for d in _dt.ALL if FAMILIES[family](d))
+    default = prim.impls["any"]
+
+    def run(x: Tensor, y: Tensor, dx: Any, dy: Any) -> Tensor | None:
+        if (
+            dx.shape != dy.shape
+            or len(_STATE) != 1
+            or x._device is not CPU
+            or y._device is not CPU
+            or dx.dtype not in allowed
+            or type(dx) is not _ndarray
+            or type(dy) is not _ndarray
+            or prim._impl_by_device.get(CPU) is not default  # (set by the first generic call)
+        ):
+            return None
+        out = ufunc(dx, dy)
+        if type(out) is not _ndarray:
+            out = np.asarray(out)  # (0-d inputs give a NumPy bool)
+        t = _new(Tensor)
+        t._data = out
+        t._device = CPU
+        t._node = None
+        t._index = 0
+        t._requires_grad = False
+        t.grad = None
+        return t
+
+    return run
+
+
+_equal_now = _same_shape_compare(equal_p, np.equal, "all")
+
+
 def equal(x: Any, y: Any) -> Tensor:
     """Elementwise ``x == y`` (bool result)."""
-    if type(x) in _TENSORS and type(y) in _TENSORS and x._data.dtype is y._data.dtype:
+    if (
+        type(x) in _TENSORS
+        and type(y) in _TENSORS
+        and (dx := x._data).dtype is (dy := y._data).dtype
+    ):
+        out = _equal_now(x, y, dx, dy)
+        if out is not None:
+            return out
         return _STATE[-1].process(equal_p, (x, y), {})  # (hot path: no promotion, no bind)
     return equal_p.bind(*promote_args("equal", x, y))
 
 
+_not_equal_now = _same_shape_compare(not_equal_p, np.not_equal, "all")
+
+
 def not_equal(x: Any, y: Any) -> Tensor:
     """Elementwise ``x != y`` (bool result)."""
-    if type(x) in _TENSORS and type(y) in _TENSORS and x._data.dtype is y._data.dtype:
+    if (
+        type(x) in _TENSORS
+        and type(y) in _TENSORS
+        and (dx := x._data).dtype is (dy := y._data).dtype
+    ):
+        out = _not_equal_now(x, y, dx, dy)
+        if out is not None:
+            return out
         return _STATE[-1].process(not_equal_p, (x, y), {})  # (hot path: no promotion, no bind)
     return not_equal_p.bind(*promote_args("not_equal", x, y))
 
 
+_greater_now = _same_shape_compare(greater_p, np.greater, "numeric")
+
+
 def greater(x: Any, y: Any) -> Tensor:
     """Elementwise ``x > y`` (bool result)."""
-    if type(x) in _TENSORS and type(y) in _TENSORS and x._data.dtype is y._data.dtype:
+    if (
+        type(x) in _TENSORS
+        and type(y) in _TENSORS
+        and (dx := x._data).dtype is (dy := y._data).dtype
+    ):
+        out = _greater_now(x, y, dx, dy)
+        if out is not None:
+            return out
         return _STATE[-1].process(greater_p, (x, y), {})  # (hot path: no promotion, no bind)
     return greater_p.bind(*promote_args("greater", x, y))
 
 
+_greater_equal_now = _same_shape_compare(greater_equal_p, np.greater_equal, "numeric")
+
+
 def greater_equal(x: Any, y: Any) -> Tensor:
     """Elementwise ``x >= y`` (bool result)."""
-    if type(x) in _TENSORS and type(y) in _TENSORS and x._data.dtype is y._data.dtype:
+    if (
+        type(x) in _TENSORS
+        and type(y) in _TENSORS
+        and (dx := x._data).dtype is (dy := y._data).dtype
+    ):
+        out = _greater_equal_now(x, y, dx, dy)
+        if out is not None:
+            return out
         return _STATE[-1].process(greater_equal_p, (x, y), {})  # (hot path: no promotion, no bind)
     return greater_equal_p.bind(*promote_args("greater_equal", x, y))
 
 
+_less_now = _same_shape_compare(less_p, np.less, "numeric")
+
+
 def less(x: Any, y: Any) -> Tensor:
     """Elementwise ``x < y`` (bool result)."""
-    if type(x) in _TENSORS and type(y) in _TENSORS and x._data.dtype is y._data.dtype:
+    if (
+        type(x) in _TENSORS
+        and type(y) in _TENSORS
+        and (dx := x._data).dtype is (dy := y._data).dtype
+    ):
+        out = _less_now(x, y, dx, dy)
+        if out is not None:
+            return out
         return _STATE[-1].process(less_p, (x, y), {})  # (hot path: no promotion, no bind)
     return less_p.bind(*promote_args("less", x, y))
 
 
+_less_equal_now = _same_shape_compare(less_equal_p, np.less_equal, "numeric")
+
+
 def less_equal(x: Any, y: Any) -> Tensor:
     """Elementwise ``x <= y`` (bool result)."""
-    if type(x) in _TENSORS and type(y) in _TENSORS and x._data.dtype is y._data.dtype:
+    if (
+        type(x) in _TENSORS
+        and type(y) in _TENSORS
+        and (dx := x._data).dtype is (dy := y._data).dtype
+    ):
+        out = _less_equal_now(x, y, dx, dy)
+        if out is not None:
+            return out
         return _STATE[-1].process(less_equal_p, (x, y), {})  # (hot path: no promotion, no bind)
     return less_equal_p.bind(*promote_args("less_equal", x, y))
 
