@@ -154,6 +154,8 @@ def _equal(a, b):
 def test_elementwise_jobs_bit_equal_to_the_row_workers(jobs_on, monkeypatch, size):
     monkeypatch.setattr(relu_add, "n_blocks", lambda rows, elements: 2)
     monkeypatch.setattr(relu_grad, "n_blocks", lambda rows, elements: 2)
+    monkeypatch.setattr(relu_add, "SPLIT_MIN", 0)  # ReLU and its gradient split at any size
+    monkeypatch.setattr(relu_grad, "SPLIT_MIN", 0)
     rng = np.random.default_rng(0)
     x = rng.standard_normal(size).astype(np.float32)
     y = rng.standard_normal(size).astype(np.float32)

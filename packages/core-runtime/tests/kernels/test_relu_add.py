@@ -1,7 +1,8 @@
 """ReLU forward and same-shape add on row blocks: bit-equal to NumPy's maximum(x, 0) and
 x + y (NaN payloads, signed zeros, infinities, odd sizes and block bounds), None where they
 do not apply (small, strided, broadcast, integer, one thread, switched off), and the ops
-(eager and graph mode) taking them for large inputs and NumPy for the rest."""
+(eager and graph mode) taking them for large inputs and NumPy for the rest. ReLU forwards
+from RELU_MIN elements also run on one thread (one Numba loop, no blocks)."""
 
 import numpy as np
 import pytest
@@ -30,6 +31,7 @@ def two_blocks(monkeypatch):
         real_job(fn, args, rows, blocks, chunks)
 
     monkeypatch.setattr(relu_add, "n_blocks", lambda rows, elements: 2)
+    monkeypatch.setattr(relu_add, "SPLIT_MIN", 0)
     monkeypatch.setattr(relu_add, "run_blocks", run_blocks)
     monkeypatch.setattr(_jobs, "run", run_job)
     monkeypatch.setattr(relu_add, "ENABLED", True)
@@ -71,7 +73,7 @@ def test_bit_equal_to_numpy(two_blocks, dtype, shape):
 
 def test_not_applicable_returns_none(two_blocks, monkeypatch):
     x = np.ones((2, BIG), np.float32)
-    assert relu_add.relu(np.ones(BIG - 1, np.float32)) is None  # small
+    assert relu_add.relu(np.ones(relu_add.RELU_MIN - 1, np.float32)) is None  # small
     assert relu_add.relu(x[:, ::2]) is None  # strided
     assert relu_add.relu(x.T) is None  # F order
     assert relu_add.relu(np.ones(BIG, np.int32)) is None  # integers
@@ -84,7 +86,25 @@ def test_not_applicable_returns_none(two_blocks, monkeypatch):
     assert relu_add.relu(x) is None and relu_add.add(x, x) is None
     monkeypatch.setattr(relu_add, "ENABLED", True)
     monkeypatch.setattr(relu_add, "n_blocks", lambda rows, elements: 1)  # one thread
-    assert relu_add.relu(x) is None and relu_add.add(x, x) is None
+    assert relu_add.add(x, x) is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [1 << 16, (1 << 16) + 5, 301_056])
+def test_relu_on_one_thread_below_the_split(two_blocks, monkeypatch, dtype, size):
+    """From RELU_MIN elements and below SPLIT_MIN: one loop on this thread (no blocks, no
+    job), bit-equal to NumPy's maximum (NaN payloads, signed zeros); the op takes it too."""
+    monkeypatch.setattr(relu_add, "SPLIT_MIN", 1 << 20)
+    rng = np.random.default_rng(size)
+    x = _specials(dtype, size, rng)
+    got = relu_add.relu(x)
+    np.testing.assert_array_equal(_bits(got), _bits(np.maximum(x, dtype(0))))
+    t = Tensor(x.reshape(2, -1) if size % 2 == 0 else x)
+    for _ in range(2):  # the plan's first call and its memoized fast path
+        np.testing.assert_array_equal(
+            _bits(ops.relu(t).asnumpy()).reshape(-1), _bits(np.maximum(x, dtype(0)))
+        )
+    assert two_blocks == []
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -41,6 +41,7 @@ def test_cpu_kernel_blocks_and_fallback_match_numpy(monkeypatch):
         x = rng.standard_normal((6, 7, 9)).astype(dtype)
         want = np.where(x > 0, g, 0)
         monkeypatch.setattr(kernel, "n_blocks", lambda rows, elements: 3)
+        monkeypatch.setattr(kernel, "SPLIT_MIN", 0)  # split however small
         monkeypatch.setattr(kernel, "NUMPY_UP_TO", 0)  # the Numba kernel even when small
         np.testing.assert_array_equal(kernel.relu_grad(g, x), want)
         assert kernel.relu_grad(g[:, ::2], x[:, ::2]) is None  # not contiguous: NumPy path
@@ -64,6 +65,7 @@ def test_cpu_kernel_odd_sizes_and_special_values_bit_exact(monkeypatch):
             for blocks in (0, 1, 2, 5):  # 0: the NumPy path of small arrays
                 monkeypatch.setattr(kernel, "NUMPY_UP_TO", size if blocks == 0 else 0)
                 monkeypatch.setattr(kernel, "n_blocks", lambda rows, elements, b=blocks: b)
+                monkeypatch.setattr(kernel, "SPLIT_MIN", 0)
                 got = kernel.relu_grad(g, x)
                 assert got.dtype == dtype
                 np.testing.assert_array_equal(

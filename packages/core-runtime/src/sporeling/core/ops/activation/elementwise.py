@@ -42,9 +42,9 @@ def _relu_impl(xp: Any, x: Any) -> Any:
 
 
 def _relu_cpu(xp: Any, x: Any) -> Any:
-    """Large contiguous float inputs on row blocks of several threads (bit-equal to NumPy's
-    maximum, kernels/cpu/relu_add.py), the rest in NumPy."""
-    if x.size >= _relu_add.PARALLEL_MIN:
+    """Large contiguous float inputs on one Numba loop or row blocks of several threads
+    (bit-equal to NumPy's maximum, kernels/cpu/relu_add.py), the rest in NumPy."""
+    if x.size >= _relu_add.RELU_MIN:
         out = _relu_add.relu(x)
         if out is not None:
             return out
@@ -56,7 +56,7 @@ def _relu_specialize(impl: Any, arrays: list[Any], params: dict[str, Any]) -> An
     row-block kernel may take, the CPU impl, which checks contiguity per call)."""
     if impl not in (_relu_impl, _relu_cpu) or type(arrays[0]) is not np.ndarray:
         return None
-    if impl is _relu_cpu and _relu_add.applies(arrays[0].shape, arrays[0].dtype):
+    if impl is _relu_cpu and _relu_add.applies_relu(arrays[0].shape, arrays[0].dtype):
         return lambda x: _relu_cpu(np, x)
     zero, maximum = _zero(arrays[0].dtype), np.maximum
     return lambda x: maximum(x, zero)
