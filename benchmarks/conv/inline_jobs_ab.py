@@ -1,6 +1,7 @@
 """Steady-state check of the inlined conv jobs, in one process at 2 threads: each job cfunc
 of :mod:`conv_jobs` (its kernel inlined, ``inline="always"``) against a cfunc built here the
-way they were before (cfunc -> njit helper -> the kernel compiled on its own and linked),
+way they were before session 7 (cfunc -> njit helper -> the kernel compiled on its own and
+linked; im2col/col2im by address in both since session 9),
 on the same data (LeNet-5's convolutions, batch 64); wall seconds per call, the two
 alternating, min and median of R calls. Needs a 64-bit-integer CBLAS (OpenBLAS INTERFACE64,
 NumPy's wheels).
@@ -17,15 +18,19 @@ import numba
 import numpy as np
 
 from sporeling.core.kernels.cpu import _jobs
+from sporeling.core.kernels.cpu import conv_backward as cb
+from sporeling.core.kernels.cpu import conv_columns as cc
+from sporeling.core.kernels.cpu import conv_forward as cf
 from sporeling.core.kernels.cpu import conv_images as ci
 from sporeling.core.kernels.cpu import conv_jobs as cj
 from sporeling.core.kernels.cpu.blas import single_threaded_blas
 from sporeling.core.kernels.cpu.gemm_bias import _cblas
 
-flags = {k: v for k, v in ci._JIT.items() if k != "cache"}
+flags = {k: v for k, v in cc.JIT.items() if k != "cache"}
 fake = pytypes.ModuleType("fake_ci")
 for name in ("_forward_kernel", "_forward_kernel_mk", "_weight_grad_kernel", "_data_grad_kernel"):
-    setattr(fake, name, numba.jit(**flags)(getattr(ci, name).py_func))
+    kernel = getattr(cf if name.startswith("_forward") else cb, name)
+    setattr(fake, name, numba.jit(**flags)(kernel.py_func))
 
 
 def rebind(fn, **g):
@@ -39,7 +44,7 @@ for helper, job in (
     ("_weight_grad", "weight_grad_64"),
     ("_data_grad", "data_grad_64"),
 ):
-    h = numba.njit(rebind(getattr(cj, helper).py_func, ci=fake))
+    h = numba.njit(rebind(getattr(cj, helper).py_func, cf=fake, cb=fake))
     old[job] = numba.cfunc(_jobs._JOB_SIG)(rebind(getattr(cj, job), **{helper: h})).address
 new = {job: _jobs.job(getattr(cj, job)) for job in old}
 
@@ -47,6 +52,7 @@ rng = np.random.default_rng(0)
 gemm = _cblas("s")
 assert ctypes.sizeof(gemm.argtypes[3]) == 8
 ga = int(ctypes.cast(gemm, ctypes.c_void_p).value)
+i2c, c2i = cc.address("im2col", np.float32), cc.address("col2im", np.float32)
 R = int(sys.argv[1]) if len(sys.argv) > 1 else 200
 for n, c, h, w, co, k in ((64, 1, 32, 32, 6, 5), (64, 6, 14, 14, 16, 5)):
     x = rng.standard_normal((n, c, h, w), dtype=np.float32)
@@ -62,10 +68,10 @@ for n, c, h, w, co, k in ((64, 1, 32, 32, 6, 5), (64, 6, 14, 14, 16, 5)):
     dwt = np.zeros((2, rows, co), np.float32)
     dx = np.empty_like(x)
     packs = {
-        "forward_64": _jobs.pack(ga, x, w2, out, cols, g2, 1, 1.0, 0.0),
-        "forward_mk_64": _jobs.pack(ga, x, wp, w2, out, cols, g2, 1, 1.0, 0.0),
-        "weight_grad_64": _jobs.pack(ga, x, gy, dwt, cols, g2, 1, 1.0),
-        "data_grad_64": _jobs.pack(ga, gy, w2, dx, cols, g2, 1, 1.0, 0.0),
+        "forward_64": _jobs.pack(ga, i2c, x, w2, out, cols, g2, 1, 1.0, 0.0),
+        "forward_mk_64": _jobs.pack(ga, i2c, x, wp, w2, out, cols, g2, 1, 1.0, 0.0),
+        "weight_grad_64": _jobs.pack(ga, i2c, x, gy, dwt, cols, g2, 1, 1.0),
+        "data_grad_64": _jobs.pack(ga, c2i, gy, w2, dx, cols, g2, 1, 1.0, 0.0),
     }
     for job, packed in packs.items():
         res = {"old": [], "new": []}

@@ -23,6 +23,11 @@ threads made a 64x288x8192 product 10-20x slower than one thread, and per-image 
 are too small to share well anyway. :func:`available` says whether this path can run
 (OpenBLAS with CBLAS, float32/float64); the op (``ops/nn/conv.py``) falls back to the
 batch-wide path otherwise.
+
+This module chooses the path and runs it; the Numba kernels are in :mod:`.conv_forward` and
+:mod:`.conv_backward`, their job wrappers in :mod:`.conv_jobs`, and im2col, col2im and the
+channels-last copy (C functions the kernels call by address, compiled once) in
+:mod:`.conv_columns`.
 """
 
 from __future__ import annotations
@@ -32,28 +37,31 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-import numba
 import numpy as np
 
-from . import _jobs, microgemm
-from ._config import JIT_SERIAL
+from . import _jobs, conv_jobs, microgemm
 from ._rows import PARALLEL_MIN, max_blocks, run_blocks
 from .blas import single_threaded_blas
-from .conv import _valid_range
+from .conv_backward import (
+    _data_grad_kernel,
+    _data_grad_kernel_mk,
+    _weight_grad_kernel,
+    _weight_grad_kernel_implicit,
+    _weight_grad_kernel_mk,
+    _weight_grad_kernel_nhwc,
+)
+from .conv_columns import address
+from .conv_forward import (
+    _forward_kernel,
+    _forward_kernel_flat,
+    _forward_kernel_implicit,
+    _forward_kernel_mk,
+    _forward_kernel_pixels,
+)
 from .gemm_bias import _cblas
 
 __all__ = ["available", "conv2d_images", "conv2d_data_grad_images", "conv2d_weight_grad_images"]
 
-_JIT = {**JIT_SERIAL, "nogil": True}
-#: the per-image kernels that :mod:`.conv_jobs` wraps (and ``_at``): inlined into a jitted
-#: caller (the job's ``cfunc``, compiled with the same flags) instead of compiled on their
-#: own and linked, so a cold cache compiles one module per job instead of three (Numba
-#: optimises and generates machine code for every linked callee again in each caller).
-#: A call from Python compiles them as usual. im2col, col2im and the channels-last copy
-#: stay apart: inlined, the forward job's compile took 5.6 s of CPU instead of 3.0 (LLVM's
-#: loop passes on the deeper nest), their one compile of their own ~1 s each.
-_JIT_INLINE = {**_JIT, "inline": "always"}
-_ROW, _N, _T = 101, 111, 112  # CBLAS: row-major, no transpose, transpose
 _CHARS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}
 Geometry = tuple[int, int, int, int, int, int]  # stride h/w, low pad h/w, dilation h/w
 
@@ -62,365 +70,6 @@ def available(dtype: Any) -> bool:
     """Whether the per-image kernels can run for ``dtype`` (an OpenBLAS with CBLAS found)."""
     char = _CHARS.get(np.dtype(dtype))
     return char is not None and _cblas(char) is not None
-
-
-@numba.jit(**_JIT)
-def _im2col_image(x, n, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):  # pragma: no cover
-    """Columns ``(C*KH*KW, OH*OW)`` of image ``n`` of ``x`` (N, C, H, W), zero padding.
-
-    Loops over taps, then channels: each tap's valid ranges are found once, not once per row
-    (with a row's (c, i, j) from divisions and two range calls per row, 64->64 8x8 took
-    0.96 ms for 64 images against 0.35 ms now; the 16x16 layers 0.71-0.77 -> 0.50-0.54)."""
-    _, n_ch, h, w = x.shape
-    xf = x.reshape(-1)
-    cf = cols.reshape(-1)
-    u_sw = np.uint64(sw)
-    u_ow = np.uint64(ow)
-    length = np.uint64(oh * ow)
-    flat = sh == 1 and sw == 1 and ow == w
-    for i in range(kh):
-        y0, y1 = _valid_range(oh, sh, i * dh - ph, h)
-        for j in range(kw):
-            x0, x1 = _valid_range(ow, sw, j * dw - pw, w)
-            u_x0, u_x1 = np.uint64(x0), np.uint64(x1)
-            for c in range(n_ch):
-                base = np.uint64((c * kh + i) * kw + j) * length
-                plane = (n * n_ch + c) * h * w
-                if flat and y1 > y0 and x1 > x0:
-                    # stride 1 and OW == W: the tap's valid block is one run of the input
-                    # plane (a contiguous copy), with the padding columns it wrapped over
-                    # zeroed after, one strided pass per such column
-                    first, last = np.uint64(y0 * ow + x0), np.uint64((y1 - 1) * ow + x1)
-                    s = np.uint64(plane + (y0 - ph + i * dh) * w + x0 + j * dw - pw)
-                    for k in range(first):
-                        cf[base + k] = 0
-                    for k in range(last - first):
-                        cf[base + first + k] = xf[s + k]
-                    for k in range(last, length):
-                        cf[base + k] = 0
-                    for k in range(u_x0):
-                        for y in range(y0, y1):
-                            cf[base + np.uint64(y * ow) + k] = 0
-                    for k in range(u_x1, u_ow):
-                        for y in range(y0, y1):
-                            cf[base + np.uint64(y * ow) + k] = 0
-                    continue
-                for y in range(oh):
-                    o = base + np.uint64(y * ow)
-                    if y < y0 or y >= y1:
-                        for k in range(u_ow):
-                            cf[o + k] = 0
-                        continue
-                    s = np.uint64(plane + (y * sh - ph + i * dh) * w + x0 * sw + j * dw - pw)
-                    for k in range(u_x0):
-                        cf[o + k] = 0
-                    for k in range(u_x1 - u_x0):
-                        cf[o + u_x0 + k] = xf[s + k * u_sw]
-                    for k in range(u_x1, u_ow):
-                        cf[o + k] = 0
-
-
-@numba.jit(**_JIT)
-def _col2im_image(cols, out, n, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):  # pragma: no cover
-    """Adds the columns ``(C*KH*KW, OH*OW)`` of one image into ``out[n]`` (zeroed first);
-    the padding columns of ``cols`` are overwritten with zeros on the way."""
-    _, n_ch, h, w = out.shape
-    cf = cols.reshape(-1)
-    of = out.reshape(-1)
-    u_sw = np.uint64(sw)
-    u_ow = np.uint64(ow)
-    flat = sh == 1 and sw == 1 and ow == w
-    base = n * n_ch * h * w
-    for k in range(n_ch * h * w):
-        of[base + k] = 0
-    # each tap's valid ranges once, not once per channel (64->64 8x8: 0.65 -> 0.4 ms for 64
-    # images); channels stay outside, so each output element sums its taps in order
-    ranges = np.empty((kh * kw, 4), np.int64)
-    for i in range(kh):
-        y0, y1 = _valid_range(oh, sh, i * dh - ph, h)
-        for j in range(kw):
-            x0, x1 = _valid_range(ow, sw, j * dw - pw, w)
-            ranges[i * kw + j, 0], ranges[i * kw + j, 1] = y0, y1
-            ranges[i * kw + j, 2], ranges[i * kw + j, 3] = x0, x1
-    for c in range(n_ch):
-        plane = base + c * h * w
-        for i in range(kh):
-            for j in range(kw):
-                y0, y1 = ranges[i * kw + j, 0], ranges[i * kw + j, 1]
-                x0, x1 = ranges[i * kw + j, 2], ranges[i * kw + j, 3]
-                u_x0, u_x1 = np.uint64(x0), np.uint64(x1)
-                row = ((c * kh + i) * kw + j) * oh
-                if flat and y1 > y0 and x1 > x0:
-                    # as in _im2col_image: one contiguous run, after zeroing the columns
-                    # that wrap over the padding (this buffer is scratch)
-                    block = np.uint64(row * ow)
-                    for k in range(u_x0):
-                        for y in range(y0, y1):
-                            cf[block + np.uint64(y * ow) + k] = 0
-                    for k in range(u_x1, u_ow):
-                        for y in range(y0, y1):
-                            cf[block + np.uint64(y * ow) + k] = 0
-                    first, last = np.uint64(y0 * ow + x0), np.uint64((y1 - 1) * ow + x1)
-                    dst = np.uint64(plane + (y0 - ph + i * dh) * w + x0 + j * dw - pw)
-                    for k in range(last - first):
-                        of[dst + k] += cf[block + first + k]
-                    continue
-                for y in range(y0, y1):
-                    src = np.uint64((row + y) * ow) + u_x0
-                    dst = np.uint64(plane + (y * sh - ph + i * dh) * w + x0 * sw + j * dw - pw)
-                    for k in range(u_x1 - u_x0):
-                        of[dst + k * u_sw] += cf[src + k]
-
-
-@numba.jit(**_JIT_INLINE)
-def _at(a, offset):  # pragma: no cover - compiled
-    """The address of element ``offset`` of ``a``'s buffer (unsigned: a signed offset would
-    make Numba's sum a float)."""
-    return a.ctypes.data + np.uint64(offset * a.itemsize)
-
-
-@numba.jit(**_JIT_INLINE)
-def _forward_kernel(gemm, x, w2, out, cols, geo, groups, one, zero, lo, hi):  # pragma: no cover
-    """out[n] = w2 @ cols(x[n]) per group, for images ``lo:hi``; ``w2`` (C_out, C_in/G*KH*KW),
-    ``out`` (N, C_out, OH, OW), ``cols`` this thread's buffer."""
-    kh, kw, oh, ow = geo[6], geo[7], out.shape[2], out.shape[3]
-    cout = out.shape[1]
-    cog, kg, length = cout // groups, w2.shape[1], oh * ow
-    for n in range(lo, hi):
-        _im2col_image(x, n, cols, kh, kw, geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], oh, ow)
-        for g in range(groups):
-            a, b = _at(w2, g * cog * kg), _at(cols, g * kg * length)
-            c = _at(out, (n * cout + g * cog) * length)
-            gemm(_ROW, _N, _N, cog, length, kg, one, a, kg, b, length, zero, c, length)
-
-
-@numba.jit(**_JIT_INLINE)
-def _forward_kernel_mk(
-    gemm, x, wp, w2, out, cols, geo, groups, one, zero, lo, hi
-):  # pragma: no cover
-    """:func:`_forward_kernel` with float32 products by the micro-kernel (:mod:`.microgemm`,
-    ``wp`` the weights packed per group); columns past the last block of 32 by ``gemm``."""
-    kh, kw, oh, ow = geo[6], geo[7], out.shape[2], out.shape[3]
-    cout = out.shape[1]
-    cog, kg, length = cout // groups, w2.shape[1], oh * ow
-    for n in range(lo, hi):
-        _im2col_image(x, n, cols, kh, kw, geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], oh, ow)
-        for g in range(groups):
-            b, c = _at(cols, g * kg * length), _at(out, (n * cout + g * cog) * length)
-            done = microgemm.gemm_blocks(wp[g], kg, b, length, c, length, length, False)
-            if done < length:
-                off, rest = np.uint64(done * 4), length - done
-                a = _at(w2, g * cog * kg)
-                gemm(
-                    _ROW, _N, _N, cog, rest, kg, one, a, kg, b + off, length, zero, c + off, length
-                )
-
-
-@numba.jit(**_JIT_INLINE)
-def _data_grad_kernel_mk(
-    gemm, gy, wpt, w2, dx, dcols, geo, groups, one, zero, lo, hi
-):  # pragma: no cover
-    """:func:`_data_grad_kernel` with float32 products by the micro-kernel (``wpt`` the
-    transposed weights packed per group)."""
-    kh, kw, oh, ow = geo[6], geo[7], gy.shape[2], gy.shape[3]
-    cout = gy.shape[1]
-    cog, kg, length = cout // groups, w2.shape[1], oh * ow
-    for n in range(lo, hi):
-        for g in range(groups):
-            b = _at(gy, (n * cout + g * cog) * length)
-            c = _at(dcols, g * kg * length)
-            done = microgemm.gemm_blocks(wpt[g], cog, b, length, c, length, length, False)
-            if done < length:
-                off, rest = np.uint64(done * 4), length - done
-                a = _at(w2, g * cog * kg)
-                gemm(
-                    _ROW, _T, _N, kg, rest, cog, one, a, kg, b + off, length, zero, c + off, length
-                )
-        _col2im_image(dcols, dx, n, kh, kw, geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], oh, ow)
-
-
-@numba.jit(**_JIT_INLINE)
-def _weight_grad_kernel_mk(
-    gemm, x, gy, dwt, cols, gyt, geo, groups, one, lo, hi
-):  # pragma: no cover
-    """:func:`_weight_grad_kernel` with float32 products by the micro-kernel: ``cols`` (the
-    image's columns, read in place, K = OH*OW) times ``gy[n]`` transposed into ``gyt`` (OH*OW,
-    C_out; 16-64 KB for ResNet-20's layers) so that its rows are the kernel's B rows."""
-    kh, kw, oh, ow = geo[6], geo[7], gy.shape[2], gy.shape[3]
-    cout = gy.shape[1]
-    cog, kg, length = cout // groups, dwt.shape[1], oh * ow
-    gf, tf = gy.reshape(-1), gyt.reshape(-1)
-    u_len, u_cout = np.uint64(length), np.uint64(cout)
-    for n in range(lo, hi):
-        _im2col_image(x, n, cols, kh, kw, geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], oh, ow)
-        for co in range(u_cout):
-            src = (np.uint64(n) * u_cout + co) * u_len
-            for p in range(u_len):
-                tf[p * u_cout + co] = gf[src + p]
-        for g in range(groups):
-            a, b = _at(cols, g * kg * length), _at(gyt, g * cog)
-            c = _at(dwt, g * kg * cog)
-            done = microgemm.gemm_rows(a, length, kg, length, b, cout, c, cog, cog, True)
-            if done < cog:
-                off, rest = np.uint64(done * 4), cog - done
-                gemm(
-                    _ROW, _N, _N, kg, rest, length, one, a, length, b + off, cout, one, c + off, cog
-                )
-
-
-@numba.jit(**_JIT_INLINE)
-def _forward_kernel_implicit(x, wp, out, xp, rest, offs, geo, groups, lo, hi):  # pragma: no cover
-    """Stride-1 forward without im2col: each image copied into the interior of ``xp`` (this
-    thread's zero-padded buffer, (C, HP, WP); the border stays zero), then per group
-    :func:`.microgemm.conv_rows` reads each block's K input runs from it (``offs``). With
-    output channels per group not in blocks of 8 (``wp`` padded with zero rows,
-    :func:`_packed`), the last block goes to ``rest`` (8, OH*OW) and its real rows to ``out``."""
-    ph, pw = geo[2], geo[3]
-    _, cin, h, w = x.shape
-    cout, oh, ow = out.shape[1], out.shape[2], out.shape[3]
-    hp, wpr = xp.shape[1], xp.shape[2]
-    cig, cog = cin // groups, cout // groups
-    full, length = cog // microgemm.MR, oh * ow
-    for n in range(lo, hi):
-        for c in range(cin):
-            for yy in range(h):
-                row, src = xp[c, ph + yy], x[n, c, yy]
-                for xx in range(w):
-                    row[pw + xx] = src[xx]
-        for g in range(groups):
-            b = _at(xp, g * cig * hp * wpr)
-            c_addr = _at(out, (n * cout + g * cog) * length)
-            if full == wp.shape[1]:
-                microgemm.conv_rows(wp[g], offs, b, wpr, c_addr, length, oh, ow)
-                continue
-            if full > 0:
-                microgemm.conv_rows(wp[g, :full], offs, b, wpr, c_addr, length, oh, ow)
-            microgemm.conv_rows(wp[g, full:], offs, b, wpr, _at(rest, 0), length, oh, ow)
-            o2 = out[n].reshape(cout, length)
-            for r in range(cog - full * microgemm.MR):
-                # element by element: a row assignment (``o2[i] = rest[r]``) makes Numba
-                # compile its shape-mismatch message, ~30 string kernels on a cold cache
-                dst, src = o2[g * cog + full * microgemm.MR + r], rest[r]
-                for p in range(length):
-                    dst[p] = src[p]
-
-
-@numba.jit(**_JIT_INLINE)
-def _forward_kernel_flat(x, wp, out, xp, wide, offs, geo, groups, hp, lo, hi):  # pragma: no cover
-    """Stride-1 forward of any output width without im2col: each image copied into the
-    interior of ``xp`` (this thread's zero-padded planes, (C*HP + tail rows, WP)), then per
-    group :func:`.microgemm.conv_rows` takes the OH*WP positions of the padded rows as one
-    run (B's row k starts at ``offs[k]`` and is contiguous across rows), into ``wide``
-    (C_out/G up to a block of 8, the run up to a block of 32); outputs at the WP - OW
-    positions past each row's end are computed and dropped, the rest copied to ``out``."""
-    ph, pw = geo[2], geo[3]
-    _, cin, h, w = x.shape
-    cout, oh, ow = out.shape[1], out.shape[2], out.shape[3]
-    wpr, npix = xp.shape[1], wide.shape[1]
-    cig, cog = cin // groups, cout // groups
-    for n in range(lo, hi):
-        for c in range(cin):
-            for yy in range(h):
-                row, src = xp[c * hp + ph + yy], x[n, c, yy]
-                for xx in range(w):
-                    row[pw + xx] = src[xx]
-        for g in range(groups):
-            b = _at(xp, g * cig * hp * wpr)
-            microgemm.conv_rows(wp[g], offs, b, npix, _at(wide, 0), npix, 1, npix)
-            for r in range(cog):
-                dst, src = out[n, g * cog + r], wide[r]
-                for y in range(oh):
-                    for xx in range(ow):
-                        dst[y, xx] = src[y * wpr + xx]
-
-
-@numba.jit(**_JIT)
-def _copy_image_nhwc(x, n, xq, ph, pw):  # pragma: no cover
-    """Image ``x[n]`` (C_in, H, W) channels-last into the interior of ``xq`` (HP, WP, C_in).
-    Pixels outside, channels inside: contiguous writes, one read stream per channel (64
-    images of 16x32x32: 0.46 ms, against 1.2 ms with channels outside)."""
-    _, cin, h, w = x.shape
-    for yy in range(h):
-        row = xq[ph + yy]
-        for xx in range(w):
-            dst = row[pw + xx]
-            for c in range(cin):
-                dst[c] = x[n, c, yy, xx]
-
-
-@numba.jit(**_JIT_INLINE)
-def _forward_kernel_pixels(x, wk, out, xq, ct, koffs, geo, kc, lo, hi):  # pragma: no cover
-    """Forward without im2col, image channels-last (one group, any stride): each image
-    copied into the interior of ``xq`` (HP, WP, C_in; border zero), then
-    :func:`.microgemm.conv_pixels` writes its output pixels by channels into ``ct``
-    (OH*OW, C_out), copied transposed into ``out[n]``; ``wk`` the weights as (K, C_out)."""
-    sh, sw, ph, pw = geo[0], geo[1], geo[2], geo[3]
-    cin = x.shape[1]
-    cout, oh, ow = out.shape[1], out.shape[2], out.shape[3]
-    length = oh * ow
-    for n in range(lo, hi):
-        _copy_image_nhwc(x, n, xq, ph, pw)
-        microgemm.conv_pixels(
-            _at(xq, 0), koffs, _at(wk, 0), _at(ct, 0), cout, oh, ow, sh, sw, xq.shape[1], cin, kc
-        )
-        o2 = out[n].reshape(cout, length)
-        for co in range(cout):
-            dst2 = o2[co]
-            for p in range(length):
-                dst2[p] = ct[p, co]
-
-
-@numba.jit(**_JIT_INLINE)
-def _weight_grad_kernel_implicit(
-    x, gy, dwt, xp, gyt, taps, pix, geo, groups, chunk, lo, hi
-):  # pragma: no cover
-    """Weight gradient without im2col: each image copied into the interior of ``xp`` (as in
-    :func:`_forward_kernel_implicit`), ``gy[n]`` transposed into ``gyt`` (OH*OW, C_out), then
-    per group :func:`.microgemm.weight_rows` adds into ``dwt`` (G, KH*KW*C_in/G, C_out/G:
-    rows tap-major, this thread's sum)."""
-    ph, pw = geo[2], geo[3]
-    _, cin, h, w = x.shape
-    cout, length = gy.shape[1], gy.shape[2] * gy.shape[3]
-    hp, wpr = xp.shape[1], xp.shape[2]
-    cig, cog = cin // groups, cout // groups
-    gf, tf = gy.reshape(-1), gyt.reshape(-1)
-    u_len, u_cout = np.uint64(length), np.uint64(cout)
-    for n in range(lo, hi):
-        for c in range(cin):
-            for yy in range(h):
-                row, src = xp[c, ph + yy], x[n, c, yy]
-                for xx in range(w):
-                    row[pw + xx] = src[xx]
-        for co in range(u_cout):
-            src = (np.uint64(n) * u_cout + co) * u_len
-            for p in range(u_len):
-                tf[p * u_cout + co] = gf[src + p]
-        for g in range(groups):
-            a, b = _at(xp, g * cig * hp * wpr), _at(gyt, g * cog)
-            c_addr = _at(dwt, g * dwt.shape[1] * cog)
-            microgemm.weight_rows(a, hp * wpr, taps, pix, cig, b, cout, c_addr, cog, chunk)
-
-
-@numba.jit(**_JIT_INLINE)
-def _weight_grad_kernel_nhwc(
-    x, gy, dwq, xq, gp, toffs, geo, groups, chunk, lo, hi
-):  # pragma: no cover
-    """Weight gradient without im2col, image channels-last: each image copied into the
-    interior of ``xq`` (HP, WP, C_in; border zero), ``gy[n]`` packed per group into ``gp``,
-    then :func:`.microgemm.weight_cols` adds into ``dwq`` (G, KH*KW, C_out/G, C_in/G), or
-    with a kernel row's taps as one run (:func:`_weight_cols_width`) (1, KH, C_out, KW*C_in)."""
-    ph, pw = geo[2], geo[3]
-    cin = x.shape[1]
-    cout, length = gy.shape[1], gy.shape[2] * gy.shape[3]
-    cig, cog = cin // groups, cout // groups
-    width = dwq.shape[3]
-    for n in range(lo, hi):
-        _copy_image_nhwc(x, n, xq, ph, pw)
-        g2 = gy[n].reshape(cout, length)
-        for g in range(groups):
-            microgemm.pack_rows(g2[g * cog : (g + 1) * cog], gp)
-            c_addr = _at(dwq, g * dwq.shape[1] * cog * width)
-            microgemm.weight_cols(gp, toffs, _at(xq, g * cig), c_addr, width, width, chunk)
 
 
 def _weight_cols_width(
@@ -637,36 +286,6 @@ def _packed(w2: np.ndarray, groups: int, transposed: bool, rows: int = 0) -> np.
     return out
 
 
-@numba.jit(**_JIT_INLINE)
-def _data_grad_kernel(gemm, gy, w2, dx, dcols, geo, groups, one, zero, lo, hi):  # pragma: no cover
-    """dx[n] = col2im(w2.T @ gy[n]) per group, for images ``lo:hi``."""
-    kh, kw, oh, ow = geo[6], geo[7], gy.shape[2], gy.shape[3]
-    cout = gy.shape[1]
-    cog, kg, length = cout // groups, w2.shape[1], oh * ow
-    for n in range(lo, hi):
-        for g in range(groups):
-            a, b = _at(w2, g * cog * kg), _at(gy, (n * cout + g * cog) * length)
-            c = _at(dcols, g * kg * length)
-            gemm(_ROW, _T, _N, kg, length, cog, one, a, kg, b, length, zero, c, length)
-        _col2im_image(dcols, dx, n, kh, kw, geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], oh, ow)
-
-
-@numba.jit(**_JIT_INLINE)
-def _weight_grad_kernel(gemm, x, gy, dwt, cols, geo, groups, one, lo, hi):  # pragma: no cover
-    """dwt[g] += cols_g(x[n]) @ gy_g[n].T for images ``lo:hi``; ``dwt`` (G, C_in/G*KH*KW,
-    C_out/G) is this thread's sum, transposed: on one core that product ran 1.2-1.6x faster
-    than ``gy[n] @ cols.T`` for ResNet-20's shapes (CPU time, single-threaded OpenBLAS)."""
-    kh, kw, oh, ow = geo[6], geo[7], gy.shape[2], gy.shape[3]
-    cout = gy.shape[1]
-    cog, kg, length = cout // groups, dwt.shape[1], oh * ow
-    for n in range(lo, hi):
-        _im2col_image(x, n, cols, kh, kw, geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], oh, ow)
-        for g in range(groups):
-            a, b = _at(cols, g * kg * length), _at(gy, (n * cout + g * cog) * length)
-            c = _at(dwt, g * kg * cog)
-            gemm(_ROW, _N, _T, kg, cog, length, one, a, length, b, length, one, c, cog)
-
-
 def _geometry(geo: Geometry, kernel: tuple[int, int]) -> np.ndarray:
     return np.array((*geo, *kernel), np.int64)
 
@@ -754,10 +373,13 @@ def conv2d_images(
         xq = np.zeros((threads, hp, wpr, c), x.dtype)
         ct = np.empty((threads, length, cout), x.dtype)
 
-        def block(k: int, lo: int, hi: int) -> None:
-            _forward_kernel_pixels(x, wk, out, xq[k], ct[k], koffs, g2, _K_CHUNK, lo, hi)
+        nhwc = address("nhwc", x.dtype)  # (reads a C-contiguous image by address)
+        x = np.ascontiguousarray(x)
 
-        args = (x, wk, out, xq, ct, koffs, g2, _K_CHUNK)
+        def block(k: int, lo: int, hi: int) -> None:
+            _forward_kernel_pixels(nhwc, x, wk, out, xq[k], ct[k], koffs, g2, _K_CHUNK, lo, hi)
+
+        args = (nhwc, x, wk, out, xq, ct, koffs, g2, _K_CHUNK)
         _run(block, n, threads, conv_jobs.forward_pixels, args)
         return out
     flat = _flat(x.dtype, geo, kernel, cout // groups, x.shape, out_hw)
@@ -775,20 +397,22 @@ def conv2d_images(
         args = (x, wp, out, xp, wide, offs, g2, groups, hp)
         _run(block, n, threads, conv_jobs.forward_flat, args)
         return out
+    i2c = address("im2col", x.dtype)
     if _micro(x.dtype, cout // groups, length):
         wp = _packed(w2, groups, transposed=False)
 
         def block(k: int, lo: int, hi: int) -> None:
-            _forward_kernel_mk(gemm, x, wp, w2, out, cols[k], g2, groups, one, zero, lo, hi)
+            c = cols[k]
+            _forward_kernel_mk(gemm, i2c, x, wp, w2, out, c, g2, groups, one, zero, lo, hi)
 
-        args = (_address(gemm), x, wp, w2, out, cols, g2, groups, float(one), float(zero))
+        args = (_address(gemm), i2c, x, wp, w2, out, cols, g2, groups, float(one), float(zero))
         _run(block, n, threads, _gemm_job("forward_mk", x.dtype, gemm), args)
         return out
 
     def block(k: int, lo: int, hi: int) -> None:
-        _forward_kernel(gemm, x, w2, out, cols[k], g2, groups, one, zero, lo, hi)
+        _forward_kernel(gemm, i2c, x, w2, out, cols[k], g2, groups, one, zero, lo, hi)
 
-    args = (_address(gemm), x, w2, out, cols, g2, groups, float(one), float(zero))
+    args = (_address(gemm), i2c, x, w2, out, cols, g2, groups, float(one), float(zero))
     _run(block, n, threads, _gemm_job("forward", x.dtype, gemm), args)
     return out
 
@@ -808,21 +432,22 @@ def conv2d_data_grad_images(
     dcols = np.empty((threads, rows, length), gy.dtype)
     g2 = _geometry(geo, kernel)
     gemm, one, zero = _cblas(_CHARS[gy.dtype]), gy.dtype.type(1), gy.dtype.type(0)
-    w2 = w.reshape(cout, -1)
+    w2, c2i = w.reshape(cout, -1), address("col2im", gy.dtype)
     if _micro(gy.dtype, w2.shape[1], length):
         wpt = _packed(w2, groups, transposed=True)
 
         def block(k: int, lo: int, hi: int) -> None:
-            _data_grad_kernel_mk(gemm, gy, wpt, w2, dx, dcols[k], g2, groups, one, zero, lo, hi)
+            d = dcols[k]
+            _data_grad_kernel_mk(gemm, c2i, gy, wpt, w2, dx, d, g2, groups, one, zero, lo, hi)
 
-        args = (_address(gemm), gy, wpt, w2, dx, dcols, g2, groups, float(one), float(zero))
+        args = (_address(gemm), c2i, gy, wpt, w2, dx, dcols, g2, groups, float(one), float(zero))
         _run(block, n, threads, _gemm_job("data_grad_mk", gy.dtype, gemm), args)
         return dx
 
     def block(k: int, lo: int, hi: int) -> None:
-        _data_grad_kernel(gemm, gy, w2, dx, dcols[k], g2, groups, one, zero, lo, hi)
+        _data_grad_kernel(gemm, c2i, gy, w2, dx, dcols[k], g2, groups, one, zero, lo, hi)
 
-    args = (_address(gemm), gy, w2, dx, dcols, g2, groups, float(one), float(zero))
+    args = (_address(gemm), c2i, gy, w2, dx, dcols, g2, groups, float(one), float(zero))
     _run(block, n, threads, _gemm_job("data_grad", gy.dtype, gemm), args)
     return dx
 
@@ -847,11 +472,14 @@ def conv2d_weight_grad_images(
         gp = np.empty((threads, cout // groups // 8, length, 8), x.dtype)
         dwq = np.zeros((threads, groups, taps.shape[0], cout // groups, width), x.dtype)
 
-        def block(k: int, lo: int, hi: int) -> None:
-            s, q, p = dwq[k], xq[k], gp[k]
-            _weight_grad_kernel_nhwc(x, gy, s, q, p, toffs, g2, groups, _PIXEL_CHUNK, lo, hi)
+        nhwc = address("nhwc", x.dtype)  # (reads a C-contiguous image by address)
+        x = np.ascontiguousarray(x)
 
-        args = (x, gy, dwq, xq, gp, toffs, g2, groups, _PIXEL_CHUNK)
+        def block(k: int, lo: int, hi: int) -> None:
+            s, q, p, chunk = dwq[k], xq[k], gp[k], _PIXEL_CHUNK
+            _weight_grad_kernel_nhwc(nhwc, x, gy, s, q, p, toffs, g2, groups, chunk, lo, hi)
+
+        args = (nhwc, x, gy, dwq, xq, gp, toffs, g2, groups, _PIXEL_CHUNK)
         _run(block, n, threads, conv_jobs.weight_grad_nhwc, args)
         dq = dwq[0]
         for k in range(1, threads):
@@ -883,27 +511,25 @@ def conv2d_weight_grad_images(
         return np.ascontiguousarray(dw).reshape(cout, c // groups, *kernel)
     cols = np.empty((threads, rows, length), x.dtype)
     gemm, one = _cblas(_CHARS[x.dtype]), x.dtype.type(1)
+    i2c, ga = address("im2col", x.dtype), _address(gemm)
     if _micro(x.dtype, rows // groups, 32) and cout // groups >= microgemm.NR // 2:
         gyt = np.empty((threads, length, cout), x.dtype)
 
         def block(k: int, lo: int, hi: int) -> None:
             s, c, t = sums[k], cols[k], gyt[k]
-            _weight_grad_kernel_mk(gemm, x, gy, s, c, t, g2, groups, one, lo, hi)
+            _weight_grad_kernel_mk(gemm, i2c, x, gy, s, c, t, g2, groups, one, lo, hi)
 
         job = _gemm_job("weight_grad_mk", x.dtype, gemm)
-        args: tuple[Any, ...] = (_address(gemm), x, gy, sums, cols, gyt, g2, groups, float(one))
+        args: tuple[Any, ...] = (ga, i2c, x, gy, sums, cols, gyt, g2, groups, float(one))
     else:
 
         def block(k: int, lo: int, hi: int) -> None:
-            _weight_grad_kernel(gemm, x, gy, sums[k], cols[k], g2, groups, one, lo, hi)
+            _weight_grad_kernel(gemm, i2c, x, gy, sums[k], cols[k], g2, groups, one, lo, hi)
 
         job = _gemm_job("weight_grad", x.dtype, gemm)
-        args = (_address(gemm), x, gy, sums, cols, g2, groups, float(one))
+        args = (ga, i2c, x, gy, sums, cols, g2, groups, float(one))
     _run(block, n, threads, job, args)
     dwt = sums[0]
     for k in range(1, threads):
         dwt += sums[k]
     return np.ascontiguousarray(dwt.transpose(0, 2, 1)).reshape(cout, c // groups, *kernel)
-
-
-from . import conv_jobs  # noqa: E402 - its wrappers call this module's kernels

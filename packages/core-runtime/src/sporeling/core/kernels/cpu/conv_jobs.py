@@ -1,13 +1,15 @@
-"""The per-image convolution kernels of :mod:`.conv_images` as jobs for :mod:`._jobs`
-(workers that never take the GIL): one wrapper per kernel, unpacking the arguments that
-:func:`.conv_images._run` packs in the same order. Float32 kernels only: those on the
+"""The per-image convolution kernels (:mod:`.conv_forward`, :mod:`.conv_backward`) as jobs
+for :mod:`._jobs` (workers that never take the GIL): one wrapper per kernel, unpacking the
+arguments that :func:`.conv_images._run` packs in the same order. Float32 kernels only: those on the
 micro-kernel, and those that call OpenBLAS's ``cblas_sgemm``, whose address travels in the
 packed arguments and becomes a typed pointer again in the job (one job per width of CBLAS's
 integers, so that a disk cache never pairs code with the other width).
 
 Each job's kernel and unpacking helper are inlined into its ``cfunc`` (``inline="always"``,
 the cfunc compiled with the kernels' flags): compiled apart, each level was linked into the
-next and optimised again there, three compiles of the same code on a cold cache.
+next and optimised again there, three compiles of the same code on a cold cache. The
+callees that several jobs share (im2col, col2im, the channels-last copy) are not linked:
+they are :mod:`.conv_columns`' C functions, their addresses among the packed arguments.
 """
 
 from __future__ import annotations
@@ -20,22 +22,24 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic
 
-from . import conv_images as ci
+from . import conv_backward as cb
+from . import conv_forward as cf
 from ._jobs import block, inlining, integer, real, view1, view2, view3, view4, view5
+from .conv_columns import JIT_INLINE
 
 _intrinsic: Any = intrinsic
 
 _F, _I = np.float32, np.int64
-#: every job inlines its kernel (``conv_images._JIT_INLINE``) and so compiles with its flags
-_with_kernel_flags = inlining(ci._JIT_INLINE)
+#: every job inlines its kernel (``conv_columns.JIT_INLINE``) and so compiles with its flags
+_with_kernel_flags = inlining(JIT_INLINE)
 
 
 @_with_kernel_flags
 def forward_implicit(args, k, lo, hi):  # pragma: no cover - compiled
     """(x, wp, out, xp, rest, offs, geo, groups):
-    :func:`.conv_images._forward_kernel_implicit`."""
+    :func:`.conv_forward._forward_kernel_implicit`."""
     p = block(args)
-    ci._forward_kernel_implicit(
+    cf._forward_kernel_implicit(
         view4(p, 0, _F), view4(p, 1, _F), view4(p, 2, _F), view4(p, 3, _F)[k],
         view3(p, 4, _F)[k], view1(p, 5, _I), view1(p, 6, _I), integer(p, 7), lo, hi,
     )  # fmt: skip
@@ -44,9 +48,9 @@ def forward_implicit(args, k, lo, hi):  # pragma: no cover - compiled
 @_with_kernel_flags
 def forward_flat(args, k, lo, hi):  # pragma: no cover - compiled
     """(x, wp, out, xp, wide, offs, geo, groups, hp):
-    :func:`.conv_images._forward_kernel_flat`."""
+    :func:`.conv_forward._forward_kernel_flat`."""
     p = block(args)
-    ci._forward_kernel_flat(
+    cf._forward_kernel_flat(
         view4(p, 0, _F), view4(p, 1, _F), view4(p, 2, _F), view3(p, 3, _F)[k],
         view3(p, 4, _F)[k], view1(p, 5, _I), view1(p, 6, _I), integer(p, 7), integer(p, 8),
         lo, hi,
@@ -55,32 +59,32 @@ def forward_flat(args, k, lo, hi):  # pragma: no cover - compiled
 
 @_with_kernel_flags
 def forward_pixels(args, k, lo, hi):  # pragma: no cover - compiled
-    """(x, wk, out, xq, ct, koffs, geo, kc): :func:`.conv_images._forward_kernel_pixels`."""
+    """(nhwc, x, wk, out, xq, ct, koffs, geo, kc): :func:`.conv_forward._forward_kernel_pixels`."""
     p = block(args)
-    ci._forward_kernel_pixels(
-        view4(p, 0, _F), view2(p, 1, _F), view4(p, 2, _F), view4(p, 3, _F)[k],
-        view3(p, 4, _F)[k], view1(p, 5, _I), view1(p, 6, _I), integer(p, 7), lo, hi,
+    cf._forward_kernel_pixels(
+        integer(p, 0), view4(p, 1, _F), view2(p, 2, _F), view4(p, 3, _F), view4(p, 4, _F)[k],
+        view3(p, 5, _F)[k], view1(p, 6, _I), view1(p, 7, _I), integer(p, 8), lo, hi,
     )  # fmt: skip
 
 
 @_with_kernel_flags
 def weight_grad_nhwc(args, k, lo, hi):  # pragma: no cover - compiled
-    """(x, gy, dwq, xq, gp, toffs, geo, groups, chunk):
-    :func:`.conv_images._weight_grad_kernel_nhwc`."""
+    """(nhwc, x, gy, dwq, xq, gp, toffs, geo, groups, chunk):
+    :func:`.conv_backward._weight_grad_kernel_nhwc`."""
     p = block(args)
-    ci._weight_grad_kernel_nhwc(
-        view4(p, 0, _F), view4(p, 1, _F), view5(p, 2, _F)[k], view4(p, 3, _F)[k],
-        view4(p, 4, _F)[k], view2(p, 5, _I), view1(p, 6, _I), integer(p, 7), integer(p, 8),
-        lo, hi,
+    cb._weight_grad_kernel_nhwc(
+        integer(p, 0), view4(p, 1, _F), view4(p, 2, _F), view5(p, 3, _F)[k],
+        view4(p, 4, _F)[k], view4(p, 5, _F)[k], view2(p, 6, _I), view1(p, 7, _I),
+        integer(p, 8), integer(p, 9), lo, hi,
     )  # fmt: skip
 
 
 @_with_kernel_flags
 def weight_grad_implicit(args, k, lo, hi):  # pragma: no cover - compiled
     """(x, gy, sums, xp, gyt, taps, pix, geo, groups, chunk):
-    :func:`.conv_images._weight_grad_kernel_implicit`."""
+    :func:`.conv_backward._weight_grad_kernel_implicit`."""
     p = block(args)
-    ci._weight_grad_kernel_implicit(
+    cb._weight_grad_kernel_implicit(
         view4(p, 0, _F), view4(p, 1, _F), view4(p, 2, _F)[k], view4(p, 3, _F)[k],
         view3(p, 4, _F)[k], view1(p, 5, _I), view1(p, 6, _I), view1(p, 7, _I),
         integer(p, 8), integer(p, 9), lo, hi,
@@ -138,10 +142,12 @@ def gemm_jobs(name: str) -> tuple[Any, Any]:
 
 @numba.njit(cache=True, inline="always")
 def _forward(gemm, p, k, lo, hi):  # pragma: no cover - compiled
-    """(gemm, x, w2, out, cols, geo, groups, one, zero): :func:`.conv_images._forward_kernel`."""
-    ci._forward_kernel(
-        gemm, view4(p, 1, _F), view2(p, 2, _F), view4(p, 3, _F), view3(p, 4, _F)[k],
-        view1(p, 5, _I), integer(p, 6), _F(real(p, 7)), _F(real(p, 8)), lo, hi,
+    """(gemm, im2col, x, w2, out, cols, geo, groups, one, zero):
+    :func:`.conv_forward._forward_kernel`."""
+    cf._forward_kernel(
+        gemm, integer(p, 1), view4(p, 2, _F), view2(p, 3, _F), view4(p, 4, _F),
+        view3(p, 5, _F)[k], view1(p, 6, _I), integer(p, 7), _F(real(p, 8)), _F(real(p, 9)),
+        lo, hi,
     )  # fmt: skip
 
 
@@ -159,12 +165,12 @@ def forward_64(args, k, lo, hi):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, inline="always")
 def _forward_mk(gemm, p, k, lo, hi):  # pragma: no cover - compiled
-    """(gemm, x, wp, w2, out, cols, geo, groups, one, zero):
-    :func:`.conv_images._forward_kernel_mk`."""
-    ci._forward_kernel_mk(
-        gemm, view4(p, 1, _F), view4(p, 2, _F), view2(p, 3, _F), view4(p, 4, _F),
-        view3(p, 5, _F)[k], view1(p, 6, _I), integer(p, 7), _F(real(p, 8)), _F(real(p, 9)),
-        lo, hi,
+    """(gemm, im2col, x, wp, w2, out, cols, geo, groups, one, zero):
+    :func:`.conv_forward._forward_kernel_mk`."""
+    cf._forward_kernel_mk(
+        gemm, integer(p, 1), view4(p, 2, _F), view4(p, 3, _F), view2(p, 4, _F),
+        view4(p, 5, _F), view3(p, 6, _F)[k], view1(p, 7, _I), integer(p, 8), _F(real(p, 9)),
+        _F(real(p, 10)), lo, hi,
     )  # fmt: skip
 
 
@@ -182,12 +188,12 @@ def forward_mk_64(args, k, lo, hi):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, inline="always")
 def _data_grad_mk(gemm, p, k, lo, hi):  # pragma: no cover - compiled
-    """(gemm, gy, wpt, w2, dx, dcols, geo, groups, one, zero):
-    :func:`.conv_images._data_grad_kernel_mk`."""
-    ci._data_grad_kernel_mk(
-        gemm, view4(p, 1, _F), view4(p, 2, _F), view2(p, 3, _F), view4(p, 4, _F),
-        view3(p, 5, _F)[k], view1(p, 6, _I), integer(p, 7), _F(real(p, 8)), _F(real(p, 9)),
-        lo, hi,
+    """(gemm, col2im, gy, wpt, w2, dx, dcols, geo, groups, one, zero):
+    :func:`.conv_backward._data_grad_kernel_mk`."""
+    cb._data_grad_kernel_mk(
+        gemm, integer(p, 1), view4(p, 2, _F), view4(p, 3, _F), view2(p, 4, _F),
+        view4(p, 5, _F), view3(p, 6, _F)[k], view1(p, 7, _I), integer(p, 8), _F(real(p, 9)),
+        _F(real(p, 10)), lo, hi,
     )  # fmt: skip
 
 
@@ -205,10 +211,12 @@ def data_grad_mk_64(args, k, lo, hi):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, inline="always")
 def _data_grad(gemm, p, k, lo, hi):  # pragma: no cover - compiled
-    """(gemm, gy, w2, dx, dcols, geo, groups, one, zero): :func:`.conv_images._data_grad_kernel`."""
-    ci._data_grad_kernel(
-        gemm, view4(p, 1, _F), view2(p, 2, _F), view4(p, 3, _F), view3(p, 4, _F)[k],
-        view1(p, 5, _I), integer(p, 6), _F(real(p, 7)), _F(real(p, 8)), lo, hi,
+    """(gemm, col2im, gy, w2, dx, dcols, geo, groups, one, zero):
+    :func:`.conv_backward._data_grad_kernel`."""
+    cb._data_grad_kernel(
+        gemm, integer(p, 1), view4(p, 2, _F), view2(p, 3, _F), view4(p, 4, _F),
+        view3(p, 5, _F)[k], view1(p, 6, _I), integer(p, 7), _F(real(p, 8)), _F(real(p, 9)),
+        lo, hi,
     )  # fmt: skip
 
 
@@ -226,11 +234,12 @@ def data_grad_64(args, k, lo, hi):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, inline="always")
 def _weight_grad_mk(gemm, p, k, lo, hi):  # pragma: no cover - compiled
-    """(gemm, x, gy, sums, cols, gyt, geo, groups, one):
-    :func:`.conv_images._weight_grad_kernel_mk`."""
-    ci._weight_grad_kernel_mk(
-        gemm, view4(p, 1, _F), view4(p, 2, _F), view4(p, 3, _F)[k], view3(p, 4, _F)[k],
-        view3(p, 5, _F)[k], view1(p, 6, _I), integer(p, 7), _F(real(p, 8)), lo, hi,
+    """(gemm, im2col, x, gy, sums, cols, gyt, geo, groups, one):
+    :func:`.conv_backward._weight_grad_kernel_mk`."""
+    cb._weight_grad_kernel_mk(
+        gemm, integer(p, 1), view4(p, 2, _F), view4(p, 3, _F), view4(p, 4, _F)[k],
+        view3(p, 5, _F)[k], view3(p, 6, _F)[k], view1(p, 7, _I), integer(p, 8),
+        _F(real(p, 9)), lo, hi,
     )  # fmt: skip
 
 
@@ -248,10 +257,11 @@ def weight_grad_mk_64(args, k, lo, hi):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, inline="always")
 def _weight_grad(gemm, p, k, lo, hi):  # pragma: no cover - compiled
-    """(gemm, x, gy, sums, cols, geo, groups, one): :func:`.conv_images._weight_grad_kernel`."""
-    ci._weight_grad_kernel(
-        gemm, view4(p, 1, _F), view4(p, 2, _F), view4(p, 3, _F)[k], view3(p, 4, _F)[k],
-        view1(p, 5, _I), integer(p, 6), _F(real(p, 7)), lo, hi,
+    """(gemm, im2col, x, gy, sums, cols, geo, groups, one):
+    :func:`.conv_backward._weight_grad_kernel`."""
+    cb._weight_grad_kernel(
+        gemm, integer(p, 1), view4(p, 2, _F), view4(p, 3, _F), view4(p, 4, _F)[k],
+        view3(p, 5, _F)[k], view1(p, 6, _I), integer(p, 7), _F(real(p, 8)), lo, hi,
     )  # fmt: skip
 
 
