@@ -78,10 +78,13 @@ def weight_grad(
     g2 = ci._geometry(geo, kernel)
     chunk = ci._PIXEL_CHUNK
 
-    def block(k: int, lo: int, hi: int) -> None:
-        ci._weight_grad_kernel_nhwc(x, gy, dwq[k], xq[k], gp[k], toffs, g2, 1, chunk, lo, hi)
+    nhwc = ci.address("nhwc", x.dtype)  # the channels-last copy, a C function
 
-    args = (x, gy, dwq, xq, gp, toffs, g2, 1, chunk)
+    def block(k: int, lo: int, hi: int) -> None:
+        d, q, p = dwq[k], xq[k], gp[k]
+        ci._weight_grad_kernel_nhwc(nhwc, x, gy, d, q, p, toffs, g2, 1, chunk, lo, hi)
+
+    args = (nhwc, x, gy, dwq, xq, gp, toffs, g2, 1, chunk)
     ci._run(block, n, threads, ci.conv_jobs.weight_grad_nhwc, args)
     dq = dwq[0]
     for k in range(1, threads):
