@@ -178,7 +178,7 @@ def spy(monkeypatch):
     monkeypatch.setattr(conv_images, "max_blocks", lambda: 2)
     monkeypatch.setattr(_rows, "max_blocks", lambda: 2)
     calls = []
-    for name in ("data_grad", "weight_grad"):
+    for name in ("data_grad", "weight_grad", "weight_grad_runs"):
         real = getattr(conv_small_grad, name)
 
         def wrapped(*a, _real=real, _name=name):
@@ -253,3 +253,75 @@ def test_conv1d_through_the_op(spy):
     np.testing.assert_allclose(out.asnumpy(), want[:, :, 0], **TOL)
     np.testing.assert_allclose(dx, dx_want[:, :, 0], **TOL)
     np.testing.assert_allclose(dw, dw_want[:, :, 0], **TOL)
+
+
+RUNS_CASES = [  # weight gradients of few channel pairs and 25-64 taps: one dot product a run
+    ((4, 1, 32, 32), (6, 1, 5, 5), (1, 1), (0, 0), (1, 1)),  # LeNet-5's first conv
+    ((1, 2, 11, 9), (8, 2, 5, 5), (1, 1), (2, 1), (2, 1)),  # batch 1, pads, row dilation
+    ((3, 1, 12, 14), (5, 1, 5, 7), (1, 1), (0, 3), (1, 1)),  # odd out channels, 35 taps
+]
+
+
+@pytest.mark.parametrize("case", RUNS_CASES)
+def test_runs_weight_gradient_matches_the_float64_reference(case, monkeypatch):
+    x, w, gy = _data(case, seed=8)
+    shape, wshape, stride, pads, dilation = case
+    geo = _geo(stride, pads, dilation)
+    _, _, dw_want = _ref(x, w, gy, stride, pads, dilation)
+    assert conv_small_grad.runs_plan(np.float32, geo, 1, shape[1], wshape[0], wshape[2:])
+    got = conv_small_grad.weight_grad_runs(x, gy, geo, wshape[2:])
+    assert got.shape == wshape and got.dtype == np.float32
+    np.testing.assert_allclose(got, dw_want, **TOL)
+    monkeypatch.setattr(conv_images, "max_blocks", lambda: 3)  # each thread its own sums
+    monkeypatch.setattr(conv_images, "PARALLEL_MIN", 0)
+    x7 = np.concatenate([x] * 3)[:7]
+    g7 = np.concatenate([gy] * 3)[:7]
+    _, _, dw7 = _ref(x7, w, g7, stride, pads, dilation)
+    got7 = conv_small_grad.weight_grad_images(x7, g7, geo, 1, wshape[2:])
+    np.testing.assert_allclose(got7, dw7, **TOL)
+
+
+def test_which_shapes_take_the_runs():
+    f32, one = np.float32, (1, 1, 0, 0, 1, 1)
+    assert conv_small_grad.runs_plan(f32, one, 1, 1, 6, (5, 5))
+    assert conv_small_grad.runs_plan(f32, (1, 1, 2, 2, 2, 2), 1, 2, 8, (5, 5))
+    assert not conv_small_grad.runs_plan(np.float64, one, 1, 1, 6, (5, 5))
+    assert not conv_small_grad.runs_plan(f32, (2, 2, 0, 0, 1, 1), 1, 1, 6, (5, 5))  # stride
+    assert not conv_small_grad.runs_plan(f32, one, 2, 2, 6, (5, 5))  # groups
+    assert not conv_small_grad.runs_plan(f32, one, 1, 1, 16, (3, 3))  # 9 taps
+    assert not conv_small_grad.runs_plan(f32, one, 1, 3, 6, (5, 5))  # 18 channel pairs
+    assert not conv_small_grad.runs_plan(f32, one, 1, 6, 16, (5, 5))  # weight_grad's
+
+
+def test_non_finite_inputs_take_the_general_paths():
+    """An infinite input value (runs) or weight (widened rows) would meet the zero columns:
+    those calls go to conv_images and give exactly its result (inf and NaN included)."""
+    rng = np.random.default_rng(9)
+    geo = (1, 1, 0, 0, 1, 1)
+    x = rng.standard_normal((4, 1, 12, 12)).astype(np.float32)
+    x[1, 0, 3, 0] = np.inf
+    gy = rng.standard_normal((4, 6, 8, 8)).astype(np.float32)
+    want = conv_images.conv2d_weight_grad_images(x, gy, geo, 1, (5, 5))
+    got = conv_small_grad.weight_grad_images(x, gy, geo, 1, (5, 5))
+    assert np.isfinite(want).any() and not np.isfinite(want).all()
+    np.testing.assert_array_equal(got, want)
+    w = rng.standard_normal((8, 6, 5, 5)).astype(np.float32)
+    w[2, 1, 0, 0] = -np.inf
+    gy = rng.standard_normal((4, 8, 6, 6)).astype(np.float32)
+    want = conv_images.conv2d_data_grad_images(gy, w, geo, 1, (4, 6, 10, 10))
+    got = conv_small_grad.data_grad_images(gy, w, geo, 1, (4, 6, 10, 10))
+    assert np.isfinite(want).any() and not np.isfinite(want).all()
+    np.testing.assert_array_equal(got, want)
+
+
+def test_lenet_first_conv_through_the_op(spy):
+    """LeNet-5's 1->6 5x5 valid conv: the input needs no gradient, the weight's by runs."""
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((4, 1, 32, 32)).astype(np.float32)
+    w = rng.standard_normal((6, 1, 5, 5)).astype(np.float32)
+    out, pull = vjp(lambda b: ops.conv2d(Tensor(x), b), Tensor(w))
+    gy = rng.standard_normal(out.shape).astype(np.float32)
+    (dw,) = pull(Tensor(gy))
+    assert spy == ["weight_grad_runs"]
+    _, _, dw_want = _ref(x, w, gy, (1, 1), (0, 0), (1, 1))
+    np.testing.assert_allclose(dw.asnumpy(), dw_want, **TOL)
