@@ -71,8 +71,10 @@ def test_split_source_two_loops_for_the_float32_pass():
     one = row_source(GELU_CENTRED, "cpu", split=False)
     assert _passes(one) == 2 and _passes(src) == 3, src
     narrow, wide = src.split("for i1 in range(n1):")[1:3]
-    assert "_vm.vndtr" in narrow and "_as_float64" not in narrow and "+=" not in narrow
-    assert "_radd" in wide and "c0[i1] +=" in wide and "vndtr" not in wide
+    assert "_vm.vndtr" in narrow and "_as_float64" not in narrow
+    # the float32 column sum adds into its float32 block row in the narrow loop
+    assert "s0[i1] += t1" in narrow and "c0[" not in narrow
+    assert "_radd" in wide and "+=" not in wide and "vndtr" not in wide
     assert row_source(GELU_CENTRED, "cuda") == row_source(GELU_CENTRED, "cuda", split=False)
     assert _passes(row_source(EXP_MAX, "cpu")) == 2  # float32 only: one loop a pass
 
@@ -144,8 +146,9 @@ def test_chunks_per_launch():
 def test_chain_on_many_chunks_a_thread_equals_eager(monkeypatch):
     """The chain's row kernel cut into many chunks a thread (each thread adds several
     chunks' column sums, the weight and bias gradients, into its own partials): the same
-    as eager and as the float64 reference, odd sizes."""
-    from sporeling.core.kernels.cpu import _rows
+    as eager and as the float64 reference, odd sizes. On the Python row workers (the job
+    path: tests/kernels/test_codegen_jobs.py)."""
+    from sporeling.core.kernels.cpu import _jobs, _rows
 
     rng = np.random.default_rng(11)
     rows, n = 67, 37
@@ -159,6 +162,7 @@ def test_chain_on_many_chunks_a_thread_equals_eager(monkeypatch):
         y, _, _ = ops.layer_norm(ops.gelu(x * w + b, "none"), ones, zeros, 1, 1, 1e-5)
         return ops.reduce_sum(y * r)
 
+    monkeypatch.setattr(_jobs, "ENABLED", False)
     monkeypatch.setattr(_rows, "PARALLEL_MIN", 1)  # split even this small input
     monkeypatch.setattr(codegen, "CHUNK_ELEMENTS", 3 * n)  # 22 chunks of ~3 rows
     seen = []
@@ -193,7 +197,8 @@ def test_chain_on_many_chunks_a_thread_equals_eager(monkeypatch):
     np.testing.assert_allclose(graph[0].asnumpy(), dh * ws, rtol=1e-4, atol=1e-4)
 
 
-# GELU's gradient with its bias gradient (a column sum), flat: t2 = g * gelu'(x)
+# GELU's gradient with its bias gradient (a column sum), flat: t2 = g * gelu'(x); the
+# float32 column adds into a float32 block row in the loop itself
 GELU_GRAD = codegen.FusedProgram(
     2,
     ((True, True), (True, True)),
@@ -205,13 +210,22 @@ GELU_GRAD = codegen.FusedProgram(
     outputs=(2,),
     columns=(2,),
 )
+# the same with the column summed from a float64 value: added in a second loop
+GELU_GRAD64 = codegen.FusedProgram(
+    2, GELU_GRAD.inputs, (*GELU_GRAD.temps, ("float64", "t2")), outputs=(2,), columns=(3,)
+)
 
 
-@pytest.mark.parametrize("shape", [(9, 33), (1, 1), (4, 16)])
-def test_flat_kernel_split_columns(shape):
-    src = codegen.fused_source(GELU_GRAD, "cpu")
-    assert src.count("for i1 in range(n1):") == 2 and "c0[i1] += b0[i1]" in src
-    one = codegen.fused_source(GELU_GRAD, "cpu", split=False)
+@pytest.mark.parametrize("shape", [(9, 33), (1, 1), (4, 16), (45, 20)])
+@pytest.mark.parametrize("prog", [GELU_GRAD, GELU_GRAD64], ids=["float32", "float64"])
+def test_flat_kernel_split_columns(shape, prog):
+    src = codegen.fused_source(prog, "cpu")
+    if prog is GELU_GRAD:  # one loop a row, the block row added in every 16 rows
+        assert src.count("for i1 in range(n1):") == 1 and "s0[i1] += t2" in src
+        assert f"if nb == {codegen.COLUMN_BLOCK}:" in src and "c0[i_] += s0[i_]" in src
+    else:
+        assert src.count("for i1 in range(n1):") == 2 and "c0[i1] += b0[i1]" in src
+    one = codegen.fused_source(prog, "cpu", split=False)
     assert one.count("for i1 in range(n1):") == 1
     rng = np.random.default_rng(shape[1])
     x = (rng.standard_normal(shape) * 2).astype(np.float32)
@@ -219,8 +233,8 @@ def test_flat_kernel_split_columns(shape):
     got = []
     for split in (True, False):
         kernel = codegen.build_kernel(
-            (GELU_GRAD, "cpu", split),
-            lambda split=split: codegen.fused_source(GELU_GRAD, "cpu", split=split),
+            (prog, "cpu", split),
+            lambda split=split: codegen.fused_source(prog, "cpu", split=split),
             "cpu",
         )
         o, c = np.empty(shape, np.float32), np.zeros(shape[1])
@@ -232,3 +246,33 @@ def test_flat_kernel_split_columns(shape):
     ref = g * (ndtr(xd) + xd * np.exp(-0.5 * xd * xd) / math.sqrt(2 * math.pi))
     np.testing.assert_allclose(got[0][0], ref, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got[0][1], ref.sum(0), rtol=1e-5, atol=1e-5)
+
+
+def test_float32_block_column_sums_over_chunks():
+    """Float32 column sums in blocks of 16 rows: a launch cut into uneven chunks (partial
+    blocks at each chunk's end) sums like one call, within the block error bound of the
+    float64 sum; large values of both signs cancel, a NaN or inf reaches its column only."""
+    rows, n = 203, 70
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((rows, n)) * 3).astype(np.float32)
+    g = (rng.standard_normal((rows, n)) * np.exp(rng.uniform(-8, 8, (rows, 1)))).astype(np.float32)
+    g[5, 4], g[7, 9] = np.nan, np.inf
+    kernel = codegen.compile_fused(GELU_GRAD)
+    whole = np.zeros(n)
+    kernel(0, rows, rows, n, x, g, np.empty((rows, n), np.float32), whole)
+    chunked = np.zeros(n)
+    for lo, hi in [(0, 5), (5, 40), (40, 41), (41, 203)]:
+        kernel(lo, hi, rows, n, x, g, np.empty((rows, n), np.float32), chunked)
+    xd = x.astype(np.float64)
+    ref = g * (ndtr(xd) + xd * np.exp(-0.5 * xd * xd) / math.sqrt(2 * math.pi))
+    assert np.isnan(whole[4]) and np.isnan(chunked[4])
+    assert np.isinf(whole[9]) and whole[9] == chunked[9] == ref[:, 9].sum()
+    fine = np.isfinite(ref).all(0)
+    assert fine.sum() == n - 2
+    # each value's float32 rounding, then at most 15 float32 adds a block
+    bound = 17 * 2.0**-24 * np.abs(ref[:, fine]).sum(0)
+    for got in (whole, chunked):
+        assert (np.abs(got[fine] - ref[:, fine].sum(0)) <= bound).all()
+    # a float64 sum of the same float32 values would be bound by about 1/16 of that:
+    # the blocks' error stays well inside the float32 result's rounding of a typical sum
+    np.testing.assert_allclose(whole[fine], ref[:, fine].sum(0), rtol=1e-5, atol=1e-5)

@@ -303,7 +303,8 @@ class FusedProgram:
     to ``dtype`` like the unfused op's result. ``outputs`` are temps stored at full shape;
     ``columns`` are temps summed over every loop dimension but the last (a bias gradient's
     ``reduce_sum(g, 0)``), into float64 accumulators ``c<k>`` of the last dimension's
-    length: per thread on the CPU, by atomic adds on the GPU. Reductions along the last
+    length: per thread on the CPU (float32 values first in float32 blocks of rows, see
+    :func:`column_blocks`), by atomic adds on the GPU. Reductions along the last
     axis, and anything using them, are row kernels (:mod:`.codegen_rows`).
     """
 
@@ -319,6 +320,53 @@ def _index(spans: tuple[bool, ...], idx: list[str]) -> str:
     return ", ".join(used) if used else "0"
 
 
+#: rows a CPU kernel sums a float32 column over in float32 before adding the block's sums
+#: into its float64 accumulators (see :func:`column_blocks`)
+COLUMN_BLOCK = 16
+
+
+def column_blocks(temps: Any, columns: tuple[int, ...]) -> list[int]:
+    """Which columns of a CPU kernel over rows sum in float32 blocks: those of float32
+    values. Each kernel call keeps one float32 row per such column, adds a row's values
+    into it, and every :data:`COLUMN_BLOCK` rows (and at its end) adds that row into the
+    float64 accumulator and clears it. Adding each value into a float64 accumulator cost
+    a float64 load, add and store per element, in the half-width loop of a split pass
+    (the ``ln(gelu(x*w+b))`` gradient's three column sums: ~2 ms of its ~21 ms on one
+    thread, benchmarks/README.md "ln(gelu) chain, session 9"). Error: at most
+    ``(COLUMN_BLOCK - 1) * 2**-24`` of a block's sum of magnitudes, where NumPy's float32
+    ``sum(axis=0)`` (eager mode) accumulates all rows in float32."""
+    return [k for k, j in enumerate(columns) if temps[j][0] == "float32"]
+
+
+def block_sums_start(col32: list[int], n: str) -> str:
+    """Source of the float32 block rows and the row counter (empty without such columns)."""
+    if not col32:
+        return ""
+    rows = [f"s{k} = np.zeros({n}, np.float32)" for k in col32]
+    return "\n".join([*rows, "nb = 0"])
+
+
+def _flush(col32: list[int], n: str) -> str:
+    adds = [f"    c{k}[i_] += s{k}[i_]\n    s{k}[i_] = _as_float32(0.0)" for k in col32]
+    return f"for i_ in range({n}):\n" + "\n".join(adds)
+
+
+def block_sums_row(col32: list[int], n: str) -> str:
+    """Source that ends a row: counts it, and adds a full block into the accumulators."""
+    if not col32:
+        return ""
+    flush = "\n".join("    " + ln for ln in _flush(col32, n).split("\n"))
+    return f"nb += 1\nif nb == {COLUMN_BLOCK}:\n{flush}\n    nb = 0"
+
+
+def block_sums_end(col32: list[int], n: str) -> str:
+    """Source that adds the last, partial block into the accumulators."""
+    if not col32:
+        return ""
+    flush = "\n".join("    " + ln for ln in _flush(col32, n).split("\n"))
+    return f"if nb > 0:\n{flush}"
+
+
 #: the CPU loop over the first dimension: unsigned, because Numba wraps a negative signed
 #: index, and a loop from an unknown ``lo`` could not prove its index non-negative: each
 #: access kept a select, and a one-dimensional kernel's loop became gathers and scatters
@@ -332,8 +380,9 @@ def fused_source(prog: FusedProgram, target: str, name: str = "kernel", split: b
     or ``"cuda"`` (``kernel(total, n0..., ...)``, one thread per element).
 
     On the CPU, with ``split``, a kernel whose float work calls a vecmath function and also
-    sums columns (float64) keeps each row's column values in rows of their own and adds them
-    in a second loop: LLVM vectorises a loop at its widest type's lane count, so the float64
+    sums float64 columns keeps each row's column values in rows of their own and adds them
+    in a second loop (float32 columns add into float32 block rows in the loop itself,
+    :func:`column_blocks`): LLVM vectorises a loop at its widest type's lane count, so the float64
     adds would halve the lanes of the float32 work (GELU's gradient beside its bias
     gradient). Same operations, same results."""
     nd = max(prog.n_dims, 1)
@@ -347,31 +396,40 @@ def fused_source(prog: FusedProgram, target: str, name: str = "kernel", split: b
         body.append(f"t{j} = _as_{dt}({scalar_code(expr, dt, target)})")
     body += [f"o{k}[{', '.join(idx)}] = t{j}" for k, j in enumerate(prog.outputs)]
     cols = [f"c{k}" for k in range(len(prog.columns))]
+    # float32 columns of a CPU kernel over rows: float32 block sums (see column_blocks)
+    col32 = [] if target != "cpu" or nd < 2 else column_blocks(prog.temps, prog.columns)
     add = "cuda.atomic.add(c{k}, {i}, t{j})" if target == "cuda" else "c{k}[{i}] += t{j}"
-    body += [add.format(k=k, i=idx[-1], j=j) for k, j in enumerate(prog.columns)]
+    sums = {k: f"s{k}[{idx[-1]}] += t{j}" for k, j in enumerate(prog.columns) if k in col32}
+    adds = {k: add.format(k=k, i=idx[-1], j=j) for k, j in enumerate(prog.columns)}
+    body += [sums.get(k, adds[k]) for k in range(len(prog.columns))]
     args = ", ".join([*dims, *ins, *outs, *cols])
     lines: list[str] = []
 
     def emit(depth: int, text: str) -> None:
-        lines.extend("    " * depth + ln for ln in text.split("\n"))
+        if text:
+            lines.extend("    " * depth + ln for ln in text.split("\n"))
 
     if target == "cpu":
         lines.append(f"def {name}(lo, hi, {args}):")
         lines.append("    _vm.wide_vectors()")  # 512-bit vectors where the CPU has them
-        split = split and nd > 1 and bool(prog.columns) and any("_vm.v" in ln for ln in body)
+        wide = [(k, j) for k, j in enumerate(prog.columns) if k not in col32]
+        split = split and nd > 1 and bool(wide) and any("_vm.v" in ln for ln in body)
         if split:  # see the docstring: float32 work in one loop, the float64 sums after it
-            body = body[: len(body) - len(prog.columns)]
-            body += [f"b{k}[{idx[-1]}] = t{j}" for k, j in enumerate(prog.columns)]
-            for k, j in enumerate(prog.columns):
+            body = [ln for ln in body if ln not in [adds[k] for k, _ in wide]]
+            body += [f"b{k}[{idx[-1]}] = t{j}" for k, j in wide]
+            for k, j in wide:
                 emit(1, f"b{k} = np.empty({dims[-1]}, np.{prog.temps[j][0]})")
+        emit(1, block_sums_start(col32, dims[-1]))
         for d in range(nd):
             emit(d + 1, f"for {idx[d]} in range({_FIRST_RANGE if d == 0 else dims[d]}):")
         for ln in body:
             emit(nd + 1, ln)
         if split:
             emit(nd, f"for {idx[-1]} in range({dims[-1]}):")
-            for k in range(len(prog.columns)):
+            for k, _ in wide:
                 emit(nd + 1, f"c{k}[{idx[-1]}] += b{k}[{idx[-1]}]")
+        emit(nd, block_sums_row(col32, dims[-1]))
+        emit(1, block_sums_end(col32, dims[-1]))
         return "\n".join(lines) + "\n"
     if target != "cuda":
         raise ValueError(
@@ -509,23 +567,36 @@ def launch(
     xp: Any,
     threads: int | None,
     cuda_items: int,
+    job: Callable[[list[Any], int], int | None] | None = None,
 ) -> None:
     """Run a generated kernel: on the CPU ``kernel(lo, hi, *loop, *inputs, *outputs,
-    *column partials)`` over blocks of ``rows`` split across threads (:mod:`.cpu._rows`), each
-    summing columns into its own float64 partials, added into ``columns`` at the end; on the
-    GPU one thread per item (``cuda_items`` of them), columns by atomic adds."""
+    *column partials)`` over blocks of ``rows`` split across threads, each summing columns
+    into its own float64 partials, added into ``columns`` at the end; on the GPU one thread
+    per item (``cuda_items`` of them), columns by atomic adds. On the CPU a launch large
+    enough for several threads runs as a GIL-free job (:mod:`.codegen_jobs`) when ``job``
+    (arrays, column count -> the job's address or None) gives one, on one thread too when
+    ``threads`` says so (a first call), so that the kernel is compiled once, in its job;
+    otherwise on :mod:`.cpu._rows`."""
     if target == "cpu":
         from .cpu._rows import n_blocks, run_blocks
 
-        blocks = n_blocks(rows, int(np.prod(loop, dtype=np.int64)))
-        if threads is not None:
-            blocks = min(blocks, threads)
+        wanted = n_blocks(rows, int(np.prod(loop, dtype=np.int64)))
+        blocks = wanted if threads is None else min(wanted, threads)
         parts = [np.zeros((blocks, loop[-1])) for _ in columns]
+        chunks = _chunks(rows, loop, blocks)
+        fn = job([*inputs, *outputs], len(parts)) if job is not None and wanted > 1 else None
+        if fn is not None:
+            from .cpu import _jobs
+
+            _jobs.run(fn, _jobs.pack(*loop, *inputs, *outputs, *parts), rows, blocks, chunks)
+            for c, p in zip(columns, parts, strict=True):
+                np.sum(p, axis=0, out=c)
+            return
 
         def block(k: int, lo: int, hi: int) -> None:
             kernel(lo, hi, *loop, *inputs, *outputs, *[p[k] for p in parts])
 
-        run_blocks(block, rows, blocks, chunks=_chunks(rows, loop, blocks))
+        run_blocks(block, rows, blocks, chunks=chunks)
         for c, p in zip(columns, parts, strict=True):
             np.sum(p, axis=0, out=c)
         return
@@ -569,4 +640,14 @@ def run_fused(
     total = int(np.prod(dims, dtype=np.int64))
     kernel = compile_fused(prog, target)
     cols = list(columns or ())
-    launch(kernel, dims, dims[0], inputs, outputs, cols, target, xp, threads, cuda_items=total)
+
+    def job(arrays: list[Any], n_cols: int) -> int | None:
+        from .codegen_jobs import job_address
+
+        source = lambda: fused_source(prog, target)  # noqa: E731
+        return job_address((prog, target), source, "", len(dims), arrays, n_cols)
+
+    launch(
+        kernel, dims, dims[0], inputs, outputs, cols, target, xp, threads, total,
+        job=job if target == "cpu" else None,
+    )  # fmt: skip

@@ -10,7 +10,8 @@ so a row is read from memory once and then from cache.
 A value computed in an earlier phase and needed later is read back from its output array
 when it is stored anyway, else recomputed from its expression (elementwise, so cheap).
 Row sums accumulate in float64; ``columns`` are sums over the leading dimensions (bias
-gradients), per thread on the CPU and by atomic adds on the GPU.
+gradients), per thread on the CPU (float32 values in float32 blocks of rows first,
+:func:`.codegen.column_blocks`) and by atomic adds on the GPU.
 """
 
 from __future__ import annotations
@@ -125,7 +126,8 @@ def _generate(
     trace: dict[str, set[int]] = {"own": set(), "late": set(), "read": set()}
 
     def emit(depth: int, text: str) -> None:
-        lines.extend("    " * depth + ln for ln in text.split("\n"))
+        if text:
+            lines.extend("    " * depth + ln for ln in text.split("\n"))
 
     def load(k: int, depth: int, loaded: set[int]) -> None:
         if k not in loaded:
@@ -202,6 +204,13 @@ def _generate(
     row_store = {j: k for k, j in enumerate(prog.row_outputs)}
     row_idx = ", ".join(idx[:-1]) or "0"
     add = "cuda.atomic.add(c{k}, {i}, t{j})" if target == "cuda" else "c{k}[{i}] += t{j}"
+    # float32 columns on the CPU: float32 block sums (codegen.column_blocks)
+    col32 = set()
+    if target in ("cpu", "trace") and nd > 1:
+        col32 = set(codegen.column_blocks([(s.dtype,) for s in steps], prog.columns))
+
+    def col_add(k: int, j: int) -> str:
+        return f"s{k}[{idx[-1]}] += t{j}" if k in col32 else add.format(k=k, i=idx[-1], j=j)
 
     def pass_loop(
         depth: int, p: int, roots: list[int], reds: list[int], cols: Any, wide: bool
@@ -225,16 +234,19 @@ def _generate(
                 emit(depth + 1, f"nan{j} = _radd(nan{j}, {one} if {src} != {src} else {zero})")
         for k, j in cols:
             value(j, depth + 1, done, loaded, p, wide)
-            emit(depth + 1, add.format(k=k, i=idx[-1], j=j))
+            emit(depth + 1, col_add(k, j))
 
-    def narrow_loop(depth: int, p: int, roots: list[int]) -> None:
-        """The float32 loop of a split pass: its float32 outputs and the values the wide
-        loop reads (stored to bridge rows unless an output or scratch row holds them)."""
+    def narrow_loop(depth: int, p: int, roots: list[int], cols: Any) -> None:
+        """The float32 loop of a split pass: its float32 outputs and columns, and the
+        values the wide loop reads (stored to bridge rows unless an output or scratch row
+        holds them)."""
         emit(depth, f"for {idx[-1]} in range({dims[-1]}):")
         done: set[int] = set()
         loaded: set[int] = set()
-        for j in [j for j in roots if narrow[j]] + sorted(bridged):
+        for j in [j for j in roots if narrow[j]] + [j for _, j in cols] + sorted(bridged):
             value(j, depth + 1, done, loaded, p)
+        for k, j in cols:
+            emit(depth + 1, col_add(k, j))
         for j in sorted(bridged & pass_bridges):
             emit(depth + 1, f"b{j}[{idx[-1]}] = t{j}")
 
@@ -251,12 +263,14 @@ def _generate(
         start = len(lines)
         bridged.clear()
         pass_bridges.clear()
-        pass_loop(depth, p, roots, reds, cols, wide=True)
+        in_narrow = [(k, j) for k, j in cols if k in col32 and narrow[j]]
+        in_wide = [c for c in cols if c not in in_narrow]
+        pass_loop(depth, p, roots, reds, in_wide, wide=True)
         wide_part = lines[start:]
         del lines[start:]
-        narrow_loop(depth, p, roots)
+        narrow_loop(depth, p, roots, in_narrow)
         narrow_text = "\n".join(lines[start:])
-        f64 = any(steps[j].kind == "sum" for j in reds) or bool(cols)
+        f64 = any(steps[j].kind == "sum" for j in reds) or any(k not in col32 for k, _ in cols)
         f64 = f64 or any("_as_float64(" in ln for ln in wide_part)
         if "_vm.v" in narrow_text and f64:
             lines.extend(wide_part)
@@ -306,10 +320,13 @@ def _generate(
         lines.append("    _vm.wide_vectors()")  # 512-bit vectors where the CPU has them
         for j in sorted(scratch):
             emit(1, f"w{j} = np.empty({dims[-1]}, np.{steps[j].dtype})")
+        emit(1, codegen.block_sums_start(sorted(col32), dims[-1]))
         top = len(lines)
         for d in range(nd - 1):
             emit(d + 1, f"for {idx[d]} in range({'lo, hi' if d == 0 else dims[d]}):")
         row_phase_body(nd)
+        emit(nd, codegen.block_sums_row(sorted(col32), dims[-1]))
+        emit(1, codegen.block_sums_end(sorted(col32), dims[-1]))
         lines[top:top] = [
             f"    b{j} = np.empty({dims[-1]}, np.{steps[j].dtype})" for j in sorted(bridges)
         ]
@@ -386,6 +403,14 @@ def run_rows(
     launch_rows = loop[0] if len(loop) > 1 else 1  # the CPU splits the first loop dimension
     kernel = compile_rows(prog, target)
     written = [*outputs, *row_outputs]
+
+    def job(arrays: list[Any], n_cols: int) -> int | None:
+        from .codegen_jobs import job_address
+
+        source = lambda: row_source(prog, target)  # noqa: E731
+        return job_address((prog, target), source, _REDUCE_HELPERS, len(loop), arrays, n_cols)
+
     codegen.launch(
-        kernel, loop, launch_rows, inputs, written, columns, target, xp, threads, cuda_items=rows
-    )
+        kernel, loop, launch_rows, inputs, written, columns, target, xp, threads, rows,
+        job=job if target == "cpu" else None,
+    )  # fmt: skip
