@@ -5,10 +5,18 @@ kernel calls remain (no abstract checks, no Tensor objects, no autograd bookkeep
 value is dropped from the environment right after its last use so NumPy/CuPy can reuse the
 memory for later results. On the CPU, large intermediates that fused kernels and matrix
 products produce are written into buffers of a reused arena instead (:mod:`.memory`).
+
+Graph outputs cannot live in the arena (the caller keeps them), but a large output of a
+fused kernel whose array the caller has dropped by the next call is written into again
+(:meth:`Executable._recycled`): the caller's reference count says it is free. A fresh
+array over glibc's mmap threshold (32 MiB) is mapped anew each call and every page
+faults on its first write: the ``ln(gelu(x*w+b))`` gradient of x (8192x1024 float32)
+took ~2.5 ms of such faults per step (benchmarks/README.md "ln(gelu) chain, session 9").
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -16,7 +24,7 @@ import numpy as np
 from .._backend import is_host
 from .._eager import conform_dtype
 from .graph import Graph, Var
-from .memory import MemoryPlan, plan_memory
+from .memory import PLANNED_MIN_BYTES, MemoryPlan, plan_memory
 
 __all__ = ["Executable"]
 
@@ -40,10 +48,19 @@ class Executable:
         self.consts = [(index(v), a) for v, a in graph.consts]
         self.plan: MemoryPlan | None = plan_memory(graph) if is_host(self.xp) else None
         self._arenas: list[Any] = []  # one per run in flight (runs on several threads)
+        outvars = {v.id for v in graph.outvars if isinstance(v, Var)}
+        # per equation: its fused kernel's full outputs that are large graph outputs
+        self.recyclable: list[list[int]] = [
+            [k for k in range(len(e.prim.out_meta)) if e.outputs[k].id in outvars
+             and e.outputs[k].nbytes >= PLANNED_MIN_BYTES]
+            if self.plan is not None and e.prim.kind == "fused" else []
+            for e in graph.eqns
+        ]  # fmt: skip
+        self._spare: dict[tuple[int, int], list[Any]] = {}  # (equation, output): arrays
         steps = []
         for i, e in enumerate(graph.eqns):
             impl = e.prim.impl_for(device) if device is not None else e.prim.impls["any"]
-            if self.plan is not None and self.plan.by_eqn[i] is not None:
+            if self.plan is not None and (self.plan.by_eqn[i] is not None or self.recyclable[i]):
                 impl = _writing_into_given(e, impl)
             elif e.out_alias is not None:
                 impl = _into(e, impl)
@@ -97,9 +114,13 @@ class Executable:
         for s, a in self.consts:
             env[s] = a
         xp = self.xp
+        recycle = self.recyclable
         for i, (impl, ins, params, outs, multi, meta, free) in enumerate(self.steps):
-            if arena is not None and arena[i] is not None:
-                res = impl(xp, *[env[s] for s in ins], out=arena[i], **params)
+            given = arena[i] if arena is not None else None
+            if recycle[i]:
+                given = self._recycled(i, given, meta)
+            if given is not None:
+                res = impl(xp, *[env[s] for s in ins], out=given, **params)
             else:
                 res = impl(xp, *[env[s] for s in ins], **params)
             if multi:
@@ -109,10 +130,49 @@ class Executable:
                 env[outs[0]] = conform_dtype(res, meta[0][0], xp)
             for s in free:
                 env[s] = None
+            if recycle[i]:
+                self._keep(i, env, outs)
         return [
             env[s] if s is not None else v
             for s, v in zip(self.out_slots, self.graph.outvars, strict=True)
         ]
+
+    def _recycled(self, i: int, given: Any, meta: Any) -> Any:
+        """The ``out`` list for equation ``i``: its arena buffers (``given``) and, for each
+        recyclable output, the array it returned before if nothing else refers to it now
+        (its owner, the array that holds the memory: every view refers to it)."""
+        out = list(given) if given is not None else [None] * len(meta)
+        for k in self.recyclable[i]:
+            spare = self._spare.get((i, k))
+            if not spare:
+                continue
+            try:
+                owner = spare.pop()
+            except IndexError:  # another thread's run took it
+                continue
+            dt, shape = meta[k]
+            # referred to by `owner` and getrefcount's argument only: the caller dropped it
+            if (
+                sys.getrefcount(owner) == 2
+                and owner.dtype == dt
+                and owner.size == int(np.prod(shape, dtype=np.int64))
+                and owner.flags.c_contiguous
+                and owner.flags.writeable
+            ):
+                out[k] = owner
+        return out if any(b is not None for b in out) else None
+
+    def _keep(self, i: int, env: list[Any], outs: list[int]) -> None:
+        """Remember equation ``i``'s recyclable outputs (their owners) for the next call."""
+        for k in self.recyclable[i]:
+            owner = env[outs[k]]
+            while isinstance(getattr(owner, "base", None), np.ndarray):
+                owner = owner.base
+            # only an array that owns its memory: every view of that memory refers to it
+            if type(owner) is np.ndarray and owner.base is None:
+                spare = self._spare.setdefault((i, k), [])
+                if len(spare) < 2:  # runs in flight on other threads may each keep one
+                    spare.append(owner)
 
 
 def _writing_into_given(e: Any, impl: Any) -> Any:
