@@ -50,6 +50,7 @@ import numpy as np
 from llvmlite import ir  # type: ignore[import-untyped]
 from numba import types
 from numba.extending import intrinsic
+from numba.np.arrayobj import populate_array
 
 from . import _spin
 from ._rows import SPIN_TRIES, linger_us, max_blocks
@@ -59,6 +60,10 @@ __all__ = [
     "job",
     "options",
     "pack",
+    "part2",
+    "part3",
+    "part4",
+    "part5",
     "run",
     "stats",
     "view1",
@@ -171,55 +176,133 @@ def _call_c0(typingctx: Any, fn: Any) -> Any:
     return types.int64(types.int64), codegen
 
 
-@numba.njit(cache=True, inline="always")
-def block(args: int) -> Any:  # pragma: no cover - compiled
+# ---- reading a packed block in a job: intrinsics, not inlined functions -----------------
+# (an inlined function was copied, typed and lowered again at each call site, its array
+# reads one by one: a conv job with ten arguments spent a third of its compile there)
+
+
+def _address(context: Any, builder: Any, ty: Any, value: Any) -> Any:
+    """The block's address (int64) from ``value``: an int64 address or the block array."""
+    if isinstance(ty, types.Array):
+        data = context.make_array(ty)(context, builder, value=value).data
+        return builder.ptrtoint(data, ir.IntType(64))
+    return context.cast(builder, value, ty, types.int64)
+
+
+def _slot(builder: Any, addr: Any, j: Any, at: int) -> Any:
+    """Word ``at`` of argument ``j``'s slot in the block at ``addr``."""
+    i64 = ir.IntType(64)
+    base = builder.add(builder.mul(j, ir.Constant(i64, SLOT)), ir.Constant(i64, 1 + at))
+    return builder.load(builder.gep(builder.inttoptr(addr, i64.as_pointer()), [base]))
+
+
+def _array(context: Any, builder: Any, aryty: Any, data: Any, shape: list[Any]) -> Any:
+    """A C-contiguous array of type ``aryty`` at address ``data`` (int64) with ``shape``."""
+    elem = context.get_data_type(aryty.dtype)
+    size = context.get_abi_sizeof(elem)
+    strides, step = [], ir.Constant(ir.IntType(64), size)
+    for n in reversed(shape):
+        strides.insert(0, step)
+        step = builder.mul(step, n)
+    ary = context.make_array(aryty)(context, builder)
+    ptr = builder.inttoptr(data, elem.as_pointer())
+    populate_array(ary, data=ptr, shape=shape, strides=strides, itemsize=size, meminfo=None)
+    return ary._getvalue()
+
+
+def _is_block(p: Any) -> bool:
+    return isinstance(p, types.Integer) or (
+        isinstance(p, types.Array) and p.ndim == 1 and p.dtype == types.int64
+    )
+
+
+@_intrinsic
+def block(typingctx: Any, args: Any) -> Any:
     """The packed argument block at address ``args`` (its first slot holds its length)."""
-    n = numba.carray(_pointer(args, np.int64), (1,))[0]
-    return numba.carray(_pointer(args, np.int64), (n,))
+    if not isinstance(args, types.Integer):
+        return None
+    aryty = types.Array(types.int64, 1, "C")
+
+    def codegen(context: Any, builder: Any, sig: Any, a: Any) -> Any:
+        addr = context.cast(builder, a[0], sig.args[0], types.int64)
+        n = builder.load(builder.inttoptr(addr, ir.IntType(64).as_pointer()))
+        return _array(context, builder, aryty, addr, [n])
+
+    return aryty(args), codegen
 
 
-@numba.njit(cache=True, inline="always")
-def integer(p: Any, j: int) -> int:  # pragma: no cover - compiled
-    """Integer argument ``j`` of a packed block."""
-    return p[SLOT * j + 1]
+@_intrinsic
+def integer(typingctx: Any, p: Any, j: Any) -> Any:
+    """Integer argument ``j`` of a packed block (:func:`block`'s array or its address)."""
+    if not (_is_block(p) and isinstance(j, types.Integer)):
+        return None
+
+    def codegen(context: Any, builder: Any, sig: Any, a: Any) -> Any:
+        addr = _address(context, builder, sig.args[0], a[0])
+        return _slot(builder, addr, context.cast(builder, a[1], sig.args[1], types.int64), 0)
+
+    return types.int64(p, j), codegen
 
 
-@numba.njit(cache=True, inline="always")
-def real(p: Any, j: int) -> float:  # pragma: no cover - compiled
+@_intrinsic
+def real(typingctx: Any, p: Any, j: Any) -> Any:
     """Float argument ``j`` of a packed block (stored as a float64's bits)."""
-    return _as_f64(p[SLOT * j + 1])
+    if not (_is_block(p) and isinstance(j, types.Integer)):
+        return None
+
+    def codegen(context: Any, builder: Any, sig: Any, a: Any) -> Any:
+        addr = _address(context, builder, sig.args[0], a[0])
+        j64 = context.cast(builder, a[1], sig.args[1], types.int64)
+        return builder.bitcast(_slot(builder, addr, j64, 0), ir.DoubleType())
+
+    return types.float64(p, j), codegen
 
 
-@numba.njit(cache=True, inline="always")
-def view1(p: Any, j: int, dtype: Any) -> Any:  # pragma: no cover - compiled
-    """Array argument ``j`` (one dimension) of ``dtype``, C-contiguous."""
-    i = SLOT * j + 1
-    return numba.carray(_pointer(p[i], dtype), (p[i + 1],))
+def _views(ndim: int) -> tuple[Any, Any]:
+    """``view(p, j, dtype)``: array argument ``j`` (``ndim`` dimensions) of ``dtype``,
+    C-contiguous; ``part(p, j, dtype, k)``: its sub-array ``k`` (``view(p, j, dtype)[k]``)."""
+
+    def view(typingctx: Any, p: Any, j: Any, dtype: Any) -> Any:
+        if not (_is_block(p) and isinstance(dtype, types.NumberClass)):
+            return None
+        aryty = types.Array(dtype.instance_type, ndim, "C")
+
+        def codegen(context: Any, builder: Any, sig: Any, a: Any) -> Any:
+            addr = _address(context, builder, sig.args[0], a[0])
+            j64 = context.cast(builder, a[1], sig.args[1], types.int64)
+            shape = [_slot(builder, addr, j64, 1 + d) for d in range(ndim)]
+            return _array(context, builder, aryty, _slot(builder, addr, j64, 0), shape)
+
+        return aryty(p, j, dtype), codegen
+
+    def part(typingctx: Any, p: Any, j: Any, dtype: Any, k: Any) -> Any:
+        if not (_is_block(p) and isinstance(dtype, types.NumberClass)):
+            return None
+        aryty = types.Array(dtype.instance_type, ndim - 1, "C")
+
+        def codegen(context: Any, builder: Any, sig: Any, a: Any) -> Any:
+            addr = _address(context, builder, sig.args[0], a[0])
+            j64 = context.cast(builder, a[1], sig.args[1], types.int64)
+            shape = [_slot(builder, addr, j64, 1 + d) for d in range(1, ndim)]
+            size = context.get_abi_sizeof(context.get_data_type(aryty.dtype))
+            count = ir.Constant(ir.IntType(64), size)
+            for n in shape:
+                count = builder.mul(count, n)
+            k64 = context.cast(builder, a[3], sig.args[3], types.int64)
+            data = builder.add(_slot(builder, addr, j64, 0), builder.mul(k64, count))
+            return _array(context, builder, aryty, data, shape)
+
+        return aryty(p, j, dtype, k), codegen
+
+    view.__name__, part.__name__ = f"view{ndim}", f"part{ndim}"
+    return _intrinsic(view), _intrinsic(part)
 
 
-@numba.njit(cache=True, inline="always")
-def view2(p: Any, j: int, dtype: Any) -> Any:  # pragma: no cover - compiled
-    i = SLOT * j + 1
-    return numba.carray(_pointer(p[i], dtype), (p[i + 1], p[i + 2]))
-
-
-@numba.njit(cache=True, inline="always")
-def view3(p: Any, j: int, dtype: Any) -> Any:  # pragma: no cover - compiled
-    i = SLOT * j + 1
-    return numba.carray(_pointer(p[i], dtype), (p[i + 1], p[i + 2], p[i + 3]))
-
-
-@numba.njit(cache=True, inline="always")
-def view4(p: Any, j: int, dtype: Any) -> Any:  # pragma: no cover - compiled
-    i = SLOT * j + 1
-    return numba.carray(_pointer(p[i], dtype), (p[i + 1], p[i + 2], p[i + 3], p[i + 4]))
-
-
-@numba.njit(cache=True, inline="always")
-def view5(p: Any, j: int, dtype: Any) -> Any:  # pragma: no cover - compiled
-    i = SLOT * j + 1
-    shape = (p[i + 1], p[i + 2], p[i + 3], p[i + 4], p[i + 5])
-    return numba.carray(_pointer(p[i], dtype), shape)
+view1, _part1 = _views(1)
+view2, part2 = _views(2)
+view3, part3 = _views(3)
+view4, part4 = _views(4)
+view5, part5 = _views(5)
 
 
 def _data_offset() -> int | None:

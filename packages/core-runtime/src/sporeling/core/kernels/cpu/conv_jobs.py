@@ -19,107 +19,15 @@ from typing import Any
 
 import numba
 import numpy as np
-from llvmlite import ir  # type: ignore[import-untyped]
 from numba import types
 from numba.extending import intrinsic
-from numba.np.arrayobj import populate_array
 
 from . import conv_backward as cb
 from . import conv_forward as cf
-from ._jobs import SLOT, inlining
+from ._jobs import inlining, integer, part3, part4, part5, real, view1, view2, view4
 from .conv_columns import JIT_INLINE
 
 _intrinsic: Any = intrinsic
-
-# ---- reading the packed arguments (:func:`._jobs.pack`'s layout) ----------------------
-# Intrinsics rather than ``_jobs``' inlined view functions: each inlined call was copied,
-# typed and lowered again (an array read per size), a third of a job's compile.
-
-
-def _slot(builder: Any, args: Any, j: Any, at: int) -> Any:
-    """Word ``at`` of argument ``j``'s slot in the block at address ``args``."""
-    i64 = ir.IntType(64)
-    base = builder.add(builder.mul(j, ir.Constant(i64, SLOT)), ir.Constant(i64, 1 + at))
-    return builder.load(builder.gep(builder.inttoptr(args, i64.as_pointer()), [base]))
-
-
-def _array(context: Any, builder: Any, aryty: Any, data: Any, shape: list[Any]) -> Any:
-    """A C-contiguous array of type ``aryty`` over address ``data`` (int64) and ``shape``."""
-    elem = context.get_data_type(aryty.dtype)
-    size = context.get_abi_sizeof(elem)
-    strides, step = [], ir.Constant(ir.IntType(64), size)
-    for n in reversed(shape):
-        strides.insert(0, step)
-        step = builder.mul(step, n)
-    ary = context.make_array(aryty)(context, builder)
-    ptr = builder.inttoptr(data, elem.as_pointer())
-    populate_array(ary, data=ptr, shape=shape, strides=strides, itemsize=size, meminfo=None)
-    return ary._getvalue()
-
-
-def _views(ndim: int) -> tuple[Any, Any]:
-    """Intrinsics ``view(args, j, dtype)``: argument ``j``, an ``ndim``-d array of ``dtype``;
-    ``part(args, j, dtype, k)``: its ``k``-th sub-array (``view(...)[k]``, ``ndim - 1`` d)."""
-
-    def typed(dtype: Any, d: int) -> Any:
-        return types.Array(dtype.instance_type, d, "C")
-
-    def view(typingctx: Any, args: Any, j: Any, dtype: Any) -> Any:
-        if not isinstance(dtype, types.NumberClass):
-            return None
-
-        def codegen(context: Any, builder: Any, sig: Any, a: Any) -> Any:
-            shape = [_slot(builder, a[0], a[1], 1 + d) for d in range(ndim)]
-            return _array(context, builder, sig.return_type, _slot(builder, a[0], a[1], 0), shape)
-
-        return typed(dtype, ndim)(types.int64, types.int64, dtype), codegen
-
-    def part(typingctx: Any, args: Any, j: Any, dtype: Any, k: Any) -> Any:
-        if not isinstance(dtype, types.NumberClass):
-            return None
-
-        def codegen(context: Any, builder: Any, sig: Any, a: Any) -> Any:
-            shape = [_slot(builder, a[0], a[1], 1 + d) for d in range(1, ndim)]
-            count = ir.Constant(
-                ir.IntType(64), context.get_abi_sizeof(context.get_data_type(sig.return_type.dtype))
-            )
-            for n in shape:
-                count = builder.mul(count, n)
-            data = builder.add(_slot(builder, a[0], a[1], 0), builder.mul(a[3], count))
-            return _array(context, builder, sig.return_type, data, shape)
-
-        return typed(dtype, ndim - 1)(types.int64, types.int64, dtype, types.int64), codegen
-
-    return _intrinsic(view), _intrinsic(part)
-
-
-view1, _ = _views(1)
-view2, _ = _views(2)
-view3, part3 = _views(3)
-view4, part4 = _views(4)
-_, part5 = _views(5)
-
-
-@_intrinsic
-def integer(typingctx: Any, args: Any, j: Any) -> Any:
-    """Integer argument ``j`` of the block at address ``args``."""
-
-    def codegen(context: Any, builder: Any, sig: Any, a: Any) -> Any:
-        return _slot(builder, a[0], a[1], 0)
-
-    return types.int64(types.int64, types.int64), codegen
-
-
-@_intrinsic
-def real32(typingctx: Any, args: Any, j: Any) -> Any:
-    """Float argument ``j`` (a float64's bits) of the block at ``args``, as a float32."""
-
-    def codegen(context: Any, builder: Any, sig: Any, a: Any) -> Any:
-        value = builder.bitcast(_slot(builder, a[0], a[1], 0), ir.DoubleType())
-        return builder.fptrunc(value, ir.FloatType())
-
-    return types.float32(types.int64, types.int64), codegen
-
 
 _F, _I = np.float32, np.int64
 #: every job inlines its kernel (``conv_columns.JIT_INLINE``) and so compiles with its flags
@@ -238,7 +146,7 @@ def _forward(gemm, p, k, lo, hi):  # pragma: no cover - compiled
     :func:`.conv_forward._forward_kernel`."""
     cf._forward_kernel(
         gemm, integer(p, 1), view4(p, 2, _F), view2(p, 3, _F), view4(p, 4, _F),
-        part3(p, 5, _F, k), view1(p, 6, _I), integer(p, 7), real32(p, 8), real32(p, 9),
+        part3(p, 5, _F, k), view1(p, 6, _I), integer(p, 7), _F(real(p, 8)), _F(real(p, 9)),
         lo, hi,
     )  # fmt: skip
 
@@ -261,8 +169,8 @@ def _forward_mk(gemm, p, k, lo, hi):  # pragma: no cover - compiled
     :func:`.conv_forward._forward_kernel_mk`."""
     cf._forward_kernel_mk(
         gemm, integer(p, 1), view4(p, 2, _F), view4(p, 3, _F), view2(p, 4, _F),
-        view4(p, 5, _F), part3(p, 6, _F, k), view1(p, 7, _I), integer(p, 8), real32(p, 9),
-        real32(p, 10), lo, hi,
+        view4(p, 5, _F), part3(p, 6, _F, k), view1(p, 7, _I), integer(p, 8), _F(real(p, 9)),
+        _F(real(p, 10)), lo, hi,
     )  # fmt: skip
 
 
@@ -284,8 +192,8 @@ def _data_grad_mk(gemm, p, k, lo, hi):  # pragma: no cover - compiled
     :func:`.conv_backward._data_grad_kernel_mk`."""
     cb._data_grad_kernel_mk(
         gemm, integer(p, 1), view4(p, 2, _F), view4(p, 3, _F), view2(p, 4, _F),
-        view4(p, 5, _F), part3(p, 6, _F, k), view1(p, 7, _I), integer(p, 8), real32(p, 9),
-        real32(p, 10), lo, hi,
+        view4(p, 5, _F), part3(p, 6, _F, k), view1(p, 7, _I), integer(p, 8), _F(real(p, 9)),
+        _F(real(p, 10)), lo, hi,
     )  # fmt: skip
 
 
@@ -307,7 +215,7 @@ def _data_grad(gemm, p, k, lo, hi):  # pragma: no cover - compiled
     :func:`.conv_backward._data_grad_kernel`."""
     cb._data_grad_kernel(
         gemm, integer(p, 1), view4(p, 2, _F), view2(p, 3, _F), view4(p, 4, _F),
-        part3(p, 5, _F, k), view1(p, 6, _I), integer(p, 7), real32(p, 8), real32(p, 9),
+        part3(p, 5, _F, k), view1(p, 6, _I), integer(p, 7), _F(real(p, 8)), _F(real(p, 9)),
         lo, hi,
     )  # fmt: skip
 
@@ -331,7 +239,7 @@ def _weight_grad_mk(gemm, p, k, lo, hi):  # pragma: no cover - compiled
     cb._weight_grad_kernel_mk(
         gemm, integer(p, 1), view4(p, 2, _F), view4(p, 3, _F), part4(p, 4, _F, k),
         part3(p, 5, _F, k), part3(p, 6, _F, k), view1(p, 7, _I), integer(p, 8),
-        real32(p, 9), lo, hi,
+        _F(real(p, 9)), lo, hi,
     )  # fmt: skip
 
 
@@ -353,7 +261,7 @@ def _weight_grad(gemm, p, k, lo, hi):  # pragma: no cover - compiled
     :func:`.conv_backward._weight_grad_kernel`."""
     cb._weight_grad_kernel(
         gemm, integer(p, 1), view4(p, 2, _F), view4(p, 3, _F), part4(p, 4, _F, k),
-        part3(p, 5, _F, k), view1(p, 6, _I), integer(p, 7), real32(p, 8), lo, hi,
+        part3(p, 5, _F, k), view1(p, 6, _I), integer(p, 7), _F(real(p, 8)), lo, hi,
     )  # fmt: skip
 
 
