@@ -12,9 +12,12 @@ with another output buffer. :func:`empty_apart` returns an output that starts at
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
+
+from ._jobs import _data_address
 
 __all__ = ["GAP", "MIN_BYTES", "empty_apart"]
 
@@ -33,19 +36,25 @@ def _clear(start: int, inputs: tuple[int, ...]) -> bool:
 
 def empty_apart(shape: Any, dtype: Any, *inputs: np.ndarray) -> np.ndarray:
     """``np.empty(shape, dtype)``, C-contiguous, placed clear of the ``inputs``' page
-    offsets (see the module docstring); a plain ``np.empty`` below :data:`MIN_BYTES`."""
+    offsets (see the module docstring); a plain ``np.empty`` below :data:`MIN_BYTES`.
+
+    The first clear start is either the first aligned one or the first aligned one past an
+    input's window, so only those few are tried (stepping 64 bytes at a time from the
+    first had taken up to 64 tests, ~0.1 ms a call in a LeNet-5 step under cProfile)."""
     dt = np.dtype(dtype)
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    nbytes = math.prod(shape) * dt.itemsize
     if nbytes < MIN_BYTES or not inputs:
         return np.empty(shape, dt)
     buf = np.empty(nbytes + PAGE, np.uint8)
-    base = buf.ctypes.data
-    addrs = tuple(a.ctypes.data for a in inputs)
+    base = _data_address(buf)  # (``ctypes.data`` took ~1.7 us an array)
+    addrs = tuple(_data_address(a) for a in inputs)
     align = max(64, dt.itemsize)
-    off = (-base) % align
-    while off + nbytes <= buf.size and not _clear(base + off, addrs):
-        off += align
-    if off + nbytes > buf.size:  # cannot happen with one page of slack and < 8 inputs
-        off = (-base) % align
+    first = (-base) % align
+    best = None
+    for cand in (first, *((a + GAP - base) % PAGE for a in addrs)):
+        off = cand + (-(base + cand)) % align  # the first aligned offset from cand
+        if off + nbytes <= buf.size and _clear(base + off, addrs):
+            best = off if best is None else min(best, off)
+    off = first if best is None else best  # None cannot happen with < 8 inputs
     return buf[off : off + nbytes].view(dt).reshape(shape)
