@@ -35,6 +35,7 @@ def two_threads(monkeypatch):
 
     monkeypatch.setattr(_rows, "max_blocks", lambda: 2)
     monkeypatch.setattr(_rows, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(codegen, "JOB_MIN_ELEMENTS", 1)
     monkeypatch.setattr(_jobs, "max_blocks", lambda: 2)
     monkeypatch.setattr(_jobs, "_CPUS", max(2, _jobs._CPUS))
     monkeypatch.setattr(_jobs, "run", job)
@@ -159,3 +160,14 @@ def test_launches_a_job_cannot_take_run_the_kernel(two_threads):
     assert (
         codegen_jobs.job_address(("k",), lambda: "", "", 1, [np.zeros((3, 4))[:, ::2]], 0) is None
     )
+
+
+def test_kernels_below_the_job_size_stay_on_the_row_workers(two_threads, monkeypatch):
+    monkeypatch.setattr(codegen, "JOB_MIN_ELEMENTS", 45 * 33 + 1)
+    x = np.ones((45, 33), np.float32)
+    o, c = np.empty((45, 33), np.float32), np.empty(33)
+    codegen.run_fused(GELU_GRAD, (45, 33), [x, x], [o], columns=[c])
+    assert two_threads[-1][0] == "rows"
+    monkeypatch.setattr(codegen, "JOB_MIN_ELEMENTS", 45 * 33)
+    codegen.run_fused(GELU_GRAD, (45, 33), [x, x], [o], columns=[c])
+    assert two_threads[-1][0] == "job"

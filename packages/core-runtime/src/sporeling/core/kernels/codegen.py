@@ -556,6 +556,16 @@ def _chunks(rows: int, loop: tuple[int, ...], blocks: int) -> int:
     return max(1, min(rows, max(2 * blocks, total // CHUNK_ELEMENTS)))
 
 
+#: generated CPU kernels of at least this many elements run as GIL-free jobs (when they
+#: split over threads): a slow worker start costs a long kernel most (the ln(gelu) chain's
+#: 8M elements, ~10 ms a thread). Shorter ones (the GPT step's, up to 2M) stay on the row
+#: workers: after a job the worker spins for its next one (``_jobs.LINGER_US``), which may
+#: take a core from OpenBLAS's threads in the products between kernels, and no A/B on an
+#: idle machine says jobs win there (GPT graph step, 2 threads, load ~10, every kernel a
+#: job: CPU min 348 -> 372 ms; the same code twice read 346 vs 355: within the noise)
+JOB_MIN_ELEMENTS = 1 << 22
+
+
 def launch(
     kernel: Kernel,
     loop: tuple[int, ...],
@@ -572,19 +582,21 @@ def launch(
     """Run a generated kernel: on the CPU ``kernel(lo, hi, *loop, *inputs, *outputs,
     *column partials)`` over blocks of ``rows`` split across threads, each summing columns
     into its own float64 partials, added into ``columns`` at the end; on the GPU one thread
-    per item (``cuda_items`` of them), columns by atomic adds. On the CPU a launch large
-    enough for several threads runs as a GIL-free job (:mod:`.codegen_jobs`) when ``job``
-    (arrays, column count -> the job's address or None) gives one, on one thread too when
-    ``threads`` says so (a first call), so that the kernel is compiled once, in its job;
-    otherwise on :mod:`.cpu._rows`."""
+    per item (``cuda_items`` of them), columns by atomic adds. On the CPU a launch of at
+    least :data:`JOB_MIN_ELEMENTS` that splits over threads runs as a GIL-free job
+    (:mod:`.codegen_jobs`) when ``job`` (arrays, column count -> the job's address or
+    None) gives one, on one thread too when ``threads`` says so (a first call), so that
+    the kernel is compiled once, in its job; otherwise on :mod:`.cpu._rows`."""
     if target == "cpu":
         from .cpu._rows import n_blocks, run_blocks
 
-        wanted = n_blocks(rows, int(np.prod(loop, dtype=np.int64)))
+        total = int(np.prod(loop, dtype=np.int64))
+        wanted = n_blocks(rows, total)
         blocks = wanted if threads is None else min(wanted, threads)
         parts = [np.zeros((blocks, loop[-1])) for _ in columns]
         chunks = _chunks(rows, loop, blocks)
-        fn = job([*inputs, *outputs], len(parts)) if job is not None and wanted > 1 else None
+        large = total >= JOB_MIN_ELEMENTS
+        fn = job([*inputs, *outputs], len(parts)) if job and wanted > 1 and large else None
         if fn is not None:
             from .cpu import _jobs
 
