@@ -5,9 +5,18 @@ caller holds it, a view of it or its NumPy array; values always as eager."""
 import threading
 
 import numpy as np
+import pytest
 
-from sporeling.core import Tensor, ops
+from sporeling.core import Tensor, get_context, ops, set_context
 from sporeling.core.compiler import jit
+
+
+@pytest.fixture(autouse=True)
+def _fusion_on():
+    before = get_context("enable_graph_kernel")
+    set_context(enable_graph_kernel=True)
+    yield
+    set_context(enable_graph_kernel=before)
 
 
 def t(*shape, seed=0):
@@ -33,6 +42,8 @@ def test_a_dropped_output_is_written_into_again():
     first = address(jf(x, w).asnumpy())  # only its address is kept
     x2 = t(256, 128, seed=2)
     out = jf(x2, w)
+    exe = next(iter(jf._cache.values())).exe
+    assert any(exe.recyclable)  # the fused kernel's output
     assert address(out.asnumpy()) == first
     np.testing.assert_allclose(out.asnumpy(), want(x2, w), rtol=1e-6)
 

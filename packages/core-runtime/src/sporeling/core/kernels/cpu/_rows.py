@@ -165,6 +165,10 @@ class _Worker:
             finally:
                 self.release()  # unless the job did
                 self.released = False
+                # asleep until the next job, the loop must not keep this one's arrays alive
+                # (a graph output the caller dropped is written into again only once nothing
+                # refers to it, compiler/executor.py)
+                fn = args = None
 
     def release(self) -> None:
         """Back in the idle list (once per job), called on this worker's own thread while its
