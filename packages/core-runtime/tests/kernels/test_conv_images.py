@@ -246,8 +246,9 @@ def test_weight_gradient_from_the_padded_image(case, chunk, monkeypatch):
 
 @pytest.mark.parametrize("channels", [8, 16, 32])
 def test_weight_gradient_from_the_padded_image_non_contiguous_and_threads(channels, monkeypatch):
-    """Strided x (read element by element into the padded buffer; 16 and 32 channels: the
-    channels-last copy), several threads each with its own buffer and sum."""
+    """Strided x (read element by element into the padded buffer; 16 and 32 channels: made
+    contiguous for the channels-last copy, a C function reading the image by address),
+    several threads each with its own buffer and sum."""
     monkeypatch.setattr(conv_images, "max_blocks", lambda: 3)
     monkeypatch.setattr(conv_images, "PARALLEL_MIN", 0)
     rng = np.random.default_rng(7)
