@@ -1,66 +1,81 @@
-"""The Numba im2col/col2im kernels against the NumPy slicing path they replace on the CPU."""
+"""The C functions of kernels/cpu/conv_columns.py (im2col, col2im, the channels-last copy),
+called by address as the conv kernels call them, against NumPy references (float64 and
+float32, odd shapes, stride, padding, dilation, one-sided cases where a tap misses the
+image)."""
+
+import ctypes
 
 import numpy as np
 import pytest
 
-from sporeling.core.kernels.cpu import _rows
-from sporeling.core.ops.nn.conv import _col2im, _im2col
+from sporeling.core.kernels.cpu import conv_columns
 
-CASES = [  # (N, C, H, W), kernel, stride, pads, dilation
-    ((2, 3, 7, 9), (3, 2), (1, 1), ((0, 0), (0, 0)), (1, 1)),
-    ((3, 2, 8, 6), (3, 3), (2, 1), ((1, 2), (2, 0)), (1, 2)),
-    ((1, 1, 5, 5), (2, 4), (3, 2), ((3, 3), (0, 4)), (2, 1)),  # padding past the kernel
-    ((2, 1, 4, 4), (5, 5), (1, 1), ((2, 2), (2, 2)), (1, 1)),  # taps wholly in the padding
+PROTO = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, *[ctypes.c_int64] * 13)
+CASES = [  # C, H, W, KH, KW, stride h/w, pad h/w, dilation h/w
+    (1, 5, 7, 3, 3, 1, 1, 1, 1, 1, 1),
+    (3, 9, 6, 3, 2, 2, 1, 0, 1, 1, 1),
+    (2, 8, 8, 5, 5, 1, 1, 0, 0, 1, 1),
+    (4, 7, 9, 3, 3, 1, 2, 2, 1, 2, 1),
+    (2, 4, 5, 3, 3, 3, 2, 2, 2, 1, 2),
+    (1, 3, 3, 1, 1, 1, 1, 0, 0, 1, 1),
 ]
 
 
-def _out_sp(shape, kernel, stride, pads, dilation):
-    return tuple(
-        (shape[2 + a] + sum(pads[a]) - dilation[a] * (kernel[a] - 1) - 1) // stride[a] + 1
-        for a in range(2)
+def _out(n, k, s, p, d):
+    return (n + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def _ref_index(c, h, w, kh, kw, sh, sw, ph, pw, dh, dw):
+    """For each (c, i, j) row and output pixel: the flat input index, or -1 (padding)."""
+    oh, ow = _out(h, kh, sh, ph, dh), _out(w, kw, sw, pw, dw)
+    cc, i, j, y, x = np.meshgrid(
+        np.arange(c), np.arange(kh), np.arange(kw), np.arange(oh), np.arange(ow), indexing="ij"
     )
+    yy, xx = y * sh - ph + i * dh, x * sw - pw + j * dw
+    inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
+    idx = np.where(inside, (cc * h + yy) * w + xx, -1)
+    return idx.reshape(c * kh * kw, oh * ow), oh, ow
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("case", CASES)
-def test_im2col_and_col2im_match_the_numpy_path(case, dtype):
-    shape, kernel, stride, pads, dilation = case
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal(shape).astype(dtype)
-    out_sp = _out_sp(shape, kernel, stride, pads, dilation)
-    args = (kernel, stride, pads, dilation, out_sp)
-    want = _im2col(np, x, *args, fast=False)
-    got = _im2col(np, x, *args, fast=True)
-    assert got.dtype == dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got, want)
-    cols = rng.standard_normal(want.shape).astype(dtype)
-    back = (kernel, stride, pads, dilation)
-    want_img = _col2im(np, cols, shape, *back, fast=False)
-    got_img = _col2im(np, cols, shape, *back, fast=True)
-    np.testing.assert_allclose(got_img, want_img, rtol=1e-6 if dtype == np.float32 else 1e-13)
+def test_im2col_and_col2im_match_numpy(case, dtype):
+    c, h, w, kh, kw, sh, sw, ph, pw, dh, dw = case
+    rng = np.random.default_rng(sum(case))
+    idx, oh, ow = _ref_index(c, h, w, kh, kw, sh, sw, ph, pw, dh, dw)
+    x = rng.standard_normal((2, c, h, w)).astype(dtype)
+    want = np.where(idx >= 0, x[1].reshape(-1)[np.maximum(idx, 0)], 0)
+    cols = np.full((c * kh * kw, oh * ow), np.nan, dtype)  # every element written
+    geo = (c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow)
+    PROTO(conv_columns.address("im2col", dtype))(x[1:].ctypes.data, cols.ctypes.data, *geo)
+    np.testing.assert_array_equal(cols, want)
+    g = rng.standard_normal(cols.shape).astype(dtype)
+    want_img = np.zeros(c * h * w)
+    np.add.at(want_img, idx[idx >= 0], g.astype(np.float64)[idx >= 0])
+    out = np.full((c, h, w), np.nan, dtype)  # overwritten, not added into
+    PROTO(conv_columns.address("col2im", dtype))(g.ctypes.data, out.ctypes.data, *geo)
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(out.reshape(-1), want_img, rtol=tol, atol=tol)
 
 
-def test_large_inputs_split_over_threads_give_the_same_columns(monkeypatch):
-    """Above PARALLEL_MIN the rows (and planes) run in blocks on several threads."""
-    calls = []
-    real = _rows.run_blocks
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_channels_last_copy_fills_the_interior_only(dtype):
+    rng = np.random.default_rng(3)
+    c, h, w, hp, wp, ph, pw = 5, 4, 7, 7, 10, 1, 2
+    x = rng.standard_normal((c, h, w)).astype(dtype)
+    xq = np.full((hp, wp, c), -7.0, dtype)
+    fn = PROTO(conv_columns.address("nhwc", dtype))
+    fn(x.ctypes.data, xq.ctypes.data, c, h, w, hp, wp, ph, pw, 0, 0, 0, 0, 0, 0)
+    want = np.full((hp, wp, c), -7.0, dtype)
+    want[ph : ph + h, pw : pw + w] = x.transpose(1, 2, 0)
+    np.testing.assert_array_equal(xq, want)
 
-    def spy(fn, rows, blocks, chunks=None):
-        calls.append(blocks)
-        return real(fn, rows, blocks, chunks)
 
-    monkeypatch.setattr("sporeling.core.kernels.cpu.conv.run_blocks", spy)
-    monkeypatch.setattr("sporeling.core.kernels.cpu.conv.n_blocks", lambda rows, n: 2)
-    x = np.random.default_rng(1).standard_normal((8, 3, 20, 20)).astype(np.float32)
-    args = ((3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), (20, 20))
-    np.testing.assert_array_equal(
-        _im2col(np, x, *args, fast=True), _im2col(np, x, *args, fast=False)
-    )
-    cols = np.random.default_rng(2).standard_normal((3, 3, 3, 8, 20, 20)).astype(np.float32)
-    back = ((3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1))
-    np.testing.assert_allclose(
-        _col2im(np, cols, x.shape, *back, fast=True),
-        _col2im(np, cols, x.shape, *back, fast=False),
-        rtol=1e-6,
-    )
-    assert calls == [2, 2]
+def test_address_is_per_dtype_and_reused():
+    a32 = conv_columns.address("im2col", np.float32)
+    assert a32 == conv_columns.address("im2col", "float32")
+    assert a32 != conv_columns.address("im2col", np.float64)
+    with pytest.raises(ValueError, match="name 'transpose'"):
+        conv_columns.address("transpose", np.float32)
+    with pytest.raises(ValueError, match="dtype int32"):
+        conv_columns.address("im2col", np.int32)

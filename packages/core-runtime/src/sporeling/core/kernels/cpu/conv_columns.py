@@ -229,6 +229,11 @@ def address(name: str, dtype: Any) -> int:
     key = (name, np.dtype(dtype))
     fn = _CFUNCS.get(key)
     if fn is None:
+        if name not in _BODIES or key[1] not in (np.float32, np.float64):
+            raise ValueError(
+                f"conv_columns.address: name {name!r}, dtype {key[1]}: expected one of "
+                f"{sorted(_BODIES)} and float32 or float64"
+            )
         ptr = types.CPointer(numba.from_dtype(key[1]))
         sig = types.void(ptr, ptr, *[types.int64] * 13)
         flags = {k: v for k, v in JIT.items() if k in ("cache", "fastmath", "error_model")}
