@@ -76,106 +76,35 @@ def _same_shape_compare(prim: Primitive, ufunc: Any, family: str) -> Any:
     return run
 
 
-_equal_now = _same_shape_compare(equal_p, np.equal, "all")
+def _comparison(prim: Primitive, ufunc: Any, family: str, symbol: str) -> Any:
+    """The public op ``x <symbol> y``: the same-shape eager path, else the interpreter
+    directly when both are tensors of one dtype (no promotion, no bind), else ``bind``."""
+    name = prim.name
+    now = _same_shape_compare(prim, ufunc, family)
+
+    def op(x: Any, y: Any) -> Tensor:
+        if (
+            type(x) in _TENSORS
+            and type(y) in _TENSORS
+            and (dx := x._data).dtype is (dy := y._data).dtype
+        ):
+            out = now(x, y, dx, dy)
+            if out is not None:
+                return out
+            return _STATE[-1].process(prim, (x, y), {})
+        return prim.bind(*promote_args(name, x, y))
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Elementwise ``x {symbol} y`` (bool result)."
+    return op
 
 
-def equal(x: Any, y: Any) -> Tensor:
-    """Elementwise ``x == y`` (bool result)."""
-    if (
-        type(x) in _TENSORS
-        and type(y) in _TENSORS
-        and (dx := x._data).dtype is (dy := y._data).dtype
-    ):
-        out = _equal_now(x, y, dx, dy)
-        if out is not None:
-            return out
-        return _STATE[-1].process(equal_p, (x, y), {})  # (hot path: no promotion, no bind)
-    return equal_p.bind(*promote_args("equal", x, y))
-
-
-_not_equal_now = _same_shape_compare(not_equal_p, np.not_equal, "all")
-
-
-def not_equal(x: Any, y: Any) -> Tensor:
-    """Elementwise ``x != y`` (bool result)."""
-    if (
-        type(x) in _TENSORS
-        and type(y) in _TENSORS
-        and (dx := x._data).dtype is (dy := y._data).dtype
-    ):
-        out = _not_equal_now(x, y, dx, dy)
-        if out is not None:
-            return out
-        return _STATE[-1].process(not_equal_p, (x, y), {})  # (hot path: no promotion, no bind)
-    return not_equal_p.bind(*promote_args("not_equal", x, y))
-
-
-_greater_now = _same_shape_compare(greater_p, np.greater, "numeric")
-
-
-def greater(x: Any, y: Any) -> Tensor:
-    """Elementwise ``x > y`` (bool result)."""
-    if (
-        type(x) in _TENSORS
-        and type(y) in _TENSORS
-        and (dx := x._data).dtype is (dy := y._data).dtype
-    ):
-        out = _greater_now(x, y, dx, dy)
-        if out is not None:
-            return out
-        return _STATE[-1].process(greater_p, (x, y), {})  # (hot path: no promotion, no bind)
-    return greater_p.bind(*promote_args("greater", x, y))
-
-
-_greater_equal_now = _same_shape_compare(greater_equal_p, np.greater_equal, "numeric")
-
-
-def greater_equal(x: Any, y: Any) -> Tensor:
-    """Elementwise ``x >= y`` (bool result)."""
-    if (
-        type(x) in _TENSORS
-        and type(y) in _TENSORS
-        and (dx := x._data).dtype is (dy := y._data).dtype
-    ):
-        out = _greater_equal_now(x, y, dx, dy)
-        if out is not None:
-            return out
-        return _STATE[-1].process(greater_equal_p, (x, y), {})  # (hot path: no promotion, no bind)
-    return greater_equal_p.bind(*promote_args("greater_equal", x, y))
-
-
-_less_now = _same_shape_compare(less_p, np.less, "numeric")
-
-
-def less(x: Any, y: Any) -> Tensor:
-    """Elementwise ``x < y`` (bool result)."""
-    if (
-        type(x) in _TENSORS
-        and type(y) in _TENSORS
-        and (dx := x._data).dtype is (dy := y._data).dtype
-    ):
-        out = _less_now(x, y, dx, dy)
-        if out is not None:
-            return out
-        return _STATE[-1].process(less_p, (x, y), {})  # (hot path: no promotion, no bind)
-    return less_p.bind(*promote_args("less", x, y))
-
-
-_less_equal_now = _same_shape_compare(less_equal_p, np.less_equal, "numeric")
-
-
-def less_equal(x: Any, y: Any) -> Tensor:
-    """Elementwise ``x <= y`` (bool result)."""
-    if (
-        type(x) in _TENSORS
-        and type(y) in _TENSORS
-        and (dx := x._data).dtype is (dy := y._data).dtype
-    ):
-        out = _less_equal_now(x, y, dx, dy)
-        if out is not None:
-            return out
-        return _STATE[-1].process(less_equal_p, (x, y), {})  # (hot path: no promotion, no bind)
-    return less_equal_p.bind(*promote_args("less_equal", x, y))
+equal = _comparison(equal_p, np.equal, "all", "==")
+not_equal = _comparison(not_equal_p, np.not_equal, "all", "!=")
+greater = _comparison(greater_p, np.greater, "numeric", ">")
+greater_equal = _comparison(greater_equal_p, np.greater_equal, "numeric", ">=")
+less = _comparison(less_p, np.less, "numeric", "<")
+less_equal = _comparison(less_equal_p, np.less_equal, "numeric", "<=")
 
 
 def _select_abstract(c: ShapedArray, x: ShapedArray, y: ShapedArray) -> ShapedArray:
