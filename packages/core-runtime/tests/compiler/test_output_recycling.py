@@ -5,18 +5,9 @@ caller holds it, a view of it or its NumPy array; values always as eager."""
 import threading
 
 import numpy as np
-import pytest
 
-from sporeling.core import Tensor, get_context, ops, set_context
+from sporeling.core import Tensor, ops
 from sporeling.core.compiler import jit
-
-
-@pytest.fixture(autouse=True)
-def _fusion_on():
-    before = get_context("enable_graph_kernel")
-    set_context(enable_graph_kernel=True)
-    yield
-    set_context(enable_graph_kernel=before)
 
 
 def t(*shape, seed=0):
