@@ -50,9 +50,7 @@ from .conv_backward import (
     _weight_grad_kernel_mk,
     _weight_grad_kernel_nhwc,
 )
-from .conv_columns import JIT_INLINE as _JIT_INLINE  # noqa: F401 - conv_small_grad's kernels
 from .conv_columns import address
-from .conv_columns import at as _at  # noqa: F401 - conv_small_grad's kernels
 from .conv_forward import (
     _forward_kernel,
     _forward_kernel_flat,

@@ -30,6 +30,7 @@ import numpy as np
 from . import _jobs, microgemm
 from . import conv_images as ci
 from ._config import JIT_SERIAL
+from .conv_columns import JIT_INLINE, at
 
 __all__ = ["data_grad", "data_grad_plan", "weight_grad", "weight_grad_plan"]
 
@@ -117,7 +118,7 @@ def data_grad_plan(
     )
 
 
-@numba.jit(**ci._JIT_INLINE)
+@numba.jit(**JIT_INLINE)
 def _data_grad_kernel(gy, wt, dx, g, d, dxp, geo, lo, hi):  # pragma: no cover - compiled
     """Input gradient of images ``lo:hi``: ``gy[n]`` into ``g`` (C_out, OH rows of WP, the
     columns past OW left zero), then for each block of 8 rows (channel, tap) of ``wt``
@@ -144,8 +145,8 @@ def _data_grad_kernel(gy, wt, dx, g, d, dxp, geo, lo, hi):  # pragma: no cover -
             pf[p] = 0
         for r0 in range(0, rows, microgemm.MR):
             microgemm.gemm_rows(
-                ci._at(wt, r0 * cout), cout, microgemm.MR, cout, ci._at(g, 0), lb,
-                ci._at(d, 0), lb, lb, False,
+                at(wt, r0 * cout), cout, microgemm.MR, cout, at(g, 0), lb,
+                at(d, 0), lb, lb, False,
             )  # fmt: skip
             for r in range(r0, min(r0 + microgemm.MR, real)):
                 c, t = r // taps, r % taps
@@ -160,7 +161,7 @@ def _data_grad_kernel(gy, wt, dx, g, d, dxp, geo, lo, hi):  # pragma: no cover -
                     dst[xx] = row[pw + xx]
 
 
-@_jobs.inlining(ci._JIT_INLINE)
+@_jobs.inlining(JIT_INLINE)
 def _data_grad_job(args, k, lo, hi):  # pragma: no cover - compiled
     """(gy, wt, dx, g, d, dxp, geo): :func:`_data_grad_kernel` on :mod:`._jobs`' workers."""
     p = _jobs.block(args)
@@ -252,7 +253,7 @@ def runs_plan(
     )
 
 
-@numba.jit(**ci._JIT_INLINE)
+@numba.jit(**JIT_INLINE)
 def _weight_grad_runs_kernel(x, gy, dw, xp, gw, geo, lo, hi):  # pragma: no cover - compiled
     """Weight gradient of images ``lo:hi`` added into ``dw`` (C_out, C_in, KH, KW; this
     thread's sum): ``x[n]`` into the interior of ``xp`` (zero-padded planes, rows of WP),
@@ -297,7 +298,7 @@ def _weight_grad_runs_kernel(x, gy, dw, xp, gw, geo, lo, hi):  # pragma: no cove
                         dw[cout - 1, c, i, j] += s0
 
 
-@_jobs.inlining(ci._JIT_INLINE)
+@_jobs.inlining(JIT_INLINE)
 def _weight_grad_runs_job(args, k, lo, hi):  # pragma: no cover - compiled
     """(x, gy, dw, xp, gw, geo): :func:`_weight_grad_runs_kernel` on :mod:`._jobs`."""
     p = _jobs.block(args)
