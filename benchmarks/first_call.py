@@ -204,6 +204,8 @@ def _resnet20(core: Any) -> tuple[Any, tuple[Any, ...]]:
 def _gpt(core: Any) -> tuple[Any, tuple[Any, ...]]:
     import numpy as np
 
+    core.set_context(enable_graph_kernel=True)  # with fusion, as bench_graph measures it
+
     sys.path.insert(0, str(HERE))
     import bench_graph as g
 
@@ -222,6 +224,8 @@ def _chain(core: Any) -> tuple[Any, tuple[Any, ...]]:
     """bench_graph's fused chain ln(gelu(x*w+b)), forward and gradients: the generated row
     kernels (``kernels/codegen_rows.py``) the issue's 72 s compile came from."""
     import numpy as np
+
+    core.set_context(enable_graph_kernel=True)  # with fusion, as bench_graph measures it
 
     ops = core.ops
     rng = np.random.default_rng(4)
