@@ -44,9 +44,9 @@ float64 argument goes through erfc as float32 ndtr did before (1.921 then)
 The functions use ``error_model='numpy'`` (a division must not branch on zero) and only the
 ``contract`` fast-math flag: reassociation would fold the ``(y + 1.5*2**23) - 1.5*2**23``
 rounding and the ``hi/lo`` corrections away. Flags stay with the instructions when LLVM
-inlines them into a fast-math caller. Numba's cache does not track calls across files: a
-change here needs the ``__pycache__`` of kernels calling these functions cleared (generated
-kernels in :mod:`..codegen` carry :data:`SOURCE_DIGEST` in their source for that reason).
+inlines them into a fast-math caller. Numba's cache does not track calls across files:
+:mod:`..numba_cache` makes a change here recompile the package's cached kernels, and
+generated kernels in :mod:`..codegen` carry :data:`SOURCE_DIGEST` in their source.
 """
 
 from __future__ import annotations
